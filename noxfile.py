@@ -1,0 +1,53 @@
+"""Automation: nox -s tests | typecheck | lint | bench | docs | soak."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "typecheck", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+INSTALL = ("-e", ".[dev]", "-e", "./plugins_contrib")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The default test run (what CI runs)."""
+    session.install(*INSTALL)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over volcanolib and plugins_contrib."""
+    session.install(*INSTALL)
+    session.run("mypy", "--strict", "volcanolib", "plugins_contrib/volcanolib_contrib")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmarks (results as JSON under bench-results/)."""
+    session.install(*INSTALL)
+    session.run("python", "-m", "benchmarks", *(session.posargs or ["--all"]))
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site in strict mode."""
+    session.install(*INSTALL, "mkdocs>=1.5")
+    session.run("mkdocs", "build", "--strict")
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Long-running and scale tests kept out of the default run."""
+    session.install(*INSTALL)
+    session.run("python", "-m", "pytest", "-m", "slow", "--runslow", *session.posargs)

@@ -1,0 +1,1 @@
+"""Contributed volcanolib plugins, registered only through the ``volcanolib.plugins`` entry points."""

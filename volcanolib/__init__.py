@@ -1,0 +1,88 @@
+"""volcanolib: batch scheduling with the architecture of the Volcano scheduler.
+
+This module re-exports the public API; nothing else lives here.
+"""
+
+from volcanolib.api import (
+    ClusterInfo,
+    JobInfo,
+    Mode,
+    Node,
+    NodeInfo,
+    Pod,
+    PodGroup,
+    PodGroupPhase,
+    QueueInfo,
+    QueueState,
+    Resource,
+    Taint,
+    TaskInfo,
+    TaskStatus,
+)
+from volcanolib.cache import Binder, Cache, Evictor, InMemoryCache, StatusUpdater
+from volcanolib.errors import (
+    CacheError,
+    ConfigError,
+    ManifestError,
+    PluginConfigError,
+    PluginError,
+    PluginNotFoundError,
+    QuantityError,
+    ResourceError,
+    VolcanolibError,
+)
+from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
+from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
+from volcanolib.framework.session import Session
+from volcanolib.framework.statement import Statement
+from volcanolib.framework.status import Code, Event, Status, Vote
+from volcanolib.scheduler import CycleResult, Scheduler
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action",
+    "Arguments",
+    "Binder",
+    "Cache",
+    "CacheError",
+    "ClusterInfo",
+    "Code",
+    "ConfigError",
+    "CycleResult",
+    "Event",
+    "Evictor",
+    "InMemoryCache",
+    "JobInfo",
+    "ManifestError",
+    "Mode",
+    "Node",
+    "NodeInfo",
+    "Plugin",
+    "PluginConfigError",
+    "PluginError",
+    "PluginNotFoundError",
+    "Pod",
+    "PodGroup",
+    "PodGroupPhase",
+    "QuantityError",
+    "QueueInfo",
+    "QueueState",
+    "Registry",
+    "Resource",
+    "ResourceError",
+    "Scheduler",
+    "SchedulerConfig",
+    "Session",
+    "Statement",
+    "Status",
+    "StatusUpdater",
+    "TaskInfo",
+    "TaskStatus",
+    "Vote",
+    "VolcanolibError",
+    "__version__",
+    "hookimpl",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,1 @@
+"""The built-in actions: enqueue, allocate, backfill, preempt, reclaim."""

@@ -1,0 +1,79 @@
+"""Why a task does not fit: per-node reasons and their summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["ALL_NODES_UNAVAILABLE", "FitError", "FitErrors", "reason_histogram"]
+
+ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
+NODE_RESOURCE_FIT_FAILED = "node(s) resource fit failed"
+NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+
+
+def insufficient(resource_name: str) -> str:
+    """The reason given when a node lacks one resource (``"Insufficient cpu"``)."""
+    return f"Insufficient {resource_name}"
+
+
+def reason_histogram(reasons: Iterable[str]) -> list[str]:
+    """Count equal reasons and return ``["<count> <reason>", ...]`` sorted as text."""
+    return sorted(f"{count} {reason}" for reason, count in Counter(reasons).items())
+
+
+class FitError:
+    """The reasons one task does not fit on one node."""
+
+    __slots__ = ("node_name", "reasons", "task_key")
+
+    def __init__(self, task_key: str, node_name: str, reasons: Iterable[str]) -> None:
+        self.task_key = task_key
+        self.node_name = node_name
+        self.reasons = list(reasons)
+
+    def __str__(self) -> str:
+        return f"task {self.task_key} on node {self.node_name} fit failed: {', '.join(self.reasons)}"
+
+    __repr__ = __str__
+
+
+class FitErrors:
+    """The reasons one task fits no node, node by node, with an overall message."""
+
+    __slots__ = ("message", "nodes", "total_nodes")
+
+    def __init__(self, total_nodes: int | None = None) -> None:
+        self.nodes: dict[str, FitError] = {}
+        self.message = ""
+        #: How many nodes were considered, for the "0/N nodes are available" summary.
+        self.total_nodes = total_nodes
+
+    def set_node_error(self, error: FitError) -> None:
+        """Record why the task does not fit one node."""
+        self.nodes[error.node_name] = error
+
+    def set_error(self, message: str) -> None:
+        """Record a reason that applies to every node."""
+        self.message = message
+
+    def reasons(self) -> list[str]:
+        """Every per-node reason, once per node that gave it."""
+        return [reason for err in self.nodes.values() for reason in err.reasons]
+
+    def error(self) -> str:
+        """The summary: ``"0/3 nodes are available: 2 Insufficient cpu, 1 ..."``."""
+        if self.message:
+            head = self.message
+        elif self.total_nodes is not None:
+            head = f"0/{self.total_nodes} nodes are available"
+        else:
+            head = ALL_NODES_UNAVAILABLE
+        if not self.nodes:
+            return head if head.endswith(".") else head + "."
+        return f"{head}: {', '.join(reason_histogram(self.reasons()))}."
+
+    __str__ = error
+
+    def __repr__(self) -> str:
+        return f"FitErrors({self.error()!r})"

@@ -1,0 +1,384 @@
+"""Jobs (PodGroups) and their gang accounting."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+import attrs
+
+from volcanolib.api.fiterrors import FitErrors, reason_histogram
+from volcanolib.api.resource import Resource, exceeded_part
+from volcanolib.api.task import (
+    ALLOCATED_STATUSES,
+    READY_STATUSES,
+    VALID_STATUSES,
+    TaskInfo,
+    TaskStatus,
+)
+
+__all__ = [
+    "ConditionType",
+    "JobInfo",
+    "PodGroup",
+    "PodGroupCondition",
+    "PodGroupPhase",
+]
+
+POD_GROUP_NOT_READY: Final = "pod group is not ready"
+_PENDING = TaskStatus.PENDING
+_PIPELINED = TaskStatus.PIPELINED
+
+
+class PodGroupPhase(str, enum.Enum):
+    """The phase of a PodGroup."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ConditionType(str, enum.Enum):
+    """PodGroup condition types."""
+
+    UNSCHEDULABLE = "Unschedulable"
+    SCHEDULED = "Scheduled"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.define
+class PodGroupCondition:
+    """One condition of a PodGroup's status."""
+
+    type: ConditionType
+    status: str = "True"
+    reason: str = ""
+    message: str = ""
+    transition_id: str = ""
+    last_transition_time: float = 0.0
+
+    def same_as(self, other: PodGroupCondition) -> bool:
+        """Equality ignoring the transition id and time."""
+        return (self.type, self.status, self.reason, self.message) == (
+            other.type,
+            other.status,
+            other.reason,
+            other.message,
+        )
+
+
+@attrs.define(eq=False)
+class PodGroup:
+    """A PodGroup: the gang a job's pods belong to, with its spec and status."""
+
+    name: str
+    namespace: str = "default"
+    min_member: int = 1
+    queue: str = "default"
+    priority_class_name: str = ""
+    min_resources: Resource | None = None
+    min_task_member: Mapping[str, int] = attrs.field(factory=dict)
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    conditions: list[PodGroupCondition] = attrs.field(factory=list)
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    creation_timestamp: float = 0.0
+    uid: str = ""
+
+    def clone(self) -> PodGroup:
+        """Return a copy whose status (phase, conditions, counts) can change independently."""
+        return attrs.evolve(self, conditions=[attrs.evolve(c) for c in self.conditions])
+
+    def status_key(self) -> tuple[object, ...]:
+        """The status without its conditions, for change detection."""
+        return (self.phase, self.running, self.succeeded, self.failed)
+
+
+@attrs.define(eq=False)
+class JobInfo:
+    """One job: a PodGroup and its tasks.
+
+    Task counts by status and role are kept up to date as tasks are added,
+    removed and change status, so the gang checks cost O(roles).
+    """
+
+    uid: str
+    pod_group: PodGroup
+    name: str = ""
+    namespace: str = ""
+    queue: str = "default"
+    min_available: int = 1
+    task_min_available: dict[str, int] = attrs.field(factory=dict)
+    task_min_available_total: int = 0
+    priority: int = 0
+    preemptable: bool = False
+    creation_timestamp: float = 0.0
+    tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
+    task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
+    allocated: Resource = attrs.field(factory=Resource)
+    total_request: Resource = attrs.field(factory=Resource)
+    #: Per pending task uid, why it fits no node (filled by the actions).
+    nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
+    job_fit_errors: str = ""
+    #: Why this job cannot be scheduled at all (a missing queue, say), set by the loader.
+    unschedulable_reason: str = ""
+    schedule_start_timestamp: float | None = None
+    _pending_best_effort: int = attrs.field(default=0, repr=False)
+    # role -> status -> count; role -> count of pending best-effort tasks
+    _role_counts: dict[str, dict[TaskStatus, int]] = attrs.field(factory=dict, repr=False)
+    _role_pending_be: dict[str, int] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_pod_group(cls, pg: PodGroup, *, priority: int = 0) -> JobInfo:
+        """Build an empty job for a PodGroup."""
+        from volcanolib.api.task import PREEMPTABLE_KEY, parse_bool
+
+        tma = {k: int(v) for k, v in pg.min_task_member.items()}
+        pre = parse_bool(pg.annotations.get(PREEMPTABLE_KEY))
+        if pre is None:
+            pre = parse_bool(pg.labels.get(PREEMPTABLE_KEY))
+        return cls(
+            uid=f"{pg.namespace}/{pg.name}",
+            pod_group=pg,
+            name=pg.name,
+            namespace=pg.namespace,
+            queue=pg.queue or "default",
+            min_available=pg.min_member,
+            task_min_available=tma,
+            task_min_available_total=sum(tma.values()),
+            priority=priority,
+            preemptable=bool(pre),
+            creation_timestamp=pg.creation_timestamp,
+        )
+
+    # ------------------------------------------------------------------ task bookkeeping
+
+    def add_task_info(self, task: TaskInfo) -> None:
+        """Add a task: index it by status and role, and add its request to the totals."""
+        self.tasks[task.uid] = task
+        self._index(task)
+        self.total_request.add(task.resreq)
+
+    def delete_task_info(self, task: TaskInfo) -> None:
+        """Remove a task, reversing :meth:`add_task_info`."""
+        current = self.tasks.pop(task.uid, None)
+        if current is None:
+            return
+        self._unindex(current)
+        self.total_request.sub_unchecked(current.resreq)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task to another status, keeping counts and the allocated total exact."""
+        if task.uid in self.tasks:
+            self._unindex(task)
+            task.status = status
+            self._index(task)
+        else:
+            task.status = status
+
+    def _index(self, task: TaskInfo) -> None:
+        status = task.status
+        bucket = self.task_status_index.get(status)
+        if bucket is None:
+            bucket = self.task_status_index[status] = {}
+        bucket[task.uid] = task
+        if status & ALLOCATED_STATUSES:
+            self.allocated.add(task.resreq)
+        counts = self._role_counts.get(task.role)
+        if counts is None:
+            counts = self._role_counts[task.role] = {}
+        counts[status] = counts.get(status, 0) + 1
+        if status is _PENDING and task.best_effort:
+            self._pending_best_effort += 1
+            self._role_pending_be[task.role] = self._role_pending_be.get(task.role, 0) + 1
+
+    def _unindex(self, task: TaskInfo) -> None:
+        status = task.status
+        bucket = self.task_status_index.get(status)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+            if not bucket:
+                del self.task_status_index[status]
+        if status & ALLOCATED_STATUSES:
+            self.allocated.sub_unchecked(task.resreq)
+        counts = self._role_counts[task.role]
+        counts[status] -= 1
+        if status is _PENDING and task.best_effort:
+            self._pending_best_effort -= 1
+            self._role_pending_be[task.role] -= 1
+
+    def clone(self) -> JobInfo:
+        """Return a copy with cloned tasks and PodGroup status (used by snapshots)."""
+        job = attrs.evolve(
+            self,
+            pod_group=self.pod_group.clone(),
+            tasks={},
+            task_status_index={},
+            allocated=Resource(),
+            total_request=Resource(),
+            nodes_fit_errors={},
+            role_counts={},
+            role_pending_be={},
+            pending_best_effort=0,
+        )
+        for task in self.tasks.values():
+            job.add_task_info(task.clone())
+        return job
+
+    # ------------------------------------------------------------------ counts
+
+    def count(self, statuses: TaskStatus) -> int:
+        """How many tasks are in any of ``statuses``."""
+        return sum(len(bucket) for status, bucket in self.task_status_index.items() if status & statuses)
+
+    def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
+        """The tasks in any of ``statuses``."""
+        for status, bucket in list(self.task_status_index.items()):
+            if status & statuses:
+                yield from list(bucket.values())
+
+    def ready_task_num(self) -> int:
+        """Tasks in an allocated status or Succeeded."""
+        return self.count(READY_STATUSES)
+
+    def pending_best_effort_task_num(self) -> int:
+        """Pending tasks with an empty request."""
+        return self._pending_best_effort
+
+    def waiting_task_num(self) -> int:
+        """Pipelined tasks."""
+        return len(self.task_status_index.get(_PIPELINED, ()))
+
+    def valid_task_num(self) -> int:
+        """Tasks that count toward the gang: allocated, Succeeded, Pipelined or Pending."""
+        return self.count(VALID_STATUSES)
+
+    def pending_task_num(self) -> int:
+        """Pending tasks."""
+        return len(self.task_status_index.get(_PENDING, ()))
+
+    def is_ready(self) -> bool:
+        """Whether enough tasks are placed (pending best-effort ones count) to run the gang."""
+        return self.ready_task_num() + self._pending_best_effort >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        """Whether placed plus pipelined tasks (and pending best-effort ones) reach the minimum."""
+        return self.waiting_task_num() + self.ready_task_num() + self._pending_best_effort >= self.min_available
+
+    def is_starving(self) -> bool:
+        """Whether placed plus pipelined tasks are below the minimum."""
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        """Whether the PodGroup is still Pending (not admitted by enqueue)."""
+        return self.pod_group.phase is PodGroupPhase.PENDING
+
+    def _role_count(self, role: str, statuses: TaskStatus) -> int:
+        counts = self._role_counts.get(role)
+        if not counts:
+            return 0
+        return sum(n for status, n in counts.items() if status & statuses)
+
+    def _roles_meet(self, statuses: TaskStatus, *, pending_best_effort: bool) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        for role, minimum in self.task_min_available.items():
+            if minimum <= 0:
+                continue
+            have = self._role_count(role, statuses)
+            if pending_best_effort:
+                have += self._role_pending_be.get(role, 0)
+            if have < minimum:
+                return False
+        return True
+
+    def check_task_valid(self) -> bool:
+        """Whether every role can still reach its minimum with its valid tasks."""
+        return self._roles_meet(VALID_STATUSES, pending_best_effort=False)
+
+    def check_task_ready(self) -> bool:
+        """Whether every role has reached its minimum with placed tasks."""
+        return self._roles_meet(READY_STATUSES, pending_best_effort=True)
+
+    def check_task_pipelined(self) -> bool:
+        """Whether every role has reached its minimum with placed or pipelined tasks."""
+        return self._roles_meet(READY_STATUSES | _PIPELINED, pending_best_effort=True)
+
+    def check_task_starving(self) -> bool:
+        """Whether some role is below its minimum with placed or pipelined tasks."""
+        if self.min_available < self.task_min_available_total:
+            return False
+        for role, minimum in self.task_min_available.items():
+            if minimum > 0 and self._role_count(role, READY_STATUSES | _PIPELINED) < minimum:
+                return True
+        return False
+
+    def need_continue_allocating(self, failed_roles: set[str]) -> bool:
+        """After a task of ``failed_roles`` fit no node, whether other tasks can still help."""
+        if self.min_available == len(self.tasks):
+            return False
+        if self.min_available >= self.task_min_available_total:
+            for role in failed_roles:
+                minimum = self.task_min_available.get(role, 0)
+                if minimum > 0 and self._role_count(role, READY_STATUSES) < minimum:
+                    return False
+            return True
+        pending_ok = sum(
+            self._role_count(role, _PENDING) for role in self._role_counts if role not in failed_roles
+        )
+        return self.ready_task_num() + pending_ok >= self.min_available
+
+    # ------------------------------------------------------------------ resources
+
+    def min_resources(self) -> Resource:
+        """The PodGroup's ``minResources`` (empty when unset)."""
+        mr = self.pod_group.min_resources
+        return mr.clone() if mr is not None else Resource()
+
+    def elastic_resources(self) -> Resource:
+        """What the job holds beyond its ``minResources``, per dimension."""
+        return exceeded_part(self.allocated, self.min_resources())
+
+    # ------------------------------------------------------------------ explanations
+
+    def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str]:
+        """``(reason, message)`` describing where a task stands, for pod conditions."""
+        node, status = task.last_transaction or (task.node_name, task.status)
+        if status & (ALLOCATED_STATUSES | _PIPELINED):
+            if status is _PIPELINED:
+                return "Schedulable", f"Pod {task.key} can possibly be assigned to {node} once resource is released"
+            return "Schedulable", f"Pod {task.key} can possibly be assigned to {node}"
+        if status is _PENDING:
+            fit = self.nodes_fit_errors.get(task.uid)
+            if fit is not None:
+                return "Unschedulable", fit.error()
+            if self.job_fit_errors:
+                return "Unschedulable", self.job_fit_errors
+            return "Unschedulable", "all nodes are unavailable."
+        return str(status), ""
+
+    def fit_error(self) -> str:
+        """A one-line summary of why the gang is not ready."""
+        hist = [str(status) for status, bucket in self.task_status_index.items() for _ in bucket]
+        hist += ["minAvailable"] * self.min_available
+        msg = f"{POD_GROUP_NOT_READY}, {', '.join(reason_histogram(hist))}"
+        pending = [
+            self.task_scheduling_reason(t)[0] for t in self.task_status_index.get(_PENDING, {}).values()
+        ]
+        if pending:
+            msg += f"; Pending: {', '.join(reason_histogram(pending))}"
+        return msg
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid}, min={self.min_available}, tasks={len(self.tasks)}, phase={self.pod_group.phase})"

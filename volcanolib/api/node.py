@@ -1,0 +1,171 @@
+"""Nodes and their resource accounting."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from volcanolib.api.resource import PODS, Resource
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import ResourceError
+
+__all__ = ["DEFAULT_POD_CAPACITY", "Node", "NodeInfo", "Taint"]
+
+#: Pods a node may hold when its allocatable does not say (the kubelet default).
+DEFAULT_POD_CAPACITY = 110
+
+_RELEASING = TaskStatus.RELEASING
+_PIPELINED = TaskStatus.PIPELINED
+
+
+@attrs.frozen
+class Taint:
+    """A node taint."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def __str__(self) -> str:
+        return f"{{{self.key}: {self.value}}}" if self.value else f"{{{self.key}}}"
+
+
+@attrs.frozen
+class Node:
+    """The parts of a Node manifest that scheduling reads."""
+
+    name: str
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    #: Image name -> size in bytes, for image locality.
+    images: Mapping[str, int] = attrs.field(factory=dict)
+    manifest: Mapping[str, Any] | None = attrs.field(default=None, repr=False)
+
+
+@attrs.define(eq=False)
+class NodeInfo:
+    """One node with the tasks placed on it.
+
+    Accounting, by the status a task had when it was added:
+
+    ============  ==========  ========  ===========  ==========
+    status        idle        used      releasing    pipelined
+    ============  ==========  ========  ===========  ==========
+    Releasing     − request   + request + request
+    Pipelined                                        + request
+    any other     − request   + request
+    ============  ==========  ========  ===========  ==========
+
+    Removing a task reverses the same row, so accounting stays exact.
+    """
+
+    name: str
+    allocatable: Resource
+    node: Node = attrs.field(default=attrs.Factory(lambda self: Node(self.name), takes_self=True))
+    capability: Resource = attrs.field(
+        default=attrs.Factory(lambda self: self.allocatable.clone(), takes_self=True)
+    )
+    idle: Resource = attrs.field(default=attrs.Factory(lambda self: self.allocatable.clone(), takes_self=True))
+    used: Resource = attrs.field(factory=Resource)
+    releasing: Resource = attrs.field(factory=Resource)
+    pipelined: Resource = attrs.field(factory=Resource)
+    #: Tasks on the node, keyed by ``namespace/name``.
+    tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
+    ready: bool = True
+    not_ready_reason: str = ""
+    _accounted: dict[str, TaskStatus] = attrs.field(factory=dict, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if PODS not in self.allocatable.scalars:
+            self.allocatable.scalars[PODS] = DEFAULT_POD_CAPACITY
+            self.idle.scalars[PODS] = self.idle.scalars.get(PODS, 0) + DEFAULT_POD_CAPACITY
+
+    @property
+    def pod_capacity(self) -> int:
+        """How many pods the node may hold."""
+        return int(self.allocatable.scalars.get(PODS, DEFAULT_POD_CAPACITY))
+
+    def future_idle(self) -> Resource:
+        """What will be free once releasing tasks leave: ``idle + releasing - pipelined``."""
+        return self.idle.clone().add(self.releasing).sub_unchecked(self.pipelined)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Place a task on this node and account for it by its status.
+
+        :raises ResourceError: if the task names another node or is already here.
+        """
+        key = task.key
+        if task.node_name != self.name:
+            raise ResourceError(f"task {key} is assigned to node {task.node_name!r}, not {self.name!r}")
+        if key in self.tasks:
+            raise ResourceError(f"task {key} is already on node {self.name}")
+        self._account(task.resreq, task.status, 1)
+        self.tasks[key] = task
+        self._accounted[key] = task.status
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """Take a task off this node, reversing the accounting it was added with."""
+        key = task.key
+        status = self._accounted.pop(key, None)
+        if status is None:
+            raise ResourceError(f"task {key} is not on node {self.name}")
+        stored = self.tasks.pop(key)
+        self._account(stored.resreq, status, -1)
+
+    def update_task(self, task: TaskInfo) -> None:
+        """Re-account a task whose status changed (remove, then add)."""
+        self.remove_task(task)
+        self.add_task(task)
+
+    def _account(self, req: Resource, status: TaskStatus, sign: int) -> None:
+        if status is _PIPELINED:
+            if sign > 0:
+                self.pipelined.add(req)
+            else:
+                self.pipelined.sub_unchecked(req)
+            return
+        if sign > 0:
+            self.idle.sub_unchecked(req)
+            self.used.add(req)
+            if status is _RELEASING:
+                self.releasing.add(req)
+        else:
+            self.idle.add(req)
+            self.used.sub_unchecked(req)
+            if status is _RELEASING:
+                self.releasing.sub_unchecked(req)
+
+    def accounted_status(self, task: TaskInfo) -> TaskStatus | None:
+        """The status a task was accounted under on this node, or ``None`` if it is not here."""
+        return self._accounted.get(task.key)
+
+    def clone(self, tasks: Mapping[str, TaskInfo] | None = None) -> NodeInfo:
+        """Return a copy with its own resource vectors.
+
+        :param tasks: the tasks to place on the copy, by key; the copy shares them.
+            Without it the copy shares this node's task objects.
+        """
+        node = NodeInfo.__new__(NodeInfo)
+        node.name = self.name
+        node.node = self.node
+        node.allocatable = self.allocatable.clone()
+        node.capability = self.capability.clone()
+        node.idle = self.idle.clone()
+        node.used = self.used.clone()
+        node.releasing = self.releasing.clone()
+        node.pipelined = self.pipelined.clone()
+        node.ready = self.ready
+        node.not_ready_reason = self.not_ready_reason
+        node._accounted = self._accounted.copy()
+        if tasks is None:
+            node.tasks = self.tasks.copy()
+        else:
+            node.tasks = {key: tasks.get(key, t) for key, t in self.tasks.items()}
+        return node
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}, idle={self.idle}, used={self.used}, tasks={len(self.tasks)})"

@@ -1,0 +1,70 @@
+"""Queues."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+import attrs
+
+from volcanolib.api.resource import Resource
+
+__all__ = ["QueueInfo", "QueueState"]
+
+
+class QueueState(str, enum.Enum):
+    """The state of a queue."""
+
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.define(eq=False)
+class QueueInfo:
+    """One queue: its weight, quotas and place in a hierarchy.
+
+    ``capability`` and ``deserved`` are ``None`` when the Queue does not set
+    them; ``guarantee`` is empty then.
+    """
+
+    name: str
+    weight: int = 1
+    capability: Resource | None = None
+    guarantee: Resource = attrs.field(factory=Resource)
+    deserved: Resource | None = None
+    #: ``spec.reclaimable``; ``None`` when unset (which means reclaimable).
+    reclaimable: bool | None = None
+    state: QueueState = QueueState.OPEN
+    priority: int = 0
+    #: ``spec.parent``; ``None`` when unset.
+    parent: str | None = None
+    #: The ``volcano.sh/hierarchy`` annotation (hierarchical drf), e.g. ``root/eng/prod``.
+    hierarchy: str = ""
+    #: The ``volcano.sh/hierarchy-weights`` annotation, e.g. ``1/2/8``.
+    hierarchy_weights: str = ""
+    creation_timestamp: float = 0.0
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    #: ``status.allocated``, written back at session close.
+    allocated: Resource = attrs.field(factory=Resource)
+
+    @property
+    def uid(self) -> str:
+        """The queue's identity: its name."""
+        return self.name
+
+    def is_reclaimable(self) -> bool:
+        """Whether other queues may reclaim resources from this one (default true)."""
+        return True if self.reclaimable is None else self.reclaimable
+
+    def is_open(self) -> bool:
+        """Whether the queue accepts new work."""
+        return self.state is QueueState.OPEN
+
+    def clone(self) -> QueueInfo:
+        """Return a copy whose status can change independently."""
+        return attrs.evolve(self, allocated=self.allocated.clone())

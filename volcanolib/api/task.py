@@ -1,0 +1,166 @@
+"""Tasks (pods) and their scheduling status."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from volcanolib.api.resource import Resource
+
+__all__ = [
+    "ALLOCATED_STATUSES",
+    "Pod",
+    "TaskInfo",
+    "TaskStatus",
+    "allocated_status",
+]
+
+#: The annotation naming a pod's PodGroup.
+GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+#: The annotation (or label) naming a pod's task of its Volcano Job.
+TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+#: The annotation the Volcano job controller sets to ``<job>-<task>``.
+TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
+TASK_PRIORITY_KEY: Final = "volcano.sh/task-priority"
+PREEMPTABLE_KEY: Final = "volcano.sh/preemptable"
+
+
+class TaskStatus(enum.IntFlag):
+    """Where a task stands, as the scheduler sees it (Volcano's ``TaskStatus``)."""
+
+    PENDING = 1 << 0
+    ALLOCATED = 1 << 1
+    PIPELINED = 1 << 2
+    BINDING = 1 << 3
+    BOUND = 1 << 4
+    RUNNING = 1 << 5
+    RELEASING = 1 << 6
+    SUCCEEDED = 1 << 7
+    FAILED = 1 << 8
+    UNKNOWN = 1 << 9
+
+    def __str__(self) -> str:
+        return (self.name or "Unknown").capitalize()
+
+
+_S = TaskStatus
+#: Statuses whose tasks hold resources on a node: Bound, Binding, Running, Allocated.
+ALLOCATED_STATUSES: Final = _S.BOUND | _S.BINDING | _S.RUNNING | _S.ALLOCATED
+#: Statuses counted as ready for a gang: the allocated ones plus Succeeded.
+READY_STATUSES: Final = ALLOCATED_STATUSES | _S.SUCCEEDED
+#: Statuses counted as valid members of a job.
+VALID_STATUSES: Final = READY_STATUSES | _S.PIPELINED | _S.PENDING
+#: Statuses whose tasks may be preempted (Bound or Running).
+PREEMPTABLE_STATUSES: Final = _S.BOUND | _S.RUNNING
+#: Statuses of tasks that are done.
+COMPLETED_STATUSES: Final = _S.SUCCEEDED | _S.FAILED
+#: Statuses counted as scheduled for the PodGroup phase.
+SCHEDULED_STATUSES: Final = _S.RUNNING | _S.BOUND | _S.FAILED | _S.SUCCEEDED
+
+
+def allocated_status(status: TaskStatus) -> bool:
+    """Whether a task in this status holds resources (Bound, Binding, Running, Allocated)."""
+    return bool(status & ALLOCATED_STATUSES)
+
+
+@attrs.frozen
+class Pod:
+    """The parts of a pod manifest that scheduling reads.
+
+    ``manifest`` keeps the whole object for plugins that need more.
+    """
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    node_selector: Mapping[str, str] = attrs.field(factory=dict)
+    affinity: Mapping[str, Any] | None = None
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    #: ``(protocol, host IP, host port)`` of every container port with a host port.
+    host_ports: tuple[tuple[str, str, int], ...] = ()
+    topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    images: tuple[str, ...] = ()
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    scheduler_name: str = "volcano"
+    nominated_node_name: str = ""
+    manifest: Mapping[str, Any] | None = attrs.field(default=None, repr=False)
+
+
+@attrs.define(eq=False)
+class TaskInfo:
+    """One pod as a unit of scheduling.
+
+    Within one session snapshot the same object is shared by its job and its
+    node, so a status change is seen by both. ``resreq`` and ``init_resreq``
+    are the same request (the pod's effective request, init containers
+    included, plus ``pods: 1``).
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    #: The job id ``"<namespace>/<podgroup>"``, or ``""`` for a pod without a group.
+    job: str
+    resreq: Resource
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str = ""
+    priority: int = 1
+    preemptable: bool = True
+    #: The task's role: the task-spec name of its Volcano Job, else ``""``.
+    role: str = ""
+    #: Tasks with equal templates have identical scheduling constraints.
+    template: str = ""
+    creation_timestamp: float = 0.0
+    pod: Pod | None = attrs.field(default=None, repr=False)
+    #: ``(node_name, status)`` saved when a statement discarded this task's placement.
+    last_transaction: tuple[str, TaskStatus] | None = attrs.field(default=None, repr=False)
+    best_effort: bool = attrs.field(default=False, repr=False)
+    key: str = attrs.field(default="", repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.best_effort = self.resreq.is_empty()
+        if not self.key:
+            self.key = f"{self.namespace}/{self.name}"
+        if not self.template:
+            self.template = f"{self.job}/{self.role}" if self.role else self.uid
+
+    @property
+    def init_resreq(self) -> Resource:
+        """The request checked against a node's free resources (the same as :attr:`resreq`)."""
+        return self.resreq
+
+    def clone(self) -> TaskInfo:
+        """Return a copy with its own status and placement (the request is shared, it never changes)."""
+        return attrs.evolve(self)
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status}, node={self.node_name or '-'})"
+
+
+def task_priority(pod: Pod, spec_priority: int | None) -> int:
+    """Return a pod's task priority: the ``volcano.sh/task-priority`` annotation, else its priority, else 1."""
+    raw = pod.annotations.get(TASK_PRIORITY_KEY)
+    if raw is not None:
+        try:
+            return int(raw)
+        except ValueError:
+            pass
+    return spec_priority if spec_priority is not None else 1
+
+
+def parse_bool(raw: str | None) -> bool | None:
+    """Parse a Kubernetes-style boolean string; ``None`` when it is not one."""
+    if raw is None:
+        return None
+    low = raw.strip().lower()
+    if low in ("1", "t", "true"):
+        return True
+    if low in ("0", "f", "false"):
+        return False
+    return None

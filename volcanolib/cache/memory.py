@@ -1,0 +1,408 @@
+"""InMemoryCache: the embedded cache for dispatchers and simulations."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.job import JobInfo, PodGroup
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.resource import Resource
+from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
+from volcanolib.cache.protocol import Binder, Evictor, StatusUpdater
+from volcanolib.errors import CacheError
+
+__all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@attrs.frozen
+class CacheEvent:
+    """Something worth telling a person: a failed bind, an eviction, a status change."""
+
+    kind: str
+    #: ``PodGroup ns/name``, ``Pod ns/name``, ``Queue name``.
+    object: str
+    reason: str
+    message: str
+
+
+class AcceptAll:
+    """A binder and evictor for which every call succeeds."""
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
+        """Bind nothing anywhere; report no failure."""
+        return ()
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Accept the eviction."""
+
+
+def _locked(method: F) -> F:
+    def wrapper(self: InMemoryCache, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper  # type: ignore[return-value]
+
+
+class InMemoryCache:
+    """A thread-safe mirror of a cluster kept in memory.
+
+    Feed it nodes, pods (tasks), pod groups, queues and priority classes;
+    a :class:`~volcanolib.scheduler.Scheduler` snapshots it every cycle and
+    binds and evicts through the injected :class:`Binder` and
+    :class:`Evictor`. The ``default`` queue always exists.
+
+    :param binder: binds tasks; by default every bind succeeds.
+    :param evictor: evicts tasks; by default every eviction succeeds.
+    :param status_updater: receives PodGroup and Queue status, if given.
+    """
+
+    def __init__(
+        self,
+        *,
+        binder: Binder | None = None,
+        evictor: Evictor | None = None,
+        status_updater: StatusUpdater | None = None,
+        default_queue: str = "default",
+    ) -> None:
+        self._lock = threading.RLock()
+        self.binder: Binder = binder or AcceptAll()
+        self.evictor: Evictor = evictor or AcceptAll()
+        self.status_updater = status_updater
+        self.default_queue = default_queue
+        self._nodes: dict[str, NodeInfo] = {}
+        self._tasks: dict[str, TaskInfo] = {}
+        self._jobs: dict[str, JobInfo] = {}
+        self._orphans: dict[str, dict[str, TaskInfo]] = {}
+        self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
+        self._priority_classes: dict[str, int] = {}
+        self._global_default: str | None = None
+        #: Events recorded so far, oldest first.
+        self.events: list[CacheEvent] = []
+
+    # ------------------------------------------------------------------ nodes
+
+    @_locked
+    def add_node(self, node: NodeInfo) -> None:
+        """Add or replace a node; tasks already placed on it keep their place."""
+        old = self._nodes.get(node.name)
+        fresh = NodeInfo(node.name, node.allocatable.clone(), node=node.node, capability=node.capability.clone())
+        fresh.ready = node.ready
+        fresh.not_ready_reason = node.not_ready_reason
+        if old is not None:
+            for task in list(old.tasks.values()):
+                fresh.add_task(task)
+        self._nodes[node.name] = fresh
+
+    update_node = add_node
+
+    @_locked
+    def delete_node(self, name: str) -> None:
+        """Remove a node; its tasks stay known and are counted again if the node returns."""
+        node = self._nodes.get(name)
+        if node is None:
+            return
+        if node.tasks:
+            placeholder = NodeInfo(name, Resource())
+            placeholder.ready = False
+            placeholder.not_ready_reason = "NodeDeleted"
+            for task in node.tasks.values():
+                placeholder.add_task(task)
+            self._nodes[name] = placeholder
+        else:
+            del self._nodes[name]
+
+    # ------------------------------------------------------------------ tasks
+
+    @_locked
+    def add_task(self, task: TaskInfo) -> None:
+        """Add a pod; a placed one consumes its node (unless it has finished)."""
+        if task.uid in self._tasks:
+            self._remove_task(self._tasks[task.uid])
+        self._tasks[task.uid] = task
+        if task.node_name and not task.status & COMPLETED_STATUSES:
+            node = self._nodes.get(task.node_name)
+            if node is None:
+                node = NodeInfo(task.node_name, Resource())
+                node.ready = False
+                node.not_ready_reason = "UnInitialized"
+                self._nodes[task.node_name] = node
+            node.add_task(task)
+        if task.job:
+            job = self._jobs.get(task.job)
+            if job is not None:
+                job.add_task_info(task)
+            else:
+                self._orphans.setdefault(task.job, {})[task.uid] = task
+
+    update_task = add_task
+
+    @_locked
+    def delete_task(self, uid: str) -> None:
+        """Remove a pod."""
+        task = self._tasks.get(uid)
+        if task is not None:
+            self._remove_task(task)
+
+    def _remove_task(self, task: TaskInfo) -> None:
+        self._tasks.pop(task.uid, None)
+        node = self._nodes.get(task.node_name)
+        if node is not None and node.accounted_status(task) is not None and node.tasks.get(task.key) is task:
+            node.remove_task(task)
+        job = self._jobs.get(task.job)
+        if job is not None:
+            job.delete_task_info(task)
+        self._orphans.get(task.job, {}).pop(task.uid, None)
+
+    @_locked
+    def get_task(self, uid: str) -> TaskInfo | None:
+        """The cache's own copy of a task."""
+        return self._tasks.get(uid)
+
+    @_locked
+    def tasks(self) -> list[TaskInfo]:
+        """Every known task (the cache's own objects: read, do not change)."""
+        return list(self._tasks.values())
+
+    # ------------------------------------------------------------------ pod groups
+
+    @_locked
+    def add_pod_group(self, pg: PodGroup) -> None:
+        """Add or replace a PodGroup; its pods join the job."""
+        uid = f"{pg.namespace}/{pg.name}"
+        old = self._jobs.get(uid)
+        job = JobInfo.from_pod_group(pg)
+        if not pg.queue:
+            job.queue = self.default_queue
+        tasks = list(old.tasks.values()) if old is not None else []
+        tasks += list(self._orphans.pop(uid, {}).values())
+        for task in tasks:
+            job.add_task_info(task)
+        self._jobs[uid] = job
+
+    update_pod_group = add_pod_group
+
+    @_locked
+    def delete_pod_group(self, namespace: str, name: str) -> None:
+        """Remove a PodGroup; its pods wait for a group of that name again."""
+        job = self._jobs.pop(f"{namespace}/{name}", None)
+        if job is not None and job.tasks:
+            self._orphans[job.uid] = dict(job.tasks)
+
+    @_locked
+    def jobs(self) -> list[JobInfo]:
+        """Every known job (the cache's own objects: read, do not change)."""
+        return list(self._jobs.values())
+
+    # ------------------------------------------------------------------ queues and priorities
+
+    @_locked
+    def add_queue(self, queue: QueueInfo) -> None:
+        """Add or replace a queue."""
+        self._queues[queue.name] = queue
+
+    update_queue = add_queue
+
+    @_locked
+    def delete_queue(self, name: str) -> None:
+        """Remove a queue (the default queue stays)."""
+        if name != self.default_queue:
+            self._queues.pop(name, None)
+
+    @_locked
+    def queues(self) -> list[QueueInfo]:
+        """Every queue (the cache's own objects)."""
+        return list(self._queues.values())
+
+    @_locked
+    def add_priority_class(self, name: str, value: int, *, global_default: bool = False) -> None:
+        """Add a PriorityClass; a global default applies to jobs that name none."""
+        self._priority_classes[name] = value
+        if global_default:
+            self._global_default = name
+
+    @_locked
+    def delete_priority_class(self, name: str) -> None:
+        """Remove a PriorityClass."""
+        self._priority_classes.pop(name, None)
+        if self._global_default == name:
+            self._global_default = None
+
+    def _job_priority(self, pg: PodGroup) -> int:
+        if pg.priority_class_name in self._priority_classes:
+            return self._priority_classes[pg.priority_class_name]
+        if self._global_default is not None:
+            return self._priority_classes.get(self._global_default, 0)
+        return 0
+
+    # ------------------------------------------------------------------ snapshot
+
+    @_locked
+    def snapshot(self) -> ClusterInfo:
+        """A deep copy of ready nodes, queues and jobs whose queue exists.
+
+        Within the copy, a job's task and the node's task are the same object.
+        """
+        cluster = ClusterInfo()
+        clones: dict[str, TaskInfo] = {}
+        for uid, job in self._jobs.items():
+            if job.queue not in self._queues:
+                cluster.skipped_jobs[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
+                continue
+            copy = job.clone()
+            copy.priority = self._job_priority(job.pod_group)
+            cluster.jobs[uid] = copy
+            for task in copy.tasks.values():
+                clones[task.key] = task
+        for uid, orphans in self._orphans.items():
+            if orphans:
+                cluster.skipped_jobs[uid] = f"PodGroup {uid} does not exist"
+        for name, node in self._nodes.items():
+            if not node.ready:
+                continue
+            copy = node.clone(tasks={k: clones.get(k) or t.clone() for k, t in node.tasks.items()})
+            cluster.nodes[name] = copy
+            cluster.node_list.append(copy)
+        cluster.queues = {name: q.clone() for name, q in self._queues.items()}
+        return cluster
+
+    # ------------------------------------------------------------------ effectors
+
+    def _record(self, kind: str, obj: str, reason: str, message: str) -> None:
+        self.events.append(CacheEvent(kind, obj, reason, message))
+
+    def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        job = self._jobs.get(task.job)
+        if job is not None and task.uid in job.tasks:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+
+    @_locked
+    def bind(self, tasks: Sequence[TaskInfo]) -> None:
+        """Bind tasks through the binder; a failed bind returns the task to Pending."""
+        placed: list[TaskInfo] = []
+        for task in tasks:
+            own = self._tasks.get(task.uid)
+            node = self._nodes.get(task.node_name)
+            if own is None or node is None:
+                self._record("Warning", f"Pod {task.key}", "FailedScheduling", "task or node no longer exists")
+                continue
+            if own.node_name:
+                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"already on node {own.node_name}")
+                continue
+            own.node_name = task.node_name
+            self._set_status(own, TaskStatus.BINDING)
+            node.add_task(own)
+            placed.append(own)
+        if not placed:
+            return
+        try:
+            failed = list(self.binder.bind(placed))
+        except Exception as exc:  # a binder that raises fails the whole batch
+            log.warning("binder failed: %s", exc)
+            failed = placed
+        failed_ids = {id(t) for t in failed}
+        for own in placed:
+            if id(own) in failed_ids or own.uid in {t.uid for t in failed}:
+                node = self._nodes[own.node_name]
+                node.remove_task(own)
+                self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed")
+                own.node_name = ""
+                self._set_status(own, TaskStatus.PENDING)
+            else:
+                self._set_status(own, TaskStatus.BOUND)
+                node = self._nodes[own.node_name]
+                node.update_task(own)
+                self._record("Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}")
+
+    @_locked
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Evict a task through the evictor; it is Releasing until :meth:`finish_evictions`.
+
+        :raises CacheError: when the task is unknown or the evictor fails.
+        """
+        own = self._tasks.get(task.uid)
+        if own is None or not own.node_name:
+            raise CacheError(f"cannot evict {task.key}: not placed")
+        previous = own.status
+        try:
+            self.evictor.evict(own, reason)
+        except Exception as exc:
+            self._record("Warning", f"Pod {own.key}", "FailedEviction", str(exc))
+            raise CacheError(f"evicting {own.key} failed: {exc}") from exc
+        self._set_status(own, TaskStatus.RELEASING)
+        node = self._nodes.get(own.node_name)
+        if node is not None:
+            node.update_task(own)
+        del previous
+        self._record("Normal", f"Pod {own.key}", "Evict", f"Pod is evicted, because of {reason}")
+
+    @_locked
+    def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:
+        """Take the session's PodGroup status as the cache's."""
+        own = self._jobs.get(job.uid)
+        if own is None or not update_pod_group:
+            return
+        pg = own.pod_group
+        new = job.pod_group
+        pg.phase = new.phase
+        pg.conditions = [attrs.evolve(c) for c in new.conditions]
+        pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
+        if self.status_updater is not None:
+            self.status_updater.update_pod_group(job)
+
+    @_locked
+    def update_queue_status(self, queue: QueueInfo) -> None:
+        """Take the session's queue status as the cache's."""
+        own = self._queues.get(queue.name)
+        if own is not None:
+            own.allocated = queue.allocated.clone()
+        if self.status_updater is not None:
+            self.status_updater.update_queue(queue)
+
+    # ------------------------------------------------------------------ what a cluster does between cycles
+
+    @_locked
+    def start_bound_tasks(self) -> list[TaskInfo]:
+        """Mark bound tasks Running, as kubelets would; return them."""
+        started = []
+        for task in self._tasks.values():
+            if task.status in (TaskStatus.BINDING, TaskStatus.BOUND):
+                self._set_status(task, TaskStatus.RUNNING)
+                self._nodes[task.node_name].update_task(task)
+                started.append(task)
+        return started
+
+    @_locked
+    def finish_evictions(self) -> list[TaskInfo]:
+        """Remove Releasing tasks from the cluster, as their deletion completes; return them."""
+        gone = [t for t in self._tasks.values() if t.status is TaskStatus.RELEASING]
+        for task in gone:
+            self._remove_task(task)
+        return gone
+
+    @_locked
+    def set_task_phase(self, uid: str, status: TaskStatus) -> None:
+        """Move a task to a new status (a pod that succeeded or failed, say)."""
+        task = self._tasks.get(uid)
+        if task is None:
+            return
+        node = self._nodes.get(task.node_name)
+        if node is not None and node.tasks.get(task.key) is task:
+            node.remove_task(task)
+        self._set_status(task, status)
+        if node is not None and task.node_name and not status & COMPLETED_STATUSES:
+            node.add_task(task)

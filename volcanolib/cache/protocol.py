@@ -1,0 +1,71 @@
+"""What a session needs from a cluster: the cache, and the three effectors it drives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.job import JobInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.task import TaskInfo
+
+__all__ = ["Binder", "Cache", "Evictor", "StatusUpdater"]
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """A mirror of the cluster that sessions snapshot and act on."""
+
+    def snapshot(self) -> ClusterInfo:
+        """A deep copy of the schedulable state: ready nodes, queues, jobs whose queue exists."""
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> None:
+        """Bind tasks to the nodes named in their ``node_name``.
+
+        A task the binder fails to bind returns to Pending in the cache (it
+        is tried again next cycle) and an event records why; it is never lost.
+        """
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Start evicting a placed task.
+
+        :raises CacheError: when the eviction cannot be started; the cache
+            then keeps the task as it was.
+        """
+
+    def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:
+        """Write a job's PodGroup status (phase, conditions, counts) when ``update_pod_group``."""
+
+    def update_queue_status(self, queue: QueueInfo) -> None:
+        """Write a queue's status (its allocated resources)."""
+
+
+@runtime_checkable
+class Binder(Protocol):
+    """Binds tasks to nodes in the real system (a pods/binding call, a process start)."""
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
+        """Bind each task to ``task.node_name``; return the tasks that failed."""
+
+
+@runtime_checkable
+class Evictor(Protocol):
+    """Evicts tasks in the real system (a pod deletion, a process kill)."""
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Evict one task.
+
+        :raises Exception: any exception means the eviction failed.
+        """
+
+
+@runtime_checkable
+class StatusUpdater(Protocol):
+    """Writes PodGroup and Queue status back to the real system."""
+
+    def update_pod_group(self, job: JobInfo) -> None:
+        """Persist ``job.pod_group``'s status."""
+
+    def update_queue(self, queue: QueueInfo) -> None:
+        """Persist ``queue.allocated``."""

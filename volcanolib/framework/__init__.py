@@ -1,0 +1,1 @@
+"""The scheduling framework: sessions, statements, hooks, configuration and plugin discovery."""

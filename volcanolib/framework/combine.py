@@ -1,0 +1,332 @@
+"""The rules that combine plugin answers across tiers, each written once.
+
+Every builder here takes a compiled table (tiers of ``(plugin name, function)``
+entries, see :mod:`volcanolib.framework.dispatch`) and returns a closure that
+applies one rule. Closures are specialised for the common shapes (no
+implementation, one implementation) so that a hook nobody implements costs
+nothing.
+
+An exception raised by a plugin function is re-raised as
+:class:`~volcanolib.errors.PluginError` naming the plugin and the hook; the
+``try`` blocks cost nothing while no exception is raised.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, TypeAlias, TypeVar
+
+from volcanolib.errors import PluginError
+from volcanolib.framework.status import Code, Status, Vote
+
+__all__ = [
+    "Entry",
+    "Table",
+    "all_pass",
+    "all_true",
+    "any_true",
+    "call_all",
+    "first_nonzero",
+    "first_not_none",
+    "intersect_per_tier",
+    "key_tuple",
+    "tier_decides",
+    "union_per_tier",
+    "vote_per_tier",
+    "weighted_sum",
+]
+
+#: One implementation: the plugin's configured name and its bound function.
+Entry: TypeAlias = tuple[str, Callable[..., Any]]
+#: Implementations of one hook, tier by tier, in configuration order.
+Table: TypeAlias = tuple[tuple[Entry, ...], ...]
+
+T = TypeVar("T")
+_SUCCESS: Final = Status.success()
+
+
+def _flat(table: Table) -> tuple[Entry, ...]:
+    return tuple(entry for tier in table for entry in tier)
+
+
+def plugin_failure(plugin: str, hook: str, exc: BaseException) -> PluginError:
+    """Wrap an exception raised by a plugin's hook."""
+    if isinstance(exc, PluginError):
+        return exc
+    return PluginError(f"{type(exc).__name__}: {exc}", plugin=plugin, hook=hook)
+
+
+def _entries(table: Table) -> Iterator[Entry]:
+    for tier in table:
+        yield from tier
+
+
+# ---------------------------------------------------------------------------- orders
+
+
+def first_nonzero(hook: str, table: Table, fallback: Callable[[T, T], int]) -> Callable[[T, T], int]:
+    """``first_nonzero``: the first non-zero comparison in tier order, else ``fallback``."""
+    entries = _flat(table)
+    if not entries:
+        return fallback
+
+    def compare(left: T, right: T) -> int:
+        for plugin, fn in entries:
+            try:
+                result = fn(left, right)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+            if result:
+                return -1 if result < 0 else 1
+        return fallback(left, right)
+
+    return compare
+
+
+def key_tuple(hook: str, table: Table, fallback: Callable[[T], tuple[Any, ...]]) -> Callable[[T], tuple[Any, ...]]:
+    """``first_nonzero`` as a key: the plugins' keys in tier order, then ``fallback``'s."""
+    fns = tuple(fn for _, fn in _flat(table))
+    if not fns:
+        return fallback
+    if len(fns) == 1:
+        (only,) = fns
+
+        def key1(item: T) -> tuple[Any, ...]:
+            return (only(item), *fallback(item))
+
+        return key1
+
+    def key(item: T) -> tuple[Any, ...]:
+        return (*[fn(item) for fn in fns], *fallback(item))
+
+    return key
+
+
+def comparator_key(compare: Callable[[T, T], int]) -> Callable[[T], Any]:
+    """A key object that compares items with ``compare`` at comparison time."""
+    return functools.cmp_to_key(compare)
+
+
+# ---------------------------------------------------------------------------- predicates
+
+
+def all_pass(hook: str, table: Table) -> Callable[..., Status]:
+    """``all_pass``: every plugin must succeed; the first failure in tier order is returned."""
+    entries = _flat(table)
+    if not entries:
+        return lambda *args: _SUCCESS
+
+    def check(*args: Any) -> Status:
+        for plugin, fn in entries:
+            try:
+                status = fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+            if status is not None and status.code is not Code.SUCCESS:
+                return status.with_plugin(plugin)  # type: ignore[no-any-return]
+        return _SUCCESS
+
+    return check
+
+
+def weighted_sum(hook: str, table: Table) -> Callable[..., float]:
+    """``weighted_sum``: the sum of every plugin's (already weighted) score."""
+    entries = _flat(table)
+    if not entries:
+        return lambda *args: 0.0
+
+    def total(*args: Any) -> float:
+        score = 0.0
+        for plugin, fn in entries:
+            try:
+                score += fn(*args) or 0.0
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+        return score
+
+    return total
+
+
+def first_not_none(hook: str, table: Table) -> Callable[..., Any]:
+    """The first answer that is not ``None``, in tier order; ``None`` if all abstain."""
+    entries = _flat(table)
+
+    def first(*args: Any) -> Any:
+        for plugin, fn in entries:
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+            if result is not None:
+                return result
+        return None
+
+    return first
+
+
+# ---------------------------------------------------------------------------- victims
+
+
+def intersect_per_tier(hook: str, table: Table) -> Callable[[Any, Sequence[Any]], list[Any] | None]:
+    """``intersect_per_tier`` (Volcano's Preemptable/Reclaimable).
+
+    Within a tier, each plugin sees the full candidate list; an abstention
+    (``None``) is ignored; an empty list ends the tier with no victims; other
+    lists are intersected, keeping the order of the first. The first tier
+    that ends with victims decides. A tier that ends empty falls through,
+    and the next tier starts afresh.
+    """
+
+    def victims(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
+        for tier in table:
+            chosen: list[Any] | None = None
+            for plugin, fn in tier:
+                try:
+                    result = fn(actor, candidates)
+                except Exception as exc:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                if result is None:
+                    continue
+                if not result:
+                    chosen = None
+                    break
+                if chosen is None:
+                    chosen = list(result)
+                else:
+                    keep = {id(t) for t in result}
+                    chosen = [t for t in chosen if id(t) in keep]
+            if chosen:
+                return chosen
+        return None
+
+    return victims
+
+
+def union_per_tier(hook: str, table: Table) -> Callable[[Sequence[Any]], list[Any]]:
+    """The union within a tier; the first tier with a non-empty union wins."""
+
+    def victims(tasks: Sequence[Any]) -> list[Any]:
+        for tier in table:
+            seen: dict[int, Any] = {}
+            for plugin, fn in tier:
+                try:
+                    result = fn(tasks)
+                except Exception as exc:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                for t in result or ():
+                    seen.setdefault(id(t), t)
+            if seen:
+                return list(seen.values())
+        return []
+
+    return victims
+
+
+# ---------------------------------------------------------------------------- booleans and votes
+
+
+def vote_per_tier(hook: str, table: Table) -> Callable[[Any], bool]:
+    """``vote_per_tier``: a reject decides no at once; a permit seen by the end of a tier decides yes.
+
+    When every tier abstains the answer is yes.
+    """
+
+    def vote(item: Any) -> bool:
+        permitted = False
+        for tier in table:
+            for plugin, fn in tier:
+                try:
+                    result = fn(item)
+                except Exception as exc:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                if result is None or result == Vote.ABSTAIN:
+                    continue
+                if result == Vote.REJECT or result < 0:
+                    return False
+                permitted = True
+            if permitted:
+                return True
+        return True
+
+    return vote
+
+
+def any_true(hook: str, table: Table) -> Callable[..., bool]:
+    """``any_true``: true as soon as one plugin says true; false when none does."""
+    entries = _flat(table)
+
+    def check(*args: Any) -> bool:
+        for plugin, fn in entries:
+            try:
+                if fn(*args):
+                    return True
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+        return False
+
+    return check
+
+
+def all_true(hook: str, table: Table) -> Callable[..., bool]:
+    """``all_true``: false as soon as one plugin says false; true when none does."""
+    entries = _flat(table)
+    if not entries:
+        return lambda *args: True
+
+    def check(*args: Any) -> bool:
+        for plugin, fn in entries:
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+            if result is not None and not result:
+                return False
+        return True
+
+    return check
+
+
+def tier_decides(hook: str, table: Table) -> Callable[[Any], bool]:
+    """``tier_decides``: the first tier with an implementation decides by AND; false if none."""
+    tiers = tuple(tier for tier in table if tier)
+    if not tiers:
+        return lambda item: False
+    first = tiers[0]
+
+    def check(item: Any) -> bool:
+        for plugin, fn in first:
+            try:
+                if not fn(item):
+                    return False
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+        return True
+
+    return check
+
+
+def call_all(hook: str, table: Table) -> Callable[..., None]:
+    """``call_all``: call every implementation in tier order, for its side effects."""
+    entries = _flat(table)
+    if not entries:
+        return lambda *args: None
+    if len(entries) == 1:
+        ((plugin, fn),) = entries
+
+        def call_one(*args: Any) -> None:
+            try:
+                fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+
+        return call_one
+
+    def call(*args: Any) -> None:
+        for plugin, fn in entries:
+            try:
+                fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+
+    return call

@@ -1,0 +1,385 @@
+"""volcano-scheduler.conf: actions, tiers of plugins, switches and arguments.
+
+The format is Volcano's own, so an existing configuration loads unchanged::
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: priority
+      - name: gang
+        enablePreemptable: false
+    - plugins:
+      - name: binpack
+        arguments: {binpack.weight: 10}
+    configurations:
+    - name: preempt
+      arguments: {enableTopologyAwarePreemption: false}
+
+A switch (``enableXxx``) that is absent means enabled. A key the parser does
+not know is a warning naming the closest known key, not an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import attrs
+import yaml
+
+from volcanolib.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_CONFIG_TEXT",
+    "HOOK_SWITCHES",
+    "Arguments",
+    "PluginOption",
+    "SchedulerConfig",
+    "Tier",
+    "load_config",
+    "parse_config",
+]
+
+log = logging.getLogger(__name__)
+
+#: The configuration used when none is given.
+DEFAULT_CONFIG_TEXT: Final = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+#: The switch consulted for each tiered hook; hooks not listed are not gated.
+HOOK_SWITCHES: Final[Mapping[str, str]] = {
+    "job_order": "enableJobOrder",
+    "job_order_key": "enableJobOrder",
+    "queue_order": "enableQueueOrder",
+    "queue_order_key": "enableQueueOrder",
+    "task_order": "enableTaskOrder",
+    "task_order_key": "enableTaskOrder",
+    "namespace_order": "enableNamespaceOrder",
+    "pre_predicate": "enablePredicate",
+    "predicate": "enablePredicate",
+    "batch_predicate": "enablePredicate",
+    "best_node": "enableBestNode",
+    "node_order": "enableNodeOrder",
+    "batch_node_order": "enableNodeOrder",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable",
+    "preemptive": "enablePreemptive",
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "job_starving": "enableJobStarving",
+    "job_enqueueable": "enableJobEnqueued",
+    "job_enqueued": "enableJobEnqueued",
+    "victim_tasks": "enabledVictim",
+}
+
+#: Every switch Volcano knows (v1.7.0 and the current release); all default to true.
+KNOWN_SWITCHES: Final = frozenset(
+    {
+        "enableJobOrder",
+        "enableNamespaceOrder",
+        "enableJobReady",
+        "enableJobPipelined",
+        "enableJobEnqueued",
+        "enableTaskOrder",
+        "enablePreemptable",
+        "enableReclaimable",
+        "enableQueueOrder",
+        "enablePredicate",
+        "enableBestNode",
+        "enableNodeOrder",
+        "enableTargetJob",
+        "enableReservedNodes",
+        "enabledVictim",
+        "enableJobStarving",
+        "enablePreemptive",
+        "enabledOverused",
+        "enabledAllocatable",
+        "enabledHyperNodeOrder",
+        "enabledSubJobReady",
+        "enabledSubJobPipelined",
+        "enabledSubJobOrder",
+        "enabledHyperNodeGradient",
+    }
+)
+#: Switches that default to false.
+OFF_BY_DEFAULT: Final = frozenset({"enabledClusterOrder", "EnabledClusterOrder"})
+_OTHER_PLUGIN_KEYS: Final = frozenset({"name", "arguments", "enableHierarchy"})
+_TOP_KEYS: Final = frozenset({"actions", "tiers", "configurations", "metrics"})
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Arguments(Mapping[str, Any]):
+    """A plugin's or an action's ``arguments``, with typed getters.
+
+    A value of the wrong type is an error naming the owner and the key.
+    """
+
+    values: Mapping[str, Any] = attrs.field(factory=dict)
+    #: Who the arguments belong to, for errors: ``plugin 'binpack'``.
+    owner: str = ""
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def _bad(self, key: str, expected: str) -> ConfigError:
+        value = self.values[key]
+        return ConfigError(f"expected {expected}, got {value!r}", key=f"{self.owner} arguments.{key}".strip())
+
+    def get_int(self, key: str, default: int) -> int:
+        """An integer argument."""
+        if key not in self.values or self.values[key] is None:
+            return default
+        value = self.values[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer")
+        return value
+
+    def get_float(self, key: str, default: float) -> float:
+        """A number argument (integers are accepted)."""
+        if key not in self.values or self.values[key] is None:
+            return default
+        value = self.values[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._bad(key, "a number")
+        return float(value)
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        """A boolean argument (``"true"``/``"false"`` strings are accepted)."""
+        if key not in self.values or self.values[key] is None:
+            return default
+        value = self.values[key]
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
+            return value.strip().lower() in ("true", "1", "t")
+        raise self._bad(key, "a boolean")
+
+    def get_str(self, key: str, default: str) -> str:
+        """A string argument."""
+        if key not in self.values or self.values[key] is None:
+            return default
+        value = self.values[key]
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+
+@attrs.frozen
+class PluginOption:
+    """One plugin's entry in a tier: its name, switches and arguments."""
+
+    name: str
+    arguments: Arguments = attrs.field(factory=Arguments)
+    #: Switches given explicitly; absent ones are enabled.
+    switches: Mapping[str, bool] = attrs.field(factory=dict)
+    enable_hierarchy: bool = False
+
+    def enabled(self, switch: str) -> bool:
+        """Whether a switch is on (absent means on, except the cluster-order switch)."""
+        value = self.switches.get(switch)
+        if value is None:
+            return switch not in OFF_BY_DEFAULT
+        return value
+
+    def hook_enabled(self, hook: str) -> bool:
+        """Whether this plugin takes part in a tiered hook."""
+        switch = HOOK_SWITCHES.get(hook)
+        return True if switch is None else self.enabled(switch)
+
+
+@attrs.frozen
+class Tier:
+    """A tier: plugins consulted in order before the next tier."""
+
+    plugins: tuple[PluginOption, ...]
+
+
+@attrs.frozen
+class SchedulerConfig:
+    """A parsed scheduler configuration."""
+
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    #: Per-action arguments, by action name.
+    configurations: Mapping[str, Arguments] = attrs.field(factory=dict)
+    #: The file the configuration came from, if any.
+    source: str | None = None
+    #: Warnings found while parsing (unknown keys).
+    warnings: tuple[str, ...] = ()
+
+    def plugin_options(self) -> Iterator[PluginOption]:
+        """Every plugin entry, in tier order."""
+        for tier in self.tiers:
+            yield from tier.plugins
+
+    def action_arguments(self, action: str) -> Arguments:
+        """The ``configurations`` arguments of one action (empty when none)."""
+        return self.configurations.get(action, Arguments(owner=f"action {action!r}"))
+
+
+def _closest(key: str, known: frozenset[str]) -> str:
+    match = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _expect(value: object, kind: type[T], what: str, key: str, source: str | None) -> T:
+    if not isinstance(value, kind):
+        names = {dict: "a mapping", list: "a list", str: "a string", bool: "true or false"}
+        raise ConfigError(f"expected {names.get(kind, kind.__name__)}, got {value!r}", key=key, source=source)
+    return value
+
+
+def _parse_plugin(raw: object, key: str, source: str | None, warnings: list[str]) -> PluginOption:
+    entry = _expect(raw, dict, "plugin", key, source)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("a plugin needs a 'name'", key=f"{key}.name", source=source)
+    switches: dict[str, bool] = {}
+    for opt, value in entry.items():
+        opt = str(opt)
+        if opt in _OTHER_PLUGIN_KEYS:
+            continue
+        if opt in KNOWN_SWITCHES or opt in OFF_BY_DEFAULT:
+            switches[opt] = _expect(value, bool, "switch", f"{key}.{opt}", source)
+        else:
+            where = f"{source}: " if source else ""
+            msg = f"{where}{key}: unknown plugin option {opt!r}{_closest(opt, KNOWN_SWITCHES)}; ignored"
+            warnings.append(msg)
+            log.warning(msg)
+    hierarchy = entry.get("enableHierarchy", False)
+    hierarchy = _expect(hierarchy, bool, "switch", f"{key}.enableHierarchy", source)
+    args = entry.get("arguments") or {}
+    args = _expect(args, dict, "arguments", f"{key}.arguments", source)
+    return PluginOption(
+        name=name.strip(),
+        arguments=Arguments({str(k): v for k, v in args.items()}, owner=f"plugin {name.strip()!r}"),
+        switches=switches,
+        enable_hierarchy=hierarchy,
+    )
+
+
+def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) -> SchedulerConfig:
+    """Parse a configuration given as YAML text or as an already-loaded mapping.
+
+    :param source: where the configuration came from, named in errors.
+    :raises ConfigError: naming the offending key.
+    """
+    if isinstance(conf, str):
+        try:
+            data = yaml.safe_load(conf)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"not valid YAML{at}: {getattr(exc, 'problem', exc)}", source=source) from None
+    else:
+        data = conf
+    if data is None:
+        data = {}
+    data = _expect(data, dict, "configuration", "", source)
+    warnings: list[str] = []
+    for key in data:
+        if key not in _TOP_KEYS:
+            msg = f"{source + ': ' if source else ''}unknown key {key!r}{_closest(str(key), _TOP_KEYS)}; ignored"
+            warnings.append(msg)
+            log.warning(msg)
+
+    raw_actions = data.get("actions", "")
+    if raw_actions is None:
+        raw_actions = ""
+    if isinstance(raw_actions, list):
+        names = [str(a).strip() for a in raw_actions]
+    elif isinstance(raw_actions, str):
+        names = [a.strip() for a in raw_actions.split(",")]
+    else:
+        raise ConfigError(f"expected a comma-separated string, got {raw_actions!r}", key="actions", source=source)
+    actions = tuple(a for a in names if a)
+
+    tiers: list[Tier] = []
+    seen: dict[str, str] = {}
+    raw_tiers = data.get("tiers") or []
+    for ti, raw_tier in enumerate(_expect(raw_tiers, list, "tiers", "tiers", source)):
+        tkey = f"tiers[{ti}]"
+        tier_map = _expect(raw_tier, dict, "tier", tkey, source)
+        plugins = []
+        for pi, raw_plugin in enumerate(_expect(tier_map.get("plugins") or [], list, "plugins", f"{tkey}.plugins", source)):
+            pkey = f"{tkey}.plugins[{pi}]"
+            option = _parse_plugin(raw_plugin, pkey, source, warnings)
+            if option.name in seen:
+                raise ConfigError(
+                    f"plugin {option.name!r} is listed twice (first at {seen[option.name]})",
+                    key=f"{pkey}.name",
+                    source=source,
+                )
+            seen[option.name] = pkey
+            plugins.append(option)
+        names_in_tier = {p.name for p in plugins}
+        if "proportion" in names_in_tier and any(p.name == "drf" and p.enable_hierarchy for p in plugins):
+            raise ConfigError(
+                "drf with enableHierarchy conflicts with proportion in the same tier", key=tkey, source=source
+            )
+        tiers.append(Tier(tuple(plugins)))
+
+    configurations: dict[str, Arguments] = {}
+    raw_confs = data.get("configurations") or []
+    for ci, raw_conf in enumerate(_expect(raw_confs, list, "configurations", "configurations", source)):
+        ckey = f"configurations[{ci}]"
+        conf_map = _expect(raw_conf, dict, "configuration", ckey, source)
+        name = conf_map.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError("a configuration needs a 'name'", key=f"{ckey}.name", source=source)
+        args = _expect(conf_map.get("arguments") or {}, dict, "arguments", f"{ckey}.arguments", source)
+        configurations[name.strip()] = Arguments(
+            {str(k): v for k, v in args.items()}, owner=f"action {name.strip()!r}"
+        )
+
+    return SchedulerConfig(
+        actions=actions,
+        tiers=tuple(tiers),
+        configurations=configurations,
+        source=source,
+        warnings=tuple(warnings),
+    )
+
+
+def load_config(path: str | Path) -> SchedulerConfig:
+    """Read and parse a configuration file.
+
+    :raises ConfigError: naming the file when it cannot be read or parsed.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    return parse_config(text.strip(), source=str(path))
+
+
+#: The default configuration, parsed.
+DEFAULT_CONFIG: Final = parse_config(DEFAULT_CONFIG_TEXT, source="<default>")

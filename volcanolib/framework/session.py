@@ -1,0 +1,624 @@
+"""Session: one scheduling cycle over a snapshot of the cache.
+
+A session opens on a snapshot, lets every plugin prepare (``on_session_open``,
+in tier order), exposes the combined plugin answers to the actions, records
+what the actions decide, and on close writes job and queue status back to
+the cache.
+
+The combined answers are attributes holding compiled closures (see
+:mod:`volcanolib.framework.combine`), so a hot-path call such as
+``ssn.job_ready(job)`` costs one Python call per implementing plugin.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.resource import Resource
+from volcanolib.api.task import (
+    ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
+    SCHEDULED_STATUSES,
+    TaskInfo,
+    TaskStatus,
+)
+from volcanolib.errors import PluginError
+from volcanolib.framework import combine
+from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
+from volcanolib.framework.dispatch import Tables, bind
+from volcanolib.framework.statement import Statement
+from volcanolib.framework.status import Code, Event, Status
+
+if TYPE_CHECKING:
+    from volcanolib.cache.protocol import Cache
+
+__all__ = ["Session", "compare_tasks_by_name"]
+
+log = logging.getLogger(__name__)
+_SUCCESS: Final = Status.success()
+_NEG_INF: Final = float("-inf")
+
+
+# ------------------------------------------------------------------------ fallback orders
+
+
+def _cmp(a: Any, b: Any) -> int:
+    return -1 if a < b else (1 if a > b else 0)
+
+
+def _job_fallback(left: JobInfo, right: JobInfo) -> int:
+    return _cmp(left.creation_timestamp, right.creation_timestamp) or _cmp(left.uid, right.uid)
+
+
+def _job_fallback_key(job: JobInfo) -> tuple[Any, ...]:
+    return (job.creation_timestamp, job.uid)
+
+
+def _queue_fallback(left: QueueInfo, right: QueueInfo) -> int:
+    return _cmp(left.creation_timestamp, right.creation_timestamp) or _cmp(left.name, right.name)
+
+
+def _queue_fallback_key(queue: QueueInfo) -> tuple[Any, ...]:
+    return (queue.creation_timestamp, queue.name)
+
+
+def _name_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) <= 2:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+def compare_tasks_by_name(left: TaskInfo, right: TaskInfo) -> int:
+    """The default task order: the pod-name index (``job-task-3``), then creation time, then uid."""
+    li = _name_index(left.name)
+    ri = _name_index(right.name)
+    if li is None or ri is None or li == ri:
+        return _cmp(left.creation_timestamp, right.creation_timestamp) or _cmp(left.uid, right.uid)
+    return -1 if li < ri else 1
+
+
+def _task_fallback_key(task: TaskInfo) -> tuple[Any, ...]:
+    index = _name_index(task.name)
+    return (-1 if index is None else index, task.creation_timestamp, task.uid)
+
+
+def _key_compare(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
+    def compare(left: Any, right: Any) -> int:
+        return _cmp(key(left), key(right))
+
+    return compare
+
+
+class Session:
+    """One scheduling cycle.
+
+    Created by the :class:`~volcanolib.scheduler.Scheduler` (or
+    :func:`volcanolib.testing.open_session`); actions receive it open.
+
+    State, from the snapshot: :attr:`jobs`, :attr:`nodes`, :attr:`node_list`
+    (ready nodes in cache order), :attr:`queues`, :attr:`total_resource`.
+    Combined plugin answers: :attr:`job_ready`, :attr:`job_pipelined`,
+    :attr:`job_starving`, :attr:`job_valid`, :attr:`job_enqueueable`,
+    :attr:`job_enqueued`, :attr:`overused`, :attr:`allocatable`,
+    :attr:`preemptive`, :attr:`preemptable`, :attr:`reclaimable`,
+    :attr:`victim_tasks`, :attr:`pre_predicate`, :attr:`predicate`,
+    :attr:`node_order`, the order comparators and keys, and the helpers
+    :meth:`predicate_nodes`, :meth:`prioritize_nodes`, :meth:`best_node`.
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        config: SchedulerConfig,
+        tables: Tables,
+        plugins: Mapping[str, Any],
+        *,
+        seed: int = 0,
+        uid: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.uid = uid or str(uuid.uuid4())
+        self.cache = cache
+        self.config = config
+        self.plugins = plugins
+        self.rng = random.Random(seed)
+        self.clock = clock
+        self._tables = tables
+        #: Jobs by uid (``namespace/name``).
+        self.jobs: dict[str, JobInfo] = {}
+        #: Ready nodes by name.
+        self.nodes: dict[str, NodeInfo] = {}
+        #: Ready nodes, in the order the cache received them.
+        self.node_list: list[NodeInfo] = []
+        #: Queues by name.
+        self.queues: dict[str, QueueInfo] = {}
+        #: Jobs left out of the snapshot, with the reason.
+        self.skipped_jobs: dict[str, str] = {}
+        #: The sum of every ready node's allocatable resources.
+        self.total_resource = Resource()
+        #: Tasks sent to the binder in this session, with their node.
+        self.binds: list[tuple[TaskInfo, str]] = []
+        #: Tasks sent to the evictor in this session, with the reason.
+        self.evictions: list[tuple[TaskInfo, str]] = []
+        #: Plugin failures recorded during the session.
+        self.plugin_errors: list[PluginError] = []
+        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
+        self._compile()
+
+    # ------------------------------------------------------------------ configuration
+
+    @property
+    def tiers(self) -> Sequence[Any]:
+        """The configuration's tiers."""
+        return self.config.tiers
+
+    @property
+    def enabled_actions(self) -> frozenset[str]:
+        """The names of the configured actions."""
+        return frozenset(self.config.actions)
+
+    def action_arguments(self, action: str) -> Arguments:
+        """The ``configurations`` arguments of one action."""
+        return self.config.action_arguments(action)
+
+    def plugin_option(self, name: str) -> PluginOption | None:
+        """The configuration entry of a plugin (its first listing)."""
+        for option in self.config.plugin_options():
+            if option.name == name:
+                return option
+        return None
+
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        """Whether ``enableHierarchy`` is set for a plugin."""
+        option = self.plugin_option(plugin)
+        return bool(option and option.enable_hierarchy)
+
+    # ------------------------------------------------------------------ compilation
+
+    def _table(self, hook: str) -> combine.Table:
+        return bind(self, hook, self._tables.get(hook, ()))
+
+    def _order(
+        self,
+        hook: str,
+        fallback: Callable[[Any, Any], int],
+        fallback_key: Callable[[Any], tuple[Any, ...]],
+    ) -> tuple[Callable[[Any, Any], int], Callable[[Any], Any]]:
+        cmp_table = self._table(hook)
+        key_table = self._table(f"{hook}_key")
+        keys = {plugin: fn for tier in key_table for plugin, fn in tier}
+        cmps = {plugin: fn for tier in cmp_table for plugin, fn in tier}
+        merged: list[tuple[str, Callable[..., Any], bool]] = []
+        for tier in self.config.tiers:
+            for option in tier.plugins:
+                if option.name in keys:
+                    merged.append((option.name, keys[option.name], True))
+                elif option.name in cmps:
+                    merged.append((option.name, cmps[option.name], False))
+        if all(is_key for _, _, is_key in merged):
+            key = combine.key_tuple(f"{hook}_key", ((tuple((p, f) for p, f, _ in merged)),), fallback_key)
+            return _key_compare(key), key
+        entries = tuple((p, _key_compare(f) if is_key else f) for p, f, is_key in merged)
+        compare = combine.first_nonzero(hook, (entries,), fallback)
+        return compare, functools.cmp_to_key(compare)
+
+    def _compile(self) -> None:
+        t = self._table
+        #: Compare two jobs (<0: left first). Rule ``first_nonzero``, then creation time and uid.
+        self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
+        self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
+        self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
+        self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
+            "namespace_order", t("namespace_order"), _cmp
+        )
+        victim_queue = combine.first_nonzero("victim_queue_order", t("victim_queue_order"), lambda a, b: 0)
+        compare_queues = self.compare_queues
+
+        def compare_victim_queues(left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
+            return victim_queue(left, right, preemptor) or -compare_queues(left, right)
+
+        self.compare_victim_queues: Callable[[QueueInfo, QueueInfo, TaskInfo], int] = compare_victim_queues
+        self.pre_predicate: Callable[[TaskInfo], Status] = combine.all_pass("pre_predicate", t("pre_predicate"))
+        self._predicate_entries = self._per_node_and_batch("predicate", "batch_predicate")
+        self._score_entries = self._per_node_and_batch("node_order", "batch_node_order")
+        self._best_node = combine.first_not_none("best_node", t("best_node"))
+        self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = (
+            combine.intersect_per_tier("preemptable", t("preemptable"))
+        )
+        self.reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = (
+            combine.intersect_per_tier("reclaimable", t("reclaimable"))
+        )
+        self.victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]] = combine.union_per_tier(
+            "victim_tasks", t("victim_tasks")
+        )
+        self.preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool] = combine.all_true(
+            "preemptive", t("preemptive")
+        )
+        self.overused: Callable[[QueueInfo], bool] = combine.any_true("overused", t("overused"))
+        self.allocatable: Callable[[QueueInfo, TaskInfo], bool] = combine.all_true("allocatable", t("allocatable"))
+        self.job_valid: Callable[[JobInfo], Status] = combine.all_pass("job_valid", t("job_valid"))
+        self.job_ready: Callable[[JobInfo], bool] = combine.all_true("job_ready", t("job_ready"))
+        self.job_pipelined: Callable[[JobInfo], bool] = combine.vote_per_tier("job_pipelined", t("job_pipelined"))
+        self.job_starving: Callable[[JobInfo], bool] = combine.tier_decides("job_starving", t("job_starving"))
+        self.job_enqueueable: Callable[[JobInfo], bool] = combine.vote_per_tier(
+            "job_enqueueable", t("job_enqueueable")
+        )
+        self.job_enqueued: Callable[[JobInfo], None] = combine.call_all("job_enqueued", t("job_enqueued"))
+        self._on_allocate = combine.call_all("on_allocate", t("on_allocate"))
+        self._on_deallocate = combine.call_all("on_deallocate", t("on_deallocate"))
+        self._on_open = combine.call_all("on_session_open", t("on_session_open"))
+        self._on_close = combine.call_all("on_session_close", t("on_session_close"))
+
+    def _per_node_and_batch(
+        self, per_node: str, batch: str
+    ) -> tuple[tuple[str, Callable[..., Any] | None, Callable[..., Any] | None], ...]:
+        singles = {p: f for tier in self._table(per_node) for p, f in tier}
+        batches = {p: f for tier in self._table(batch) for p, f in tier}
+        out = []
+        for tier in self.config.tiers:
+            for option in tier.plugins:
+                single = singles.get(option.name)
+                many = batches.get(option.name)
+                if single is not None or many is not None:
+                    out.append((option.name, single, many))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        """Take the snapshot and let every plugin prepare, in tier order.
+
+        :raises PluginError: when a plugin fails in ``on_session_open``.
+        """
+        self.load(self.cache.snapshot())
+        self._on_open()
+
+    def load(self, snapshot: ClusterInfo) -> None:
+        """Adopt a snapshot as this session's state (without calling plugins)."""
+        self.jobs = snapshot.jobs
+        self.nodes = snapshot.nodes
+        self.node_list = snapshot.node_list
+        self.queues = snapshot.queues
+        self.skipped_jobs = dict(snapshot.skipped_jobs)
+        total = Resource()
+        for node in self.node_list:
+            total.add(node.allocatable)
+        self.total_resource = total
+        for job in self.jobs.values():
+            pg = job.pod_group
+            self._baseline[job.uid] = (pg.status_key(), [_copy_cond(c) for c in pg.conditions])
+
+    def close(self) -> None:
+        """Let plugins finish, then write job and queue status back to the cache.
+
+        A plugin failing in ``on_session_close`` is recorded; status is
+        written all the same.
+        """
+        try:
+            self._on_close()
+        except PluginError as err:
+            self.record_plugin_error(err)
+        for job in self.jobs.values():
+            changed = self._update_job_status(job)
+            self.cache.update_job_status(job, changed)
+        for queue in self._queue_status():
+            self.cache.update_queue_status(queue)
+
+    def _update_job_status(self, job: JobInfo) -> bool:
+        pg = job.pod_group
+        running = job.count(TaskStatus.RUNNING)
+        unschedulable_now = any(
+            c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
+        )
+        if running and unschedulable_now:
+            pg.phase = PodGroupPhase.UNKNOWN
+        else:
+            scheduled = job.count(SCHEDULED_STATUSES)
+            releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+            if scheduled + releasing >= job.min_available:
+                completed = job.count(COMPLETED_STATUSES)
+                pg.phase = PodGroupPhase.COMPLETED if completed == scheduled + releasing else PodGroupPhase.RUNNING
+            elif pg.phase is not PodGroupPhase.INQUEUE:
+                pg.phase = PodGroupPhase.PENDING
+        pg.running = running
+        pg.succeeded = job.count(TaskStatus.SUCCEEDED)
+        pg.failed = job.count(TaskStatus.FAILED)
+        base = self._baseline.get(job.uid)
+        if base is None:
+            return True
+        status, conditions = base
+        if status != pg.status_key() or len(conditions) != len(pg.conditions):
+            return True
+        return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions))
+
+    def _queue_status(self) -> list[QueueInfo]:
+        allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
+        for job in self.jobs.values():
+            if job.queue not in allocated:
+                continue
+            for task in job.tasks_in(ALLOCATED_STATUSES):
+                name: str | None = job.queue
+                seen = set()
+                while name is not None and name in allocated and name not in seen:
+                    seen.add(name)
+                    allocated[name].add(task.resreq)
+                    parent = self.queues[name].parent
+                    name = parent if parent is not None else ("root" if name != "root" else None)
+        out = []
+        for name, queue in self.queues.items():
+            queue.allocated = allocated[name]
+            out.append(queue)
+        return out
+
+    # ------------------------------------------------------------------ events and status
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        """Tell every plugin that a task took resources (``on_allocate``)."""
+        self._on_allocate(Event(task))
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        """Tell every plugin that a task gave resources back (``on_deallocate``)."""
+        self._on_deallocate(Event(task))
+
+    def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Change a task's status through its job, keeping the job's counts exact."""
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+
+    def record_plugin_error(self, err: PluginError, job: JobInfo | None = None) -> None:
+        """Record a plugin failure; the scheduler reports it and carries on."""
+        self.plugin_errors.append(err)
+        log.error("%s%s", f"job {job.uid}: " if job is not None else "", err)
+
+    @contextmanager
+    def guard(self, job: JobInfo | None = None, stmt: Statement | None = None) -> Iterator[None]:
+        """Run one job's scheduling; a plugin failure discards ``stmt`` and is recorded.
+
+        Other jobs proceed; the failed job keeps the state it had.
+        """
+        try:
+            yield
+        except PluginError as err:
+            if stmt is not None:
+                try:
+                    stmt.discard()
+                except PluginError as again:
+                    self.record_plugin_error(again, job)
+            self.record_plugin_error(err, job)
+
+    def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
+        """Set a PodGroup condition, replacing one of the same type."""
+        condition.transition_id = self.uid
+        condition.last_transition_time = self.clock()
+        conditions = job.pod_group.conditions
+        for i, existing in enumerate(conditions):
+            if existing.type is condition.type:
+                conditions[i] = condition
+                return
+        conditions.append(condition)
+
+    # ------------------------------------------------------------------ operations
+
+    def statement(self) -> Statement:
+        """A new, empty statement on this session."""
+        return Statement(self)
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Place a task outside any statement; bind the job's allocations once it is ready."""
+        self.set_task_status(task, TaskStatus.ALLOCATED)
+        task.node_name = node.name
+        try:
+            node.add_task(task)
+        except Exception:
+            self.set_task_status(task, TaskStatus.PENDING)
+            task.node_name = ""
+            raise
+        self.fire_allocate(task)
+        job = self.jobs.get(task.job)
+        if job is not None and self.job_ready(job):
+            self.dispatch(list(job.tasks_in(TaskStatus.ALLOCATED)))
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        """Reserve releasing resources for a task outside any statement."""
+        stmt = Statement(self)
+        stmt.pipeline(task, node_name)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Evict a task at once, outside any statement.
+
+        :raises CacheError: when the cache refuses; nothing changes then.
+        """
+        self.cache.evict(task, reason)
+        self.evictions.append((task, reason))
+        self.set_task_status(task, TaskStatus.RELEASING)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        self.fire_deallocate(task)
+
+    def dispatch(self, tasks: Sequence[TaskInfo]) -> None:
+        """Send allocated tasks to the binder; they become Binding."""
+        for task in tasks:
+            self.set_task_status(task, TaskStatus.BINDING)
+            self.binds.append((task, task.node_name))
+        self.cache.bind(tasks)
+
+    # ------------------------------------------------------------------ predicates and scores
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """Whether a task may run on a node: the first failure in tier order, else success."""
+        for plugin, single, many in self._predicate_entries:
+            try:
+                if single is not None:
+                    status = single(task, node)
+                else:
+                    assert many is not None
+                    status = (many(task, [node]) or {}).get(node.name, _SUCCESS)
+            except Exception as exc:
+                raise combine.plugin_failure(plugin, "predicate", exc) from exc
+            if status is not None and status.code is not Code.SUCCESS:
+                return status.with_plugin(plugin)  # type: ignore[no-any-return]
+        return _SUCCESS
+
+    def predicate_nodes(
+        self,
+        task: TaskInfo,
+        nodes: Sequence[NodeInfo],
+        *,
+        for_preempt: bool = False,
+        fit_errors: FitErrors | None = None,
+    ) -> list[NodeInfo]:
+        """The nodes, in order, on which a task passes every predicate.
+
+        Plugins with :func:`batch_predicate` check all remaining nodes in one
+        call. With ``for_preempt``, a plain ``UNSCHEDULABLE`` failure keeps
+        the node (evicting may fix it) and ends its checks.
+
+        :param fit_errors: receives the reason of every node that fails.
+        """
+        candidates = list(nodes)
+        passed_early: set[str] = set()
+        for plugin, single, many in self._predicate_entries:
+            if not candidates:
+                break
+            keep: list[NodeInfo] = []
+            try:
+                if many is not None:
+                    failures = many(task, candidates) or {}
+                    if not failures:
+                        continue
+                    for node in candidates:
+                        status = failures.get(node.name)
+                        if status is None or status.code is Code.SUCCESS:
+                            keep.append(node)
+                        else:
+                            self._predicate_failed(task, node, status, plugin, for_preempt, passed_early, fit_errors)
+                else:
+                    assert single is not None
+                    for node in candidates:
+                        status = single(task, node)
+                        if status is None or status.code is Code.SUCCESS:
+                            keep.append(node)
+                        else:
+                            self._predicate_failed(task, node, status, plugin, for_preempt, passed_early, fit_errors)
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise combine.plugin_failure(plugin, "predicate", exc) from exc
+            candidates = keep
+        if passed_early:
+            alive = {n.name for n in candidates} | passed_early
+            return [n for n in nodes if n.name in alive]
+        return candidates
+
+    @staticmethod
+    def _predicate_failed(
+        task: TaskInfo,
+        node: NodeInfo,
+        status: Status,
+        plugin: str,
+        for_preempt: bool,
+        passed_early: set[str],
+        fit_errors: FitErrors | None,
+    ) -> None:
+        if for_preempt and status.code is Code.UNSCHEDULABLE:
+            passed_early.add(node.name)
+            return
+        if fit_errors is not None:
+            fit_errors.set_node_error(FitError(task.key, node.name, status.reasons or (plugin,)))
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The total score of a node for a task (every plugin's score, summed)."""
+        return self.node_scores(task, [node]).get(node.name, 0.0)
+
+    def node_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        """The total score of each node for a task, by node name."""
+        scores = dict.fromkeys((n.name for n in nodes), 0.0)
+        for plugin, single, many in self._score_entries:
+            try:
+                if many is not None:
+                    for name, score in (many(task, nodes) or {}).items():
+                        if name in scores:
+                            scores[name] += score
+                else:
+                    assert single is not None
+                    for node in nodes:
+                        scores[node.name] += single(task, node) or 0.0
+            except Exception as exc:
+                raise combine.plugin_failure(plugin, "node_order", exc) from exc
+        return scores
+
+    def prioritize_nodes(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[float, list[NodeInfo]]:
+        """Group candidate nodes by their total score."""
+        scores = self.node_scores(task, nodes)
+        grouped: dict[float, list[NodeInfo]] = {}
+        for node in nodes:
+            grouped.setdefault(scores[node.name], []).append(node)
+        return grouped
+
+    def has_scorers(self) -> bool:
+        """Whether any plugin scores nodes."""
+        return bool(self._score_entries)
+
+    def select_best_node(self, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
+        """The highest-scoring node; ties are broken by the session's seeded generator."""
+        best: Sequence[NodeInfo] = ()
+        best_score = _NEG_INF
+        for score, nodes in scores.items():
+            if score > best_score and nodes:
+                best_score, best = score, nodes
+        if not best:
+            return None
+        if len(best) == 1:
+            return best[0]
+        return best[self.rng.randrange(len(best))]
+
+    def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        """Choose a node for a task among feasible ones: score, ask ``best_node``, else the top score."""
+        if not nodes:
+            return None
+        if len(nodes) == 1:
+            return nodes[0]
+        scores = self.prioritize_nodes(task, nodes)
+        chosen = self._best_node(task, scores)
+        if chosen is not None:
+            return chosen  # type: ignore[no-any-return]
+        return self.select_best_node(scores)
+
+    def sorted_by_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+        """Nodes by descending score, ties in the given order."""
+        scores = self.node_scores(task, nodes)
+        return sorted(nodes, key=lambda n: -scores[n.name])
+
+    # ------------------------------------------------------------------ helpers for actions
+
+    def job_order_before(self, left: JobInfo, right: JobInfo) -> bool:
+        """Whether ``left`` is scheduled before ``right``."""
+        return self.compare_jobs(left, right) < 0
+
+    def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
+        """The named nodes that are in the session, in the given order."""
+        return [self.nodes[n] for n in names if n in self.nodes]
+
+
+def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:
+    return PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)

@@ -1,0 +1,1 @@
+"""The built-in plugins: gang, drf, priority, proportion, binpack, conformance."""

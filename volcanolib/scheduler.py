@@ -1,0 +1,213 @@
+"""Scheduler: runs sessions over a cache, one cycle at a time or every period."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.cache.protocol import Cache
+from volcanolib.errors import ConfigError, PluginError
+from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
+from volcanolib.framework.dispatch import compile_tables
+from volcanolib.framework.registry import PluginHost, Registry
+from volcanolib.framework.session import Session
+
+__all__ = ["CycleResult", "Scheduler"]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class CycleResult:
+    """What one scheduling cycle decided."""
+
+    session_uid: str
+    #: Tasks sent to the binder, with their node.
+    binds: tuple[tuple[TaskInfo, str], ...]
+    #: Tasks sent to the evictor, with the reason.
+    evictions: tuple[tuple[TaskInfo, str], ...]
+    #: Tasks left pipelined at the end of the session, with their node.
+    pipelined: tuple[tuple[TaskInfo, str], ...]
+    #: Seconds spent: ``snapshot``, ``open``, one entry per action, ``close``, ``session``.
+    timings: Mapping[str, float]
+    #: Plugin failures recorded during the cycle.
+    plugin_errors: tuple[PluginError, ...] = ()
+    #: Whether the actions ran (false when a plugin failed at session open).
+    ran: bool = True
+    #: The closed session, for inspection (jobs, nodes, fit errors).
+    session: Session | None = attrs.field(default=None, repr=False)
+
+
+class Scheduler:
+    """Runs scheduling cycles over a cache.
+
+    :param cache: the cluster mirror, e.g. an
+        :class:`~volcanolib.cache.memory.InMemoryCache`.
+    :param config: a parsed configuration, YAML text, or a path to a
+        volcano-scheduler.conf file (which is then reloaded when it changes);
+        the default configuration when omitted.
+    :param seed: seeds the tie-break between equally scored nodes, so the
+        same input gives the same decisions.
+    :param registry: where plugins and actions are found.
+    :raises ConfigError: when the configuration is invalid at start.
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        config: SchedulerConfig | str | os.PathLike[str] | None = None,
+        *,
+        seed: int = 0,
+        period: float = 1.0,
+        registry: Registry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cache = cache
+        self.seed = seed
+        self.period = period
+        self.clock = clock
+        self.registry = registry or Registry()
+        self._config_path: Path | None = None
+        self._config_mtime: float | None = None
+        self._config_error: str | None = None
+        self._cycle = 0
+        if isinstance(config, os.PathLike):
+            self._config_path = Path(config)
+            parsed = load_config(self._config_path)
+            self._config_mtime = self._mtime()
+        elif isinstance(config, str):
+            parsed = parse_config(config)
+        else:
+            parsed = config or DEFAULT_CONFIG
+        self._install(parsed)
+
+    def _install(self, config: SchedulerConfig) -> None:
+        host = PluginHost(config, self.registry)
+        tables = compile_tables(host)
+        self.config = config
+        self.host = host
+        self.tables = tables
+
+    def _mtime(self) -> float | None:
+        try:
+            return self._config_path.stat().st_mtime_ns if self._config_path else None
+        except OSError:
+            return None
+
+    def reload_config(self) -> bool:
+        """Reload the configuration file if it changed.
+
+        An invalid new file keeps the last good configuration running; the
+        error is logged once per change of the file.
+
+        :returns: whether a new configuration was installed.
+        """
+        if self._config_path is None:
+            return False
+        mtime = self._mtime()
+        if mtime == self._config_mtime:
+            return False
+        self._config_mtime = mtime
+        try:
+            config = load_config(self._config_path)
+            self._install(config)
+        except (ConfigError, PluginError) as exc:
+            self._config_error = str(exc)
+            log.error("keeping the last good configuration: %s", exc)
+            return False
+        self._config_error = None
+        log.info("configuration reloaded from %s", self._config_path)
+        return True
+
+    @property
+    def config_error(self) -> str | None:
+        """Why the last reload was refused, or ``None``."""
+        return self._config_error
+
+    def new_session(self) -> Session:
+        """A session on the current configuration, not yet open."""
+        self._cycle += 1
+        return Session(
+            self.cache,
+            self.config,
+            self.tables,
+            self.host.plugins,
+            seed=self.seed + self._cycle - 1,
+            uid=f"cycle-{self._cycle}",
+            clock=self.clock,
+        )
+
+    def run_once(self, *, before_actions: Callable[[Session], Any] | None = None) -> CycleResult:
+        """Run one cycle: open a session, run the actions in order, close it.
+
+        A plugin failing at session open skips the actions (the cycle is
+        reported, not half-run); a plugin failing during an action is
+        recorded and the rest of the cycle goes on.
+
+        :param before_actions: called with the open session before the first action.
+        """
+        timings: dict[str, float] = {}
+        ssn = self.new_session()
+        start = time.perf_counter()
+        ssn.load(self.cache.snapshot())
+        t1 = time.perf_counter()
+        timings["snapshot"] = t1 - start
+        ran = True
+        try:
+            ssn._on_open()
+        except PluginError as err:
+            ssn.record_plugin_error(err)
+            ran = False
+        t2 = time.perf_counter()
+        timings["open"] = t2 - t1
+        if ran:
+            if before_actions is not None:
+                before_actions(ssn)
+            for action in self.host.actions:
+                a0 = time.perf_counter()
+                try:
+                    action.execute(ssn)
+                except PluginError as err:
+                    ssn.record_plugin_error(err)
+                timings[action.name] = timings.get(action.name, 0.0) + time.perf_counter() - a0
+        t3 = time.perf_counter()
+        pipelined = tuple(
+            (task, task.node_name)
+            for job in ssn.jobs.values()
+            for task in job.tasks_in(TaskStatus.PIPELINED)
+        )
+        if ran:
+            ssn.close()
+        timings["close"] = time.perf_counter() - t3
+        timings["session"] = time.perf_counter() - start
+        return CycleResult(
+            session_uid=ssn.uid,
+            binds=tuple(ssn.binds),
+            evictions=tuple(ssn.evictions),
+            pipelined=pipelined,
+            timings=timings,
+            plugin_errors=tuple(ssn.plugin_errors),
+            ran=ran,
+            session=ssn,
+        )
+
+    def run(self, stop: threading.Event, *, on_cycle: Callable[[CycleResult], Any] | None = None) -> None:
+        """Run a cycle every period until ``stop`` is set.
+
+        The next cycle starts one period after the previous one finished; the
+        configuration file is checked for changes before each cycle.
+        """
+        while not stop.is_set():
+            self.reload_config()
+            result = self.run_once()
+            if on_cycle is not None:
+                on_cycle(result)
+            stop.wait(self.period)
