@@ -97,11 +97,15 @@ class Provider:
     name: str
     #: ``module:attribute``.
     target: str
-    #: The distribution that registered it (``None`` for the static table).
+    #: The distribution that registered it (``None`` when given directly).
     distribution: str | None = None
+    #: The class itself, when it was given directly rather than by entry point.
+    obj: Any = attrs.field(default=None, eq=False, repr=False)
 
     def load(self) -> Any:
         """Import and return the class."""
+        if self.obj is not None:
+            return self.obj
         module, _, attr = self.target.partition(":")
         obj: Any = importlib.import_module(module)
         for part in attr.split("."):
@@ -146,7 +150,7 @@ class Registry:
         for name, target in builtin.items():
             found.setdefault(name, Provider(name, target, "volcanolib"))
         for name, cls in extra.items():
-            found[name] = Provider(name, f"{cls.__module__}:{cls.__qualname__}", None)
+            found[name] = Provider(name, f"{cls.__module__}:{cls.__qualname__}", None, cls)
         return {name: p for name, p in sorted(found.items()) if name not in self.blocked}
 
     def plugins(self) -> Mapping[str, Provider]:
@@ -220,7 +224,9 @@ class PluginHost:
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise PluginConfigError(str(exc), plugin=exc.plugin_name if hasattr(exc, "plugin_name") else None) from exc
+            name = self.pm.get_name(exc.plugin)
+            message = str(exc).split(" in plugin ")[0]
+            raise PluginConfigError(f"{message}: no such hook specification", plugin=name) from exc
         self.actions = []
         for name in config.actions:
             try:

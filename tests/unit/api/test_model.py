@@ -1,0 +1,113 @@
+import pytest
+
+from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.resource import PODS, Resource
+from volcanolib.api.task import TaskStatus
+from volcanolib.errors import ResourceError
+from volcanolib.testing import build_node, build_pod_group, build_task
+
+S = TaskStatus
+
+
+def job_with(statuses: list[TaskStatus], *, min_member: int = 2, roles: list[str] | None = None, **kw) -> JobInfo:
+    job = JobInfo.from_pod_group(build_pod_group("pg", min_member=min_member, **kw))
+    for i, st in enumerate(statuses):
+        role = roles[i] if roles else ""
+        node = "n1" if st not in (S.PENDING,) else ""
+        job.add_task_info(build_task(f"pg-{role or 't'}-{i}", job="pg", status=st, node=node, role=role))
+    return job
+
+
+def test_counts_and_allocated_follow_status_changes() -> None:
+    job = job_with([S.PENDING, S.PENDING, S.RUNNING])
+    assert job.ready_task_num() == 1
+    assert job.allocated.milli_cpu == 1000
+    task = next(iter(job.tasks_in(S.PENDING)))
+    job.update_task_status(task, S.ALLOCATED)
+    assert job.ready_task_num() == 2
+    assert job.allocated.milli_cpu == 2000
+    assert job.is_ready()
+    job.update_task_status(task, S.PIPELINED)
+    assert job.allocated.milli_cpu == 1000
+    assert not job.is_ready() and job.is_pipelined() and not job.is_starving()
+
+
+def test_best_effort_pending_counts_for_ready_not_starving() -> None:
+    job = JobInfo.from_pod_group(build_pod_group("pg", min_member=2))
+    job.add_task_info(build_task("pg-t-0", job="pg", node="n1"))
+    job.add_task_info(build_task("pg-t-1", job="pg", cpu=None, memory=None))
+    assert job.pending_best_effort_task_num() == 1
+    assert job.is_ready()
+    assert job.is_starving()
+
+
+def test_role_minimums() -> None:
+    job = job_with(
+        [S.RUNNING, S.PENDING, S.RUNNING],
+        min_member=3,
+        roles=["ps", "worker", "worker"],
+        min_task_member={"ps": 1, "worker": 2},
+    )
+    assert job.check_task_valid()
+    assert not job.check_task_ready()
+    assert job.check_task_starving()
+    worker = next(t for t in job.tasks_in(S.PENDING))
+    job.update_task_status(worker, S.PIPELINED)
+    assert job.check_task_pipelined() and not job.check_task_ready()
+
+
+def test_role_minimums_ignored_when_job_minimum_is_smaller() -> None:
+    job = job_with([S.PENDING], min_member=1, roles=["w"], min_task_member={"w": 3})
+    assert job.check_task_valid() and job.check_task_ready()
+
+
+def test_clone_is_independent() -> None:
+    job = job_with([S.PENDING, S.RUNNING])
+    copy = job.clone()
+    task = next(iter(copy.tasks_in(S.PENDING)))
+    copy.update_task_status(task, S.ALLOCATED)
+    assert job.ready_task_num() == 1 and copy.ready_task_num() == 2
+    copy.pod_group.phase = PodGroupPhase.RUNNING
+    assert job.pod_group.phase is PodGroupPhase.INQUEUE
+
+
+def test_fit_error_message() -> None:
+    job = job_with([S.PENDING, S.RUNNING], min_member=3)
+    assert job.fit_error().startswith("pod group is not ready, 1 Pending, 1 Running, 3 minAvailable")
+
+
+def test_node_accounting_by_status() -> None:
+    node = build_node("n1", cpu="4", memory="8Gi", pods=10)
+    running = build_task("a", node="n1")
+    releasing = build_task("b", node="n1", status=S.RELEASING)
+    pipelined = build_task("c", node="n1", status=S.PIPELINED)
+    for t in (running, releasing, pipelined):
+        node.add_task(t)
+    assert node.idle.milli_cpu == 2000 and node.used.milli_cpu == 2000
+    assert node.releasing.milli_cpu == 1000 and node.pipelined.milli_cpu == 1000
+    assert node.future_idle().milli_cpu == 2000
+    assert node.idle.get(PODS) == 8
+    running.status = S.RELEASING
+    node.update_task(running)
+    assert node.releasing.milli_cpu == 2000 and node.used.milli_cpu == 2000
+    for t in (running, releasing, pipelined):
+        node.remove_task(t)
+    assert node.idle == node.allocatable and node.used == Resource(0, 0, {PODS: 0})
+
+
+def test_node_refuses_wrong_node_and_duplicates() -> None:
+    node = build_node("n1")
+    with pytest.raises(ResourceError):
+        node.add_task(build_task("a", node="n2"))
+    task = build_task("a", node="n1")
+    node.add_task(task)
+    with pytest.raises(ResourceError):
+        node.add_task(task)
+    with pytest.raises(ResourceError):
+        node.remove_task(build_task("zz", node="n1"))
+
+
+def test_node_without_pods_gets_kubelet_default() -> None:
+    node = NodeInfo("n", Resource.from_list({"cpu": "1"}))
+    assert node.pod_capacity == 110 and node.idle.get(PODS) == 110

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import pytest
+
+from volcanolib import ConfigError
+from volcanolib.framework.config import DEFAULT_CONFIG, load_config, parse_config
+
+FULL = """
+actions: "enqueue, allocate,preempt , backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+    enabledOverused: false
+- plugins:
+  - name: drf
+    enableHierarchy: true
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.resources: nvidia.com/gpu
+configurations:
+- name: preempt
+  arguments:
+    enableTopologyAwarePreemption: true
+"""
+
+
+def test_parse_full_configuration() -> None:
+    config = parse_config(FULL)
+    assert config.actions == ("enqueue", "allocate", "preempt", "backfill")
+    gang = config.tiers[0].plugins[1]
+    assert gang.enabled("enablePreemptable") is False
+    assert gang.hook_enabled("preemptable") is False and gang.hook_enabled("overused") is False
+    assert gang.hook_enabled("job_ready") is True  # absent means enabled
+    assert gang.hook_enabled("job_valid") is True  # not gated
+    assert config.tiers[1].plugins[0].enable_hierarchy is True
+    assert config.tiers[1].plugins[1].arguments.get_int("binpack.weight", 1) == 10
+    assert config.action_arguments("preempt").get_bool("enableTopologyAwarePreemption", False) is True
+    assert config.action_arguments("allocate").get_bool("x", False) is False
+
+
+def test_cluster_order_switch_is_off_by_default() -> None:
+    option = parse_config("tiers:\n- plugins:\n  - name: x\n").tiers[0].plugins[0]
+    assert option.enabled("enabledClusterOrder") is False
+
+
+def test_unknown_switch_is_a_warning_naming_the_closest_key() -> None:
+    config = parse_config("tiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: false\n", source="s.conf")
+    assert len(config.warnings) == 1
+    assert "enableJobOrdr" in config.warnings[0] and "enableJobOrder" in config.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("actions: 3\n", "actions"),
+        ("tiers: {plugins: []}\n", "tiers"),
+        ("tiers:\n- plugins:\n  - arguments: {}\n", "tiers[0].plugins[0].name"),
+        ("tiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe\n", "tiers[0].plugins[0].enableJobOrder"),
+        ("tiers:\n- plugins:\n  - name: gang\n    arguments: [1]\n", "tiers[0].plugins[0].arguments"),
+        ("tiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n", "tiers[1].plugins[0].name"),
+        ("configurations:\n- arguments: {}\n", "configurations[0].name"),
+    ],
+)
+def test_errors_name_the_offending_key(text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, source="sched.conf")
+    assert info.value.key == key
+    assert str(info.value).startswith(f"sched.conf: {key}: ")
+
+
+def test_drf_hierarchy_conflicts_with_proportion_in_one_tier() -> None:
+    text = "tiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n"
+    with pytest.raises(ConfigError, match="conflicts"):
+        parse_config(text)
+    parse_config(text.replace("enableHierarchy: true", "enableHierarchy: false"))
+
+
+def test_invalid_yaml_names_the_line() -> None:
+    with pytest.raises(ConfigError, match=r"x: not valid YAML at line \d"):
+        parse_config("actions: a\ntiers: [\n", source="x")
+
+
+def test_default_configuration() -> None:
+    assert DEFAULT_CONFIG.actions == ("enqueue", "allocate", "backfill")
+    names = [[p.name for p in t.plugins] for t in DEFAULT_CONFIG.tiers]
+    assert names == [
+        ["priority", "gang", "conformance"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"],
+    ]
+
+
+def test_load_config_missing_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nope.conf")
+    assert "nope.conf" in str(info.value)
