@@ -77,6 +77,7 @@ __all__ = [
     "Statement",
     "Status",
     "StatusUpdater",
+    "Taint",
     "TaskInfo",
     "TaskStatus",
     "Vote",

@@ -334,9 +334,7 @@ class JobInfo:
                 if minimum > 0 and self._role_count(role, READY_STATUSES) < minimum:
                     return False
             return True
-        pending_ok = sum(
-            self._role_count(role, _PENDING) for role in self._role_counts if role not in failed_roles
-        )
+        pending_ok = sum(self._role_count(role, _PENDING) for role in self._role_counts if role not in failed_roles)
         return self.ready_task_num() + pending_ok >= self.min_available
 
     # ------------------------------------------------------------------ resources
@@ -373,9 +371,7 @@ class JobInfo:
         hist = [str(status) for status, bucket in self.task_status_index.items() for _ in bucket]
         hist += ["minAvailable"] * self.min_available
         msg = f"{POD_GROUP_NOT_READY}, {', '.join(reason_histogram(hist))}"
-        pending = [
-            self.task_scheduling_reason(t)[0] for t in self.task_status_index.get(_PENDING, {}).values()
-        ]
+        pending = [self.task_scheduling_reason(t)[0] for t in self.task_status_index.get(_PENDING, {}).values()]
         if pending:
             msg += f"; Pending: {', '.join(reason_histogram(pending))}"
         return msg

@@ -55,9 +55,9 @@ class NodeInfo:
     ============  ==========  ========  ===========  ==========
     status        idle        used      releasing    pipelined
     ============  ==========  ========  ===========  ==========
-    Releasing     − request   + request + request
+    Releasing     - request   + request + request
     Pipelined                                        + request
-    any other     − request   + request
+    any other     - request   + request
     ============  ==========  ========  ===========  ==========
 
     Removing a task reverses the same row, so accounting stays exact.
@@ -66,9 +66,7 @@ class NodeInfo:
     name: str
     allocatable: Resource
     node: Node = attrs.field(default=attrs.Factory(lambda self: Node(self.name), takes_self=True))
-    capability: Resource = attrs.field(
-        default=attrs.Factory(lambda self: self.allocatable.clone(), takes_self=True)
-    )
+    capability: Resource = attrs.field(default=attrs.Factory(lambda self: self.allocatable.clone(), takes_self=True))
     idle: Resource = attrs.field(default=attrs.Factory(lambda self: self.allocatable.clone(), takes_self=True))
     used: Resource = attrs.field(factory=Resource)
     releasing: Resource = attrs.field(factory=Resource)

@@ -66,12 +66,7 @@ def _le(left: float, right: float) -> bool:
 def _is_scalar_name(name: str) -> bool:
     if name.startswith(("requests.", "limits.", "count/")):
         return False
-    return (
-        "/" in name
-        or name == "ephemeral-storage"
-        or name.startswith("hugepages-")
-        or name.startswith("attachable-volumes-")
-    )
+    return "/" in name or name == "ephemeral-storage" or name.startswith(("hugepages-", "attachable-volumes-"))
 
 
 class Resource:

@@ -261,10 +261,10 @@ class InMemoryCache:
             if job.queue not in self._queues:
                 cluster.skipped_jobs[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
                 continue
-            copy = job.clone()
-            copy.priority = self._job_priority(job.pod_group)
-            cluster.jobs[uid] = copy
-            for task in copy.tasks.values():
+            job_copy = job.clone()
+            job_copy.priority = self._job_priority(job.pod_group)
+            cluster.jobs[uid] = job_copy
+            for task in job_copy.tasks.values():
                 clones[task.key] = task
         for uid, orphans in self._orphans.items():
             if orphans:
@@ -272,9 +272,9 @@ class InMemoryCache:
         for name, node in self._nodes.items():
             if not node.ready:
                 continue
-            copy = node.clone(tasks={k: clones.get(k) or t.clone() for k, t in node.tasks.items()})
-            cluster.nodes[name] = copy
-            cluster.node_list.append(copy)
+            node_copy = node.clone(tasks={k: clones.get(k) or t.clone() for k, t in node.tasks.items()})
+            cluster.nodes[name] = node_copy
+            cluster.node_list.append(node_copy)
         cluster.queues = {name: q.clone() for name, q in self._queues.items()}
         return cluster
 
@@ -326,7 +326,9 @@ class InMemoryCache:
                 self._set_status(own, TaskStatus.BOUND)
                 node = self._nodes[own.node_name]
                 node.update_task(own)
-                self._record("Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}")
+                self._record(
+                    "Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}"
+                )
 
     @_locked
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -337,7 +339,6 @@ class InMemoryCache:
         own = self._tasks.get(task.uid)
         if own is None or not own.node_name:
             raise CacheError(f"cannot evict {task.key}: not placed")
-        previous = own.status
         try:
             self.evictor.evict(own, reason)
         except Exception as exc:
@@ -347,7 +348,6 @@ class InMemoryCache:
         node = self._nodes.get(own.node_name)
         if node is not None:
             node.update_task(own)
-        del previous
         self._record("Normal", f"Pod {own.key}", "Evict", f"Pod is evicted, because of {reason}")
 
     @_locked

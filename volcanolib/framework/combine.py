@@ -28,6 +28,7 @@ __all__ = [
     "any_true",
     "call_all",
     "first_nonzero",
+    "first_nonzero_args",
     "first_not_none",
     "intersect_per_tier",
     "key_tuple",
@@ -80,6 +81,23 @@ def first_nonzero(hook: str, table: Table, fallback: Callable[[T, T], int]) -> C
             if result:
                 return -1 if result < 0 else 1
         return fallback(left, right)
+
+    return compare
+
+
+def first_nonzero_args(hook: str, table: Table) -> Callable[..., int]:
+    """``first_nonzero`` for comparisons with extra arguments; 0 when every plugin abstains."""
+    entries = _flat(table)
+
+    def compare(*args: Any) -> int:
+        for plugin, fn in entries:
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+            if result:
+                return -1 if result < 0 else 1
+        return 0
 
     return compare
 

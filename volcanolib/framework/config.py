@@ -135,46 +135,46 @@ class Arguments(Mapping[str, Any]):
     A value of the wrong type is an error naming the owner and the key.
     """
 
-    values: Mapping[str, Any] = attrs.field(factory=dict)
+    data: Mapping[str, Any] = attrs.field(factory=dict)
     #: Who the arguments belong to, for errors: ``plugin 'binpack'``.
     owner: str = ""
 
     def __getitem__(self, key: str) -> Any:
-        return self.values[key]
+        return self.data[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.data)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.data)
 
     def _bad(self, key: str, expected: str) -> ConfigError:
-        value = self.values[key]
+        value = self.data[key]
         return ConfigError(f"expected {expected}, got {value!r}", key=f"{self.owner} arguments.{key}".strip())
 
     def get_int(self, key: str, default: int) -> int:
         """An integer argument."""
-        if key not in self.values or self.values[key] is None:
+        if key not in self.data or self.data[key] is None:
             return default
-        value = self.values[key]
+        value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._bad(key, "an integer")
         return value
 
     def get_float(self, key: str, default: float) -> float:
         """A number argument (integers are accepted)."""
-        if key not in self.values or self.values[key] is None:
+        if key not in self.data or self.data[key] is None:
             return default
-        value = self.values[key]
+        value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self._bad(key, "a number")
         return float(value)
 
     def get_bool(self, key: str, default: bool) -> bool:
         """A boolean argument (``"true"``/``"false"`` strings are accepted)."""
-        if key not in self.values or self.values[key] is None:
+        if key not in self.data or self.data[key] is None:
             return default
-        value = self.values[key]
+        value = self.data[key]
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
@@ -183,9 +183,9 @@ class Arguments(Mapping[str, Any]):
 
     def get_str(self, key: str, default: str) -> str:
         """A string argument."""
-        if key not in self.values or self.values[key] is None:
+        if key not in self.data or self.data[key] is None:
             return default
-        value = self.values[key]
+        value = self.data[key]
         if not isinstance(value, str):
             raise self._bad(key, "a string")
         return value
@@ -328,7 +328,9 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
         tkey = f"tiers[{ti}]"
         tier_map = _expect(raw_tier, dict, "tier", tkey, source)
         plugins = []
-        for pi, raw_plugin in enumerate(_expect(tier_map.get("plugins") or [], list, "plugins", f"{tkey}.plugins", source)):
+        for pi, raw_plugin in enumerate(
+            _expect(tier_map.get("plugins") or [], list, "plugins", f"{tkey}.plugins", source)
+        ):
             pkey = f"{tkey}.plugins[{pi}]"
             option = _parse_plugin(raw_plugin, pkey, source, warnings)
             if option.name in seen:
@@ -355,9 +357,7 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("a configuration needs a 'name'", key=f"{ckey}.name", source=source)
         args = _expect(conf_map.get("arguments") or {}, dict, "arguments", f"{ckey}.arguments", source)
-        configurations[name.strip()] = Arguments(
-            {str(k): v for k, v in args.items()}, owner=f"action {name.strip()!r}"
-        )
+        configurations[name.strip()] = Arguments({str(k): v for k, v in args.items()}, owner=f"action {name.strip()!r}")
 
     return SchedulerConfig(
         actions=actions,

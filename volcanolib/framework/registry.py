@@ -143,9 +143,7 @@ class Registry:
         self._plugins = self._discover(PLUGIN_GROUP, BUILTIN_PLUGINS, plugins or {})
         self._actions = self._discover(ACTION_GROUP, BUILTIN_ACTIONS, actions or {})
 
-    def _discover(
-        self, group: str, builtin: Mapping[str, str], extra: Mapping[str, type[Any]]
-    ) -> dict[str, Provider]:
+    def _discover(self, group: str, builtin: Mapping[str, str], extra: Mapping[str, type[Any]]) -> dict[str, Provider]:
         found = _entry_points(group)
         for name, target in builtin.items():
             found.setdefault(name, Provider(name, target, "volcanolib"))
@@ -172,7 +170,9 @@ class Registry:
             installed = ", ".join(self._plugins) or "none"
             hint = ""
             if name in CONTRIB_PLUGINS:
-                hint = f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution (pip install {CONTRIB_DISTRIBUTION})"
+                hint = (
+                    f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution (pip install {CONTRIB_DISTRIBUTION})"
+                )
             raise PluginNotFoundError(f"unknown plugin {name!r}{hint}; installed plugins: {installed}")
         return provider.load()  # type: ignore[no-any-return]
 

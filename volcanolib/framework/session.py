@@ -227,7 +227,7 @@ class Session:
         self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
             "namespace_order", t("namespace_order"), _cmp
         )
-        victim_queue = combine.first_nonzero("victim_queue_order", t("victim_queue_order"), lambda a, b: 0)
+        victim_queue = combine.first_nonzero_args("victim_queue_order", t("victim_queue_order"))
         compare_queues = self.compare_queues
 
         def compare_victim_queues(left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
@@ -238,11 +238,11 @@ class Session:
         self._predicate_entries = self._per_node_and_batch("predicate", "batch_predicate")
         self._score_entries = self._per_node_and_batch("node_order", "batch_node_order")
         self._best_node = combine.first_not_none("best_node", t("best_node"))
-        self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = (
-            combine.intersect_per_tier("preemptable", t("preemptable"))
+        self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
+            "preemptable", t("preemptable")
         )
-        self.reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = (
-            combine.intersect_per_tier("reclaimable", t("reclaimable"))
+        self.reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
+            "reclaimable", t("reclaimable")
         )
         self.victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]] = combine.union_per_tier(
             "victim_tasks", t("victim_tasks")
@@ -256,9 +256,7 @@ class Session:
         self.job_ready: Callable[[JobInfo], bool] = combine.all_true("job_ready", t("job_ready"))
         self.job_pipelined: Callable[[JobInfo], bool] = combine.vote_per_tier("job_pipelined", t("job_pipelined"))
         self.job_starving: Callable[[JobInfo], bool] = combine.tier_decides("job_starving", t("job_starving"))
-        self.job_enqueueable: Callable[[JobInfo], bool] = combine.vote_per_tier(
-            "job_enqueueable", t("job_enqueueable")
-        )
+        self.job_enqueueable: Callable[[JobInfo], bool] = combine.vote_per_tier("job_enqueueable", t("job_enqueueable"))
         self.job_enqueued: Callable[[JobInfo], None] = combine.call_all("job_enqueued", t("job_enqueued"))
         self._on_allocate = combine.call_all("on_allocate", t("on_allocate"))
         self._on_deallocate = combine.call_all("on_deallocate", t("on_deallocate"))
@@ -345,7 +343,7 @@ class Session:
         status, conditions = base
         if status != pg.status_key() or len(conditions) != len(pg.conditions):
             return True
-        return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions))
+        return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions, strict=True))
 
     def _queue_status(self) -> list[QueueInfo]:
         allocated: dict[str, Resource] = {name: Resource() for name in self.queues}

@@ -49,7 +49,9 @@ def jobs(ssn: Session) -> tuple[Any, Any]:
 
 
 def test_first_nonzero_in_tier_order() -> None:
-    ssn = session(conf([("scripted-a", {}), ("scripted-b", {"order": "name-desc"})], [("scripted-c", {"order": "name"})]))
+    ssn = session(
+        conf([("scripted-a", {}), ("scripted-b", {"order": "name-desc"})], [("scripted-c", {"order": "name"})])
+    )
     alpha, beta = jobs(ssn)
     assert ssn.compare_jobs(alpha, beta) > 0  # b decides: descending names, beta first
     assert ssn.compare_jobs(beta, alpha) < 0

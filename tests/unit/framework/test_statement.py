@@ -62,10 +62,10 @@ def capture(ssn: Session, ledger: Ledger) -> Any:
         (n.name, canon(n.idle), canon(n.used), canon(n.releasing), canon(n.pipelined), tuple(sorted(n.tasks)))
         for n in ssn.node_list
     )
-    tasks = tuple(
-        sorted((t.key, t.status, t.node_name) for job in ssn.jobs.values() for t in job.tasks.values())
+    tasks = tuple(sorted((t.key, t.status, t.node_name) for job in ssn.jobs.values() for t in job.tasks.values()))
+    jobs = tuple(
+        sorted((uid, canon(j.allocated), j.ready_task_num(), j.waiting_task_num()) for uid, j in ssn.jobs.items())
     )
-    jobs = tuple(sorted((uid, canon(j.allocated), j.ready_task_num(), j.waiting_task_num()) for uid, j in ssn.jobs.items()))
     usage = tuple(sorted((uid, canon(r)) for uid, r in ledger.usage.items()))
     return nodes, tasks, jobs, usage
 
