@@ -1,0 +1,1 @@
+"""Benchmarks: measured here, never asserted in tests. Run ``python -m benchmarks --help``."""
