@@ -1,0 +1,42 @@
+"""The hook reference page stays in step with the hook specifications."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from volcanolib.framework import hookspecs
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_every_hook_is_documented_with_its_signature() -> None:
+    page = (DOCS / "hooks.md").read_text()
+    sections = dict(re.findall(r"^### `(\w+)`\n\n```python\n(\w+\(.*\)) -> ", page, re.M))
+    assert set(sections) == set(hookspecs.HOOK_NAMES)
+    for name in hookspecs.HOOK_NAMES:
+        params = ", ".join(inspect.signature(getattr(hookspecs, name)).parameters)
+        assert sections[name] == f"{name}({params})", name
+
+
+def test_every_hook_docstring_names_its_rule_or_gate() -> None:
+    for name in hookspecs.HOOK_NAMES:
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert "Rule:" in doc or "rule" in doc.lower(), name
+        assert ":returns:" in doc, name
+
+
+def test_hookspec_module_is_mostly_documentation() -> None:
+    source = Path(hookspecs.__file__).read_text().splitlines()
+    doc_lines = 0
+    in_doc = False
+    for line in source:
+        stripped = line.strip()
+        quotes = stripped.count('"""')
+        if in_doc or quotes:
+            doc_lines += 1
+        if quotes == 1:
+            in_doc = not in_doc
+    code = [line for line in source if line.strip() and not line.strip().startswith("#")]
+    assert doc_lines / len(code) >= 0.5
