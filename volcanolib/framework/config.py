@@ -343,9 +343,11 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
             plugins.append(option)
         names_in_tier = {p.name for p in plugins}
         if "proportion" in names_in_tier and any(p.name == "drf" and p.enable_hierarchy for p in plugins):
-            raise ConfigError(
-                "drf with enableHierarchy conflicts with proportion in the same tier", key=tkey, source=source
-            )
+            # Volcano's file loader refuses this pairing, while its own tests use it; both plugins then
+            # order queues, proportion's answer first if listed first. Warn rather than refuse.
+            msg = f"{source + ': ' if source else ''}{tkey}: drf with enableHierarchy and proportion in one tier both order queues"
+            warnings.append(msg)
+            log.warning(msg)
         tiers.append(Tier(tuple(plugins)))
 
     configurations: dict[str, Arguments] = {}

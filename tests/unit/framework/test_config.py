@@ -71,11 +71,10 @@ def test_errors_name_the_offending_key(text: str, key: str) -> None:
     assert str(info.value).startswith(f"sched.conf: {key}: ")
 
 
-def test_drf_hierarchy_conflicts_with_proportion_in_one_tier() -> None:
+def test_drf_hierarchy_with_proportion_in_one_tier_is_a_warning() -> None:
     text = "tiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n"
-    with pytest.raises(ConfigError, match="conflicts"):
-        parse_config(text)
-    parse_config(text.replace("enableHierarchy: true", "enableHierarchy: false"))
+    assert any("both order queues" in w for w in parse_config(text).warnings)
+    assert not parse_config(text.replace("enableHierarchy: true", "enableHierarchy: false")).warnings
 
 
 def test_invalid_yaml_names_the_line() -> None:

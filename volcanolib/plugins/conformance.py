@@ -1,0 +1,58 @@
+"""conformance: never evict the pods Kubernetes itself depends on.
+
+Preempt and reclaim consult this plugin for every candidate list and it
+keeps out:
+
+* pods whose priority class is ``system-cluster-critical`` or
+  ``system-node-critical``;
+* pods in the ``kube-system`` namespace.
+
+Every other candidate is acceptable. The answer is never an abstention: when
+every candidate is critical the plugin returns an empty list, which ends its
+tier with no victims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from volcanolib.framework.config import Arguments
+from volcanolib.framework.registry import hookimpl
+
+if TYPE_CHECKING:
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+
+__all__ = ["CRITICAL_PRIORITY_CLASSES", "SYSTEM_NAMESPACE", "ConformancePlugin"]
+
+#: Priority classes whose pods are never evicted.
+CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
+#: The namespace whose pods are never evicted.
+SYSTEM_NAMESPACE: Final = "kube-system"
+
+
+def _evictable(task: TaskInfo) -> bool:
+    if task.namespace == SYSTEM_NAMESPACE:
+        return False
+    pod = task.pod
+    return pod is None or pod.priority_class_name not in CRITICAL_PRIORITY_CLASSES
+
+
+class ConformancePlugin:
+    """Protects system-critical pods from preemption and reclaim. Takes no arguments."""
+
+    name: ClassVar[str] = "conformance"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    @hookimpl
+    def preemptable(self, ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """The candidates that are neither system-critical nor in ``kube-system``, in the given order."""
+        return [t for t in preemptees if _evictable(t)]
+
+    @hookimpl
+    def reclaimable(self, ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """The same filter as :meth:`preemptable`, for reclaim across queues."""
+        return [t for t in reclaimees if _evictable(t)]

@@ -1,0 +1,411 @@
+"""proportion: share the cluster between queues by weight, within capability and guarantee.
+
+At session open, every queue that has at least one job in the session gets:
+
+``capability``
+    ``spec.capability`` (a cpu or memory value of 0 means unbounded; a
+    resource it does not list is unbounded).
+``guarantee``
+    ``spec.guarantee.resource`` (empty when unset).
+``real capability``
+    What the queue could ever get: the cluster total minus every queue's
+    guarantee (never below zero), plus its own guarantee, then capped by its
+    capability on the dimensions the capability lists.
+``allocated`` / ``request``
+    The requests of its tasks in an allocated status; those plus its Pending
+    tasks' requests.
+``inqueue`` / ``elastic``
+    The minimum resources reserved by admitted jobs not yet running them, and
+    what running jobs hold beyond their minimum resources (used by enqueue).
+``deserved``
+    The queue's fair share, computed by weighted water-filling: every round
+    hands each unsatisfied queue ``remaining * weight / total weight`` more,
+    caps it by its real capability and its request (resources it does not
+    request get 0) and raises it to its guarantee; a queue whose request is
+    covered, or whose deserved did not change, leaves the loop; the loop ends
+    when nothing remains or a round changes nothing.
+``share``
+    The largest ``allocated[r] / deserved[r]`` over the resources deserved
+    lists; it follows the session's allocations and evictions.
+
+Hooks: ``queue_order`` (higher ``spec.priority`` first, then the lower share),
+``overused`` (deserved reached in every resource it lists, ``pods``
+included), ``allocatable`` and ``preemptive`` (the queue is Open and
+``allocated + request <= deserved`` on every resource the tasks request, strictly),
+``reclaimable`` (tasks of queues above their deserved), ``job_enqueueable``
+(the queue is Open and ``minResources + allocated + inqueue - elastic`` stays
+within the real capability on the resources ``minResources`` lists) and
+``job_enqueued`` (reserves the admitted job's missing minimum resources).
+Queues without jobs have no state: the plugin abstains for them.
+
+The plugin takes no arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.resource import INFINITE, Mode, Resource, exceeded_part, res_max
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
+from volcanolib.framework.config import Arguments
+from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.status import Vote
+
+if TYPE_CHECKING:
+    from volcanolib.api.queue import QueueInfo
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.status import Event
+
+__all__ = ["QueueAttr", "ProportionPlugin"]
+
+_ZERO: Final = Mode.ZERO
+_INF: Final = Mode.INFINITY
+_PENDING: Final = TaskStatus.PENDING
+_MAX_ROUNDS: Final = 100_000
+
+
+class QueueAttr:
+    """The proportion plugin's view of one queue during a session."""
+
+    __slots__ = (
+        "allocated",
+        "capability",
+        "deserved",
+        "elastic",
+        "guarantee",
+        "inqueue",
+        "name",
+        "real_capability",
+        "request",
+        "share",
+        "weight",
+    )
+
+    def __init__(self, queue: QueueInfo, real_capability: Resource, capability: Resource | None) -> None:
+        self.name = queue.name
+        self.weight = queue.weight
+        self.capability = capability
+        self.guarantee = queue.guarantee.clone()
+        self.real_capability = real_capability
+        self.allocated = Resource()
+        self.request = Resource()
+        self.inqueue = Resource()
+        self.elastic = Resource()
+        self.deserved = Resource()
+        self.share = 0.0
+
+    def update_share(self) -> None:
+        """Recompute :attr:`share` from :attr:`allocated` and :attr:`deserved`."""
+        best = 0.0
+        allocated = self.allocated
+        deserved = self.deserved
+        for name in deserved.names():
+            cap = deserved.get(name)
+            used = allocated.get(name)
+            if cap == 0:
+                value = 0.0 if used == 0 else 1.0
+            else:
+                value = used / cap
+            if value > best:
+                best = value
+        self.share = best
+
+
+def _capability(queue: QueueInfo) -> Resource | None:
+    cap = queue.capability
+    if cap is None:
+        return None
+    cap = cap.clone()
+    if cap.milli_cpu <= 0:
+        cap.milli_cpu = INFINITE
+    if cap.memory <= 0:
+        cap.memory = INFINITE
+    return cap
+
+
+def _allocated_task_num(job: JobInfo) -> int:
+    return job.count(ALLOCATED_STATUSES)
+
+
+class ProportionPlugin:
+    """Weighted fair share between queues, with capability limits and guarantees.
+
+    After :meth:`on_session_open`, :attr:`queue_attrs` holds the state of
+    every queue that has jobs; :meth:`queue_view` describes one for people.
+    """
+
+    name: ClassVar[str] = "proportion"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.total = Resource()
+        self.total_guarantee = Resource()
+        #: Per-queue state, by queue name (only queues with jobs in the session).
+        self.queue_attrs: dict[str, QueueAttr] = {}
+
+    # ------------------------------------------------------------------ session open
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        """Build every queue's state from the snapshot and compute the deserved shares."""
+        self.total = ssn.total_resource.clone()
+        self.total_guarantee = Resource()
+        for queue in ssn.queues.values():
+            self.total_guarantee.add(queue.guarantee)
+        self.queue_attrs = {}
+        for job in ssn.jobs.values():
+            attr = self.queue_attrs.get(job.queue)
+            if attr is None:
+                job_queue = ssn.queues.get(job.queue)
+                if job_queue is None:
+                    continue
+                attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
+            self._add_job(attr, job)
+        self._water_fill()
+
+    def _new_attr(self, queue: QueueInfo) -> QueueAttr:
+        capability = _capability(queue)
+        real = exceeded_part(self.total, self.total_guarantee).add(queue.guarantee)
+        if capability is not None:
+            real.min_dimension(capability, _INF)
+        return QueueAttr(queue, real, capability)
+
+    @staticmethod
+    def _add_job(attr: QueueAttr, job: JobInfo) -> None:
+        for status, bucket in job.task_status_index.items():
+            if status & ALLOCATED_STATUSES:
+                for task in bucket.values():
+                    attr.allocated.add(task.resreq)
+                    attr.request.add(task.resreq)
+            elif status is _PENDING:
+                for task in bucket.values():
+                    attr.request.add(task.resreq)
+        phase = job.pod_group.phase
+        min_resources = job.pod_group.min_resources
+        if phase is PodGroupPhase.INQUEUE:
+            if min_resources is not None:
+                # Only what the admitted job has not placed yet is still reserved.
+                attr.inqueue.add(exceeded_part(min_resources, job.allocated))
+        elif (
+            phase is PodGroupPhase.RUNNING
+            and min_resources is not None
+            and _allocated_task_num(job) >= job.min_available
+        ):
+            attr.inqueue.add(exceeded_part(min_resources, job.allocated))
+        attr.elastic.add(job.elastic_resources())
+
+    def _water_fill(self) -> None:
+        attrs = list(self.queue_attrs.values())
+        remaining = self.total.clone()
+        meet: set[str] = set()
+        # Every round either settles a queue or hands out part of what remains,
+        # so the loop ends; the bound only guards against pathological inputs.
+        for _ in range(_MAX_ROUNDS):
+            total_weight = sum(a.weight for a in attrs if a.name not in meet)
+            if total_weight == 0:
+                break
+            before = remaining.clone()
+            increased = Resource()
+            decreased = Resource()
+            for attr in attrs:
+                if attr.name in meet:
+                    continue
+                old = attr.deserved.clone()
+                attr.deserved.add(remaining.clone().multi(attr.weight / total_weight))
+                attr.deserved.min_dimension(attr.real_capability, _INF)
+                attr.deserved.min_dimension(attr.request, _ZERO)
+                attr.deserved = res_max(attr.deserved, attr.guarantee)
+                attr.update_share()
+                if attr.request.less_equal(attr.deserved, _ZERO) or attr.deserved == old:
+                    meet.add(attr.name)
+                inc, dec = attr.deserved.diff(old, _ZERO)
+                increased.add(inc)
+                decreased.add(dec)
+            remaining.sub_unchecked(increased).add(decreased)
+            _clamp_at_zero(remaining)
+            if remaining.is_empty() or remaining == before:
+                break
+
+    # ------------------------------------------------------------------ inspection
+
+    def queue_view(self, queue_name: str) -> dict[str, object] | None:
+        """What this plugin thinks of a queue, for explanations; ``None`` when the queue has no jobs.
+
+        Keys: ``deserved``, ``allocated``, ``request``, ``inqueue``,
+        ``elastic``, ``capability`` (``None`` when unset), ``real_capability``,
+        ``guarantee`` (each as Kubernetes quantities), ``share`` and
+        ``overused``.
+        """
+        attr = self.queue_attrs.get(queue_name)
+        if attr is None:
+            return None
+        return {
+            "deserved": attr.deserved.to_quantities(),
+            "allocated": attr.allocated.to_quantities(),
+            "request": attr.request.to_quantities(),
+            "inqueue": attr.inqueue.to_quantities(),
+            "elastic": attr.elastic.to_quantities(),
+            "capability": attr.capability.to_quantities() if attr.capability is not None else None,
+            "real_capability": attr.real_capability.to_quantities(),
+            "guarantee": attr.guarantee.to_quantities(),
+            "share": attr.share,
+            "overused": attr.deserved.less_equal(attr.allocated, _ZERO),
+        }
+
+    # ------------------------------------------------------------------ order
+
+    def _share(self, queue: QueueInfo) -> float:
+        attr = self.queue_attrs.get(queue.name)
+        return attr.share if attr is not None else 0.0
+
+    @hookimpl
+    def queue_order(self, ssn: Session, left: QueueInfo, right: QueueInfo) -> int:
+        """The queue with the higher ``spec.priority`` goes first, then the one with the lower share."""
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        ls = self._share(left)
+        rs = self._share(right)
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    @hookimpl
+    def queue_order_key(self, ssn: Session, queue: QueueInfo) -> tuple[int, float]:
+        """Key form of :meth:`queue_order`: ``(-priority, share)``."""
+        return (-queue.priority, self._share(queue))
+
+    # ------------------------------------------------------------------ quota checks
+
+    @hookimpl
+    def overused(self, ssn: Session, queue: QueueInfo) -> bool:
+        """Whether the queue's allocation has reached its deserved share in every resource deserved lists."""
+        attr = self.queue_attrs.get(queue.name)
+        if attr is None:
+            return False
+        return attr.deserved.less_equal(attr.allocated, _ZERO)
+
+    def _fits(self, queue: QueueInfo, request: Resource) -> bool:
+        if not queue.is_open():
+            return False
+        attr = self.queue_attrs.get(queue.name)
+        if attr is None:
+            return True
+        future = attr.allocated.clone().add(request)
+        return future.less_equal_with_dimension(attr.deserved, request)
+
+    @hookimpl
+    def allocatable(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Whether the queue is Open and ``allocated + request`` stays within deserved.
+
+        Only the resources the task requests are compared (``pods`` never),
+        strictly: reaching deserved exactly is allowed, exceeding it is not.
+        """
+        return self._fits(queue, task.resreq)
+
+    @hookimpl
+    def preemptive(self, ssn: Session, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
+        """The :meth:`allocatable` check for ``tasks`` together: a reclaimer may only take up to its deserved.
+
+        The queue must be Open and ``allocated + sum of the requests`` must
+        stay within deserved on every resource the tasks request, strictly.
+        """
+        if len(tasks) == 1:
+            return self._fits(queue, tasks[0].resreq)
+        request = Resource()
+        for task in tasks:
+            request.add(task.resreq)
+        return self._fits(queue, request)
+
+    @hookimpl
+    def reclaimable(self, ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates from queues whose allocation exceeds their deserved share.
+
+        Candidates are taken in order; a victim's request is taken off a
+        running copy of its queue's allocation, so a queue gives up tasks
+        only until it is back within its deserved share.
+        """
+        jobs = ssn.jobs
+        running: dict[str, Resource] = {}
+        victims = []
+        for task in reclaimees:
+            job = jobs.get(task.job)
+            if job is None:
+                continue
+            attr = self.queue_attrs.get(job.queue)
+            if attr is None:
+                continue
+            allocated = running.get(job.queue)
+            if allocated is None:
+                allocated = running[job.queue] = attr.allocated.clone()
+            if not allocated.less_equal(attr.deserved, _ZERO):
+                allocated.sub_unchecked(task.resreq)
+                victims.append(task)
+        return victims
+
+    # ------------------------------------------------------------------ admission
+
+    @hookimpl
+    def job_enqueueable(self, ssn: Session, job: JobInfo) -> Vote:
+        """Admit a job when its queue is Open and its minimum resources fit the queue's real capability.
+
+        A job without ``minResources`` is always admitted (to an Open queue).
+        The check is ``minResources + allocated + inqueue - elastic <= real
+        capability`` on the resources ``minResources`` requests, strictly.
+        """
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            return Vote.ABSTAIN
+        if not queue.is_open():
+            return Vote.REJECT
+        attr = self.queue_attrs.get(job.queue)
+        min_resources = job.pod_group.min_resources
+        if attr is None or min_resources is None:
+            return Vote.PERMIT
+        future = min_resources.clone().add(attr.allocated).add(attr.inqueue).sub_unchecked(attr.elastic)
+        if future.less_equal_with_dimension(attr.real_capability, min_resources):
+            return Vote.PERMIT
+        return Vote.REJECT
+
+    @hookimpl
+    def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
+        """Reserve an admitted job's ``minResources`` in its queue's ``inqueue``."""
+        attr = self.queue_attrs.get(job.queue)
+        min_resources = job.pod_group.min_resources
+        if attr is None or min_resources is None:
+            return
+        attr.inqueue.add(min_resources)
+
+    # ------------------------------------------------------------------ events
+
+    @hookimpl
+    def on_allocate(self, ssn: Session, event: Event) -> None:
+        """Add the task's request to its queue's allocation and update the share."""
+        attr = self._attr_of(ssn, event.task)
+        if attr is not None:
+            attr.allocated.add(event.task.resreq)
+            attr.update_share()
+
+    @hookimpl
+    def on_deallocate(self, ssn: Session, event: Event) -> None:
+        """Take the task's request off its queue's allocation and update the share."""
+        attr = self._attr_of(ssn, event.task)
+        if attr is not None:
+            attr.allocated.sub_unchecked(event.task.resreq)
+            attr.update_share()
+
+    def _attr_of(self, ssn: Session, task: TaskInfo) -> QueueAttr | None:
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return None
+        return self.queue_attrs.get(job.queue)
+
+
+def _clamp_at_zero(res: Resource) -> None:
+    res.milli_cpu = max(res.milli_cpu, 0.0)
+    res.memory = max(res.memory, 0.0)
+    for name, value in res.scalars.items():
+        if value < 0:
+            res.scalars[name] = 0.0
