@@ -66,6 +66,14 @@ def _job_fallback_key(job: JobInfo) -> tuple[Any, ...]:
     return (job.creation_timestamp, job.uid)
 
 
+def _no_opinion(left: Any, right: Any) -> int:
+    return 0
+
+
+def _no_key(item: Any) -> tuple[Any, ...]:
+    return ()
+
+
 def _queue_fallback(left: QueueInfo, right: QueueInfo) -> int:
     return _cmp(left.creation_timestamp, right.creation_timestamp) or _cmp(left.name, right.name)
 
@@ -222,6 +230,10 @@ class Session:
         t = self._table
         #: Compare two jobs (<0: left first). Rule ``first_nonzero``, then creation time and uid.
         self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
+        #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
+        self.compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int] = self._order(
+            "job_order", _no_opinion, _no_key
+        )[0]
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
         self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(

@@ -1,0 +1,399 @@
+"""Helpers shared by the actions: priority queues, fit checks, victim handling.
+
+Nothing here is public API; the actions are the only callers.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+
+from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
+from volcanolib.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import PluginError
+
+if TYPE_CHECKING:
+    from volcanolib.api.job import JobInfo
+    from volcanolib.api.node import NodeInfo
+    from volcanolib.api.queue import QueueInfo
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.statement import Statement
+
+__all__ = [
+    "PREDICATE_ERROR_CACHE_KEY",
+    "PredicateCache",
+    "PriorityQueue",
+    "build_victims_queue",
+    "discard_quietly",
+    "FitMemo",
+    "first_insufficient",
+    "fits_future_idle",
+    "fits_idle",
+    "job_is_schedulable",
+    "merge_into",
+    "pod_priority",
+    "unpipeline",
+    "validate_victims",
+]
+
+log = logging.getLogger("volcanolib.actions")
+
+T = TypeVar("T")
+
+#: The action argument that switches the per-role predicate error cache.
+PREDICATE_ERROR_CACHE_KEY: Final = "predicateErrorCacheEnable"
+
+
+class PriorityQueue(Generic[T]):
+    """A binary heap ordered by a key taken when an item is pushed.
+
+    The key is computed once per push, so an item whose order changes must
+    be popped, changed and pushed again (never changed while queued). Items
+    with equal keys come out in push order, which keeps runs reproducible.
+    A key made with :func:`functools.cmp_to_key` compares live, like
+    Volcano's comparator-based queue.
+
+    Runtime complexity: ``push`` and ``pop`` are O(log n).
+
+    >>> q = PriorityQueue[str](len)
+    >>> for word in ("ccc", "a", "bb", "b"):
+    ...     q.push(word)
+    >>> [q.pop() for _ in range(len(q))]
+    ['a', 'b', 'bb', 'ccc']
+    """
+
+    __slots__ = ("_counter", "_heap", "_key")
+
+    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
+        self._key = key
+        self._counter = itertools.count()
+        self._heap: list[tuple[Any, int, T]] = [(key(item), next(self._counter), item) for item in items]
+        heapq.heapify(self._heap)
+
+    def push(self, item: T) -> None:
+        """Add an item."""
+        heapq.heappush(self._heap, (self._key(item), next(self._counter), item))
+
+    def pop(self) -> T:
+        """Remove and return the first item.
+
+        :raises IndexError: when the queue is empty.
+        """
+        return heapq.heappop(self._heap)[2]
+
+    def empty(self) -> bool:
+        """Whether the queue holds no item."""
+        return not self._heap
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+
+# ---------------------------------------------------------------------------- resource fit
+
+
+def _le(left: float, right: float) -> bool:
+    return left < right or abs(left - right) < MIN_RESOURCE
+
+
+def first_insufficient(req: Resource, node: NodeInfo) -> str | None:
+    """The first dimension (cpu, memory, then scalars) in which ``req`` exceeds the node's future idle.
+
+    Future idle is ``idle + releasing - pipelined``; the comparison is
+    Volcano's tolerant less-or-equal with missing scalars read as zero.
+    ``None`` when the request fits.
+    """
+    idle, rel, pip = node.idle, node.releasing, node.pipelined
+    if not _le(req.milli_cpu, idle.milli_cpu + rel.milli_cpu - pip.milli_cpu):
+        return CPU
+    if not _le(req.memory, idle.memory + rel.memory - pip.memory):
+        return MEMORY
+    if req.scalars:
+        i, r, p = idle.scalars, rel.scalars, pip.scalars
+        for name, v in req.scalars.items():
+            if not _le(v, i.get(name, 0) + r.get(name, 0) - p.get(name, 0)):
+                return name
+    return None
+
+
+def fits_future_idle(task: TaskInfo, node: NodeInfo) -> bool:
+    """Whether the task's request fits what the node will have once releasing tasks leave."""
+    return first_insufficient(task.init_resreq, node) is None
+
+
+def fits_idle(task: TaskInfo, node: NodeInfo) -> bool:
+    """Whether the task's request fits the node's idle resources now."""
+    return task.init_resreq.less_equal(node.idle)
+
+
+def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
+    """Whether evicting all ``victims`` would let ``preemptor`` fit the node's future idle.
+
+    An empty list is valid when the future idle alone already fits.
+    """
+    future = node.future_idle()
+    for victim in victims:
+        future.add(victim.resreq)
+    return preemptor.init_resreq.less_equal(future)
+
+
+# ---------------------------------------------------------------------------- predicates with a cache
+
+
+def _request_key(req: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    return (req.milli_cpu, req.memory, tuple(sorted(req.scalars.items())) if req.scalars else ())
+
+
+class FitMemo:
+    """Which nodes a request fits, kept up to date as placements change nodes.
+
+    Allocate checks every task's request against every node's future idle
+    resources; tasks of one job usually share their request, and between two
+    checks only the nodes that received (or gave back) a task change. The
+    memo remembers, per distinct request, the nodes that fit it (future idle)
+    and those that fit it now (idle), and re-checks only the nodes reported
+    through :meth:`touch` since. The answers are exactly those of a full
+    check; the caller must report every node whose accounting changed.
+
+    :param nodes: the node list the memo answers for (in order).
+    """
+
+    __slots__ = ("_by_name", "_entries", "_log", "nodes")
+
+    #: Distinct requests remembered before the memo starts over.
+    MAX_ENTRIES: Final = 1024
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self.nodes = nodes
+        self._by_name = {n.name: n for n in nodes}
+        self._log: list[str] = []
+        # request key -> [fitting nodes, fitting names, idle-fitting names, log position]
+        self._entries: dict[tuple[float, float, tuple[tuple[str, float], ...]], list[Any]] = {}
+
+    def touch(self, node_name: str) -> None:
+        """Report that a node's idle, releasing or pipelined resources changed."""
+        self._log.append(node_name)
+
+    def fitting(self, req: Resource) -> tuple[list[NodeInfo], set[str], set[str]]:
+        """``(nodes fitting future idle in order, their names, names of those fitting idle)``."""
+        key = _request_key(req)
+        entry = self._entries.get(key)
+        log_size = len(self._log)
+        if entry is None:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            fit: list[NodeInfo] = []
+            names: set[str] = set()
+            idle: set[str] = set()
+            for node in self.nodes:
+                if first_insufficient(req, node) is None:
+                    fit.append(node)
+                    names.add(node.name)
+                    if req.less_equal(node.idle):
+                        idle.add(node.name)
+            entry = self._entries[key] = [fit, names, idle, log_size]
+        elif entry[3] < log_size:
+            names = entry[1]
+            idle = entry[2]
+            changed = False
+            for name in dict.fromkeys(self._log[entry[3] :]):
+                found = self._by_name.get(name)
+                if found is None:
+                    continue
+                node = found
+                now = first_insufficient(req, node) is None
+                if now != (name in names):
+                    changed = True
+                    if now:
+                        names.add(name)
+                    else:
+                        names.discard(name)
+                if now and req.less_equal(node.idle):
+                    idle.add(name)
+                else:
+                    idle.discard(name)
+            if changed:
+                entry[0] = [n for n in self.nodes if n.name in names]
+            entry[3] = log_size
+        return entry[0], entry[1], entry[2]
+
+
+class PredicateCache:
+    """Predicate filtering with Volcano's per-role error cache.
+
+    Once a task of a job's role fails a predicate on a node, later tasks of
+    the same role (same :attr:`TaskInfo.template`) checked through the same
+    cache get the recorded failure for that node without running the
+    predicates again. Tasks without a role are never cached. Volcano makes
+    one helper per job visit in allocate, one per action in preempt and one
+    per task in reclaim; the actions do the same.
+
+    :param enabled: the action argument ``predicateErrorCacheEnable``.
+    """
+
+    __slots__ = ("_failed", "enabled")
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._failed: dict[str, dict[str, FitError]] = {}
+
+    def filter(
+        self,
+        ssn: Session,
+        task: TaskInfo,
+        nodes: Sequence[NodeInfo],
+        fit_errors: FitErrors,
+        *,
+        resource_check: bool = False,
+        for_preempt: bool = False,
+        memo: FitMemo | None = None,
+    ) -> list[NodeInfo]:
+        """The nodes, in order, that pass for ``task``; when none does, ``fit_errors`` says why for each.
+
+        :param resource_check: first require the request to fit each node's
+            future idle (failing with ``Insufficient <resource>``), as allocate does.
+        :param for_preempt: keep nodes whose only failure is plain
+            ``UNSCHEDULABLE`` (evicting may fix it), as preempt and reclaim do.
+        :param memo: answers the resource check when ``nodes`` is its node list.
+        """
+        key = task.template if self.enabled and task.role else None
+        cached = self._failed.get(key) if key is not None else None
+        req = task.init_resreq
+        fit_names: set[str] | None = None
+        if resource_check and memo is not None and nodes is memo.nodes:
+            fit, fit_names, _ = memo.fitting(req)
+            candidates = [n for n in fit if n.name not in cached] if cached else list(fit)
+        else:
+            candidates = []
+            for node in nodes:
+                if cached is not None and node.name in cached:
+                    continue
+                if resource_check and first_insufficient(req, node) is not None:
+                    continue
+                candidates.append(node)
+        passed = (
+            ssn.predicate_nodes(task, candidates, for_preempt=for_preempt, fit_errors=fit_errors) if candidates else []
+        )
+        if key is not None and len(passed) != len(candidates):
+            alive = {n.name for n in passed}
+            store = self._failed.setdefault(key, {})
+            for node in candidates:
+                if node.name not in alive:
+                    failure = fit_errors.nodes.get(node.name)
+                    if failure is not None:
+                        store[node.name] = failure
+        if not passed:
+            # Explain the nodes that never reached the predicates.
+            record = fit_errors.set_node_error
+            for node in nodes:
+                if cached is not None:
+                    hit = cached.get(node.name)
+                    if hit is not None:
+                        record(FitError(task.key, node.name, hit.reasons))
+                        continue
+                if resource_check and (fit_names is None or node.name not in fit_names):
+                    short = first_insufficient(req, node)
+                    if short is not None:
+                        record(FitError(task.key, node.name, (insufficient(short),)))
+        return passed
+
+
+# ---------------------------------------------------------------------------- jobs, victims
+
+
+def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
+    """Volcano's common job filter: admitted (not Pending), valid, and its queue exists."""
+    if job.is_pending():
+        return False
+    if not ssn.job_valid(job).ok:
+        return False
+    return job.queue in ssn.queues
+
+
+def _victim_compare(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
+    jobs = ssn.jobs
+    queues = ssn.queues
+    compare_tasks = ssn.compare_tasks
+    compare_jobs = ssn.compare_jobs_by_plugins
+    victim_queues = ssn.compare_victim_queues
+    preemptor_job = jobs.get(preemptor.job)
+
+    def compare(left: TaskInfo, right: TaskInfo) -> int:
+        if left.job == right.job:
+            return -compare_tasks(left, right)
+        lj = jobs.get(left.job)
+        rj = jobs.get(right.job)
+        if lj is None or rj is None:
+            # A victim whose job left the session goes first.
+            if lj is None and rj is not None:
+                return -1
+            if rj is None and lj is not None:
+                return 1
+            return -compare_tasks(left, right)
+        if preemptor_job is not None and lj.queue != rj.queue:
+            lq: QueueInfo | None = queues.get(lj.queue)
+            rq: QueueInfo | None = queues.get(rj.queue)
+            if lq is not None and rq is not None:
+                result = victim_queues(lq, rq, preemptor)
+                if result:
+                    return result
+        return -compare_jobs(lj, rj) or -compare_tasks(left, right)
+
+    return compare
+
+
+def build_victims_queue(ssn: Session, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
+    """Victims in eviction order (Volcano's ``BuildVictimsPriorityQueue``).
+
+    Two tasks of one job: the one the task order would place last goes
+    first. A task whose job is no longer in the session goes before others.
+    Tasks of jobs in different queues: the victim queue order decides (by
+    default, the queue that would be served last gives up first). Otherwise
+    the job the plugins' job order would serve last goes first (no
+    creation-time tie-break), then the reverse task order.
+    """
+    return PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor)), victims)
+
+
+def merge_into(stmt: Statement, other: Statement) -> None:
+    """Move ``other``'s recorded operations to the end of ``stmt`` (effects stay applied)."""
+    stmt.operations.extend(other.operations)
+    other.operations = []
+
+
+def unpipeline(ssn: Session, task: TaskInfo) -> None:
+    """Return a pipelined task to Pending and release its reservation on its node."""
+    node = ssn.nodes.get(task.node_name)
+    ssn.set_task_status(task, TaskStatus.PENDING)
+    if node is not None and node.accounted_status(task) is not None:
+        node.remove_task(task)
+    ssn.fire_deallocate(task)
+    task.node_name = ""
+
+
+def pod_priority(task: TaskInfo) -> int:
+    """The pod's own priority (``spec.priority``), else the task priority."""
+    pod = task.pod
+    if pod is not None and pod.manifest is not None:
+        spec = pod.manifest.get("spec")
+        if isinstance(spec, dict):
+            value = spec.get("priority")
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return task.priority
+
+
+def discard_quietly(ssn: Session, stmt: Statement, job: JobInfo | None = None) -> None:
+    """Discard a statement, recording (not raising) a plugin failure during the undo."""
+    try:
+        stmt.discard()
+    except PluginError as err:
+        ssn.record_plugin_error(err, job)

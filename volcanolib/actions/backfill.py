@@ -1,0 +1,110 @@
+"""backfill: place best-effort tasks (tasks without resource requests)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar
+
+from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable, unpipeline
+from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.job import JobInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import ResourceError
+
+if TYPE_CHECKING:
+    from volcanolib.framework.session import Session
+
+__all__ = ["Backfill"]
+
+log = logging.getLogger(__name__)
+
+
+class Backfill:
+    """Place best-effort tasks on any node whose predicates accept them.
+
+    A best-effort task requests no resources, so only predicates matter (no
+    resource check). The tasks considered are the pending best-effort tasks
+    of admitted, valid jobs in known queues, plus best-effort tasks left
+    pipelined by an earlier action (their reservation is released first).
+    The whole list is ordered before anything is placed: queues in queue
+    order, every job of a queue (job order) before the next queue, tasks in
+    task order.
+
+    For each task: a pre-predicate failure records the reason for every node
+    and moves on; otherwise the nodes passing every predicate are scored
+    (``best_node``, else the highest score, ties broken by the session's
+    seeded generator) and the task is allocated at once, outside any
+    statement: its job's allocated tasks are bound as soon as the job is
+    ready. A task that fits no node gets its reasons in
+    ``job.nodes_fit_errors``.
+
+    Arguments (``configurations`` of ``backfill``):
+
+    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
+      compatibility; each task is checked on its own, so it changes nothing.
+    """
+
+    name: ClassVar[str] = "backfill"
+
+    def execute(self, ssn: Session) -> None:
+        """Place every best-effort task that some node accepts."""
+        ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        nodes = ssn.node_list
+        for task in self._pick_tasks(ssn):
+            job = ssn.jobs[task.job]
+            with ssn.guard(job):
+                pre = ssn.pre_predicate(task)
+                if not pre.ok:
+                    errors = FitErrors(total_nodes=len(nodes))
+                    reasons = pre.reasons or (pre.plugin or "pre-predicate failed",)
+                    for node in nodes:
+                        errors.set_node_error(FitError(task.key, node.name, reasons))
+                    job.nodes_fit_errors[task.uid] = errors
+                    continue
+                errors = FitErrors(total_nodes=len(nodes))
+                feasible = ssn.predicate_nodes(task, nodes, fit_errors=errors)
+                if not feasible:
+                    job.nodes_fit_errors[task.uid] = errors
+                    continue
+                chosen = ssn.best_node(task, feasible)
+                if chosen is None:
+                    continue
+                try:
+                    ssn.allocate(task, chosen)
+                except ResourceError as exc:
+                    log.error("backfilling task %s on node %s failed: %s", task.key, chosen.name, exc)
+                    failed = FitErrors(total_nodes=len(nodes))
+                    failed.set_node_error(FitError(task.key, chosen.name, (str(exc),)))
+                    job.nodes_fit_errors[task.uid] = failed
+
+    @staticmethod
+    def _pick_tasks(ssn: Session) -> list[TaskInfo]:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            with ssn.guard(job):
+                if not job_is_schedulable(ssn, job):
+                    continue
+                picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+                for task in job.tasks_in(TaskStatus.PIPELINED):
+                    if task.best_effort:
+                        unpipeline(ssn, task)
+                        picked.append(task)
+                if not picked:
+                    continue
+                tasks_by_job[job.uid] = PriorityQueue(ssn.task_key, picked)
+                jobs = jobs_by_queue.get(job.queue)
+                if jobs is None:
+                    jobs = jobs_by_queue[job.queue] = PriorityQueue(ssn.job_key)
+                    queues.push(ssn.queues[job.queue])
+                jobs.push(job)
+        ordered: list[TaskInfo] = []
+        while queues:
+            jobs = jobs_by_queue[queues.pop().name]
+            while jobs:
+                tasks = tasks_by_job[jobs.pop().uid]
+                while tasks:
+                    ordered.append(tasks.pop())
+        return ordered

@@ -1,0 +1,434 @@
+"""preempt: let starving jobs take resources from lower-priority work in their own queue.
+
+Two phases per queue, in queue order: between jobs (a starving job evicts
+tasks of other jobs of the same queue) and within a job (a pending task
+evicts lower-priority running tasks of its own job). Evictions are tentative
+until the preemptor's job is pipelined; the preemptor itself is only
+pipelined (reserved) on the node, and is placed by ``allocate`` in a later
+cycle once its victims are gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from volcanolib.actions._util import (
+    PREDICATE_ERROR_CACHE_KEY,
+    PredicateCache,
+    PriorityQueue,
+    build_victims_queue,
+    discard_quietly,
+    fits_future_idle,
+    job_is_schedulable,
+    merge_into,
+    pod_priority,
+    validate_victims,
+)
+from volcanolib.api.fiterrors import FitErrors
+from volcanolib.api.job import JobInfo
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.status import Code
+
+if TYPE_CHECKING:
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.statement import Statement
+
+__all__ = ["Preempt"]
+
+log = logging.getLogger(__name__)
+
+TOPOLOGY_AWARE_KEY: Final = "enableTopologyAwarePreemption"
+WORKER_NUM_KEY: Final = "topologyAwarePreemptWorkerNum"
+MIN_CANDIDATES_PERCENTAGE_KEY: Final = "minCandidateNodesPercentage"
+MIN_CANDIDATES_ABSOLUTE_KEY: Final = "minCandidateNodesAbsolute"
+MAX_CANDIDATES_ABSOLUTE_KEY: Final = "maxCandidateNodesAbsolute"
+REASON: Final = "preempt"
+_PRIORITY_OFFSET: Final = 2**31
+# Bound or Running: the statuses a victim may have (Volcano's PreemptableStatus).
+_RUNNING: Final = TaskStatus.RUNNING
+_BOUND: Final = TaskStatus.BOUND
+
+TaskFilter = Callable[[TaskInfo], bool]
+
+
+class Preempt:
+    """Evict lower-priority tasks of the same queue for starving jobs.
+
+    Preemptor jobs are admitted, valid, in a known queue and starving
+    (``job_starving``); their pending tasks are the preemptors, in task
+    order. Queues are served in queue order, and for each queue:
+
+    * **between jobs**: starving jobs in job order; for each, one statement
+      in which its tasks preempt one by one while the job is still
+      starving. Candidates are Bound or Running, preemptable tasks of
+      *other* jobs of the same queue (a best-effort preemptor only takes
+      best-effort tasks). The statement is committed when the job is
+      pipelined (``job_pipelined``), else discarded.
+    * **within a job**: for each of the queue's starving jobs, its current
+      pending tasks in order, each in its own statement, preempt Bound or
+      Running preemptable tasks of the same job; the first task that cannot
+      be placed discards its statement and ends the job's turn.
+
+    A task does not preempt when its pod's ``preemptionPolicy`` is
+    ``Never``, when its nominated node is gone, or still fits, or already
+    has a lower-priority pod terminating because of preemption (unless the
+    node is unresolvably unfit), or when a pre-predicate fails. Nodes are
+    those passing the predicates, where a plain ``UNSCHEDULABLE`` failure
+    counts as fixable by eviction; they are tried by descending score. On a
+    node, victims are the intersection the plugins allow (``preemptable``);
+    the node is skipped unless evicting them all would fit the task. Victims
+    are evicted in victim order (the task or job that would be scheduled
+    last goes first) into a statement of that node, until the queue may take
+    the task (``allocatable``), the task fits the node's future idle
+    resources and its predicates pass; then the task is pipelined there and
+    the node's statement joins the job's. If it never fits, that node's
+    evictions are undone and the next node is tried. A node where the task
+    already fits gets it pipelined without evicting anything.
+
+    Arguments (``configurations`` of ``preempt``):
+
+    * ``predicateErrorCacheEnable`` (bool, default true): reuse a node's
+      predicate failure for later tasks of the same role of a job.
+    * ``enableTopologyAwarePreemption`` (bool, default false): choose the
+      node the Kubernetes way: dry-run the evictions on candidate nodes,
+      keep the smallest victim set of each (victims that are not needed are
+      spared), then pick the node whose most important victim is least
+      important, then the smallest sum of victim priorities, then the
+      fewest victims, then the latest-created victims.
+    * ``minCandidateNodesPercentage`` (int, default 10),
+      ``minCandidateNodesAbsolute`` (int, default 1),
+      ``maxCandidateNodesAbsolute`` (int, default 100): with topology-aware
+      preemption, how many candidate nodes to collect before choosing
+      (a percentage of the feasible nodes, bounded below and above), starting
+      at an offset drawn from the session's seeded generator.
+    * ``topologyAwarePreemptWorkerNum`` (int, default 16): accepted for
+      compatibility; candidates are evaluated one after another.
+    """
+
+    name: ClassVar[str] = "preempt"
+
+    def execute(self, ssn: Session) -> None:
+        """Run both preemption phases, queue by queue."""
+        args = ssn.action_arguments(self.name)
+        args.get_int(WORKER_NUM_KEY, 16)
+        run = _PreemptRun(
+            ssn,
+            cache=PredicateCache(args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)),
+            topology_aware=args.get_bool(TOPOLOGY_AWARE_KEY, False),
+            min_percentage=args.get_int(MIN_CANDIDATES_PERCENTAGE_KEY, 10),
+            min_absolute=args.get_int(MIN_CANDIDATES_ABSOLUTE_KEY, 1),
+            max_absolute=args.get_int(MAX_CANDIDATES_ABSOLUTE_KEY, 100),
+        )
+        run.execute()
+
+
+class _PreemptRun:
+    """One execution of the preempt action."""
+
+    def __init__(
+        self,
+        ssn: Session,
+        *,
+        cache: PredicateCache,
+        topology_aware: bool,
+        min_percentage: int,
+        min_absolute: int,
+        max_absolute: int,
+    ) -> None:
+        self.ssn = ssn
+        self.cache = cache
+        self.topology_aware = topology_aware
+        self.min_percentage = min_percentage
+        self.min_absolute = min_absolute
+        self.max_absolute = max_absolute
+
+    # ------------------------------------------------------------------ the two phases
+
+    def execute(self) -> None:
+        ssn = self.ssn
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        under_request: dict[str, list[JobInfo]] = {}
+        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            with ssn.guard(job):
+                if not job_is_schedulable(ssn, job) or not ssn.job_starving(job):
+                    continue
+                jobs = starving.get(job.queue)
+                if jobs is None:
+                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
+                jobs.push(job)
+                under_request.setdefault(job.queue, []).append(job)
+                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
+
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key, (ssn.queues[name] for name in starving))
+        while queues:
+            queue = queues.pop()
+            jobs = starving[queue.name]
+            while jobs:
+                self._between_jobs(jobs.pop(), preemptors)
+            for job in under_request[queue.name]:
+                self._within_job(job)
+
+    def _between_jobs(self, job: JobInfo, preemptors: Mapping[str, PriorityQueue[TaskInfo]]) -> None:
+        ssn = self.ssn
+        tasks = preemptors[job.uid]
+        stmt = ssn.statement()
+        with ssn.guard(job, stmt):
+            while ssn.job_starving(job) and tasks:
+                preemptor = tasks.pop()
+                self.preempt(stmt, preemptor, _other_jobs_filter(ssn, job, preemptor))
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+
+    def _within_job(self, job: JobInfo) -> None:
+        ssn = self.ssn
+        tasks = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
+        while tasks:
+            preemptor = tasks.pop()
+            stmt = ssn.statement()
+            done = False
+            with ssn.guard(job, stmt):
+                if self.preempt(stmt, preemptor, _same_job_filter(preemptor)):
+                    stmt.commit()
+                    done = True
+                else:
+                    stmt.discard()
+            if not done:
+                return
+
+    # ------------------------------------------------------------------ one preemptor
+
+    def preempt(self, stmt: Statement, preemptor: TaskInfo, victim_filter: TaskFilter) -> bool:
+        """Try to make room for ``preemptor``; on success it is pipelined in ``stmt``."""
+        ssn = self.ssn
+        if not self._eligible(preemptor):
+            return False
+        if not ssn.pre_predicate(preemptor).ok:
+            return False
+        job = ssn.jobs.get(preemptor.job)
+        if job is None:
+            return False
+        queue = ssn.queues[job.queue]
+        nodes = self.cache.filter(ssn, preemptor, ssn.node_list, FitErrors(), for_preempt=True)
+        if not nodes:
+            return False
+        if self.topology_aware:
+            return self._topology_aware(stmt, queue, preemptor, victim_filter, nodes)
+        return self._normal(stmt, queue, preemptor, victim_filter, nodes)
+
+    def _eligible(self, preemptor: TaskInfo) -> bool:
+        pod = preemptor.pod
+        if pod is None:
+            return True
+        if pod.preemption_policy == "Never":
+            return False
+        if not pod.nominated_node_name:
+            return True
+        node = self.ssn.nodes.get(pod.nominated_node_name)
+        if node is None:
+            return False
+        status = self.ssn.predicate(preemptor, node)
+        if status.ok or status.code is Code.ERROR:
+            return False
+        if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True
+        priority = pod_priority(preemptor)
+        return not any(pod_priority(t) < priority and _terminating_by_preemption(t) for t in list(node.tasks.values()))
+
+    def _fits(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
+        ssn = self.ssn
+        return (
+            ssn.allocatable(queue, preemptor)
+            and fits_future_idle(preemptor, node)
+            and ssn.predicate(preemptor, node).ok
+        )
+
+    def _victims(self, preemptor: TaskInfo, node: NodeInfo, victim_filter: TaskFilter) -> list[TaskInfo] | None:
+        """The victims the plugins allow on ``node``, or ``None`` when evicting them all would not do."""
+        candidates = [t for t in list(node.tasks.values()) if victim_filter(t)]
+        victims = self.ssn.preemptable(preemptor, candidates) or []
+        if not validate_victims(preemptor, node, victims):
+            return None
+        return victims
+
+    def _normal(
+        self,
+        stmt: Statement,
+        queue: QueueInfo,
+        preemptor: TaskInfo,
+        victim_filter: TaskFilter,
+        nodes: Sequence[NodeInfo],
+    ) -> bool:
+        ssn = self.ssn
+        for node in ssn.sorted_by_score(preemptor, nodes):
+            victims = self._victims(preemptor, node, victim_filter)
+            if victims is None:
+                continue
+            node_stmt = ssn.statement()
+            try:
+                order = build_victims_queue(ssn, victims, preemptor)
+                fits = self._fits(queue, preemptor, node)
+                while order and not fits:
+                    node_stmt.evict(order.pop(), REASON)
+                    fits = self._fits(queue, preemptor, node)
+                if fits:
+                    node_stmt.pipeline(preemptor, node.name)
+                    merge_into(stmt, node_stmt)
+                    return True
+                node_stmt.discard()
+            except ResourceError as exc:
+                log.error("preempting for task %s on node %s failed: %s", preemptor.key, node.name, exc)
+                node_stmt.discard()
+            except PluginError:
+                discard_quietly(ssn, node_stmt)
+                raise
+        return False
+
+    # ------------------------------------------------------------------ topology-aware variant
+
+    def _topology_aware(
+        self,
+        stmt: Statement,
+        queue: QueueInfo,
+        preemptor: TaskInfo,
+        victim_filter: TaskFilter,
+        nodes: Sequence[NodeInfo],
+    ) -> bool:
+        ssn = self.ssn
+        total = len(nodes)
+        wanted = self._candidate_count(total)
+        offset = ssn.rng.randrange(total)
+        candidates: list[tuple[NodeInfo, list[TaskInfo]]] = []
+        for i in range(total):
+            node = nodes[(offset + i) % total]
+            victims = self._select_victims(queue, preemptor, node, victim_filter)
+            if victims:
+                candidates.append((node, victims))
+                if len(candidates) >= wanted:
+                    break
+        if not candidates:
+            return False
+        node, victims = min(candidates, key=_candidate_rank)
+        for victim in victims:
+            stmt.evict(victim, REASON)
+        try:
+            stmt.pipeline(preemptor, node.name)
+        except ResourceError as exc:
+            log.error("pipelining task %s on node %s failed: %s", preemptor.key, node.name, exc)
+        return True
+
+    def _candidate_count(self, total: int) -> int:
+        count = total * self.min_percentage // 100
+        count = max(count, self.min_absolute)
+        count = min(count, self.max_absolute)
+        return max(1, min(count, total))
+
+    def _select_victims(
+        self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo, victim_filter: TaskFilter
+    ) -> list[TaskInfo] | None:
+        """The smallest victim set that makes ``preemptor`` fit ``node``, found by dry runs.
+
+        Victims are removed in victim order until the task fits; then, in the
+        same order, each is spared if the task still fits without evicting it.
+        """
+        allowed = self._victims(preemptor, node, victim_filter)
+        if not allowed:
+            return None
+        order = build_victims_queue(self.ssn, allowed, preemptor)
+        potential: list[TaskInfo] = []
+        fits = False
+        while order and not fits:
+            potential.append(order.pop())
+            fits = self._trial(queue, preemptor, node, potential)
+        if not fits:
+            return None
+        victims: list[TaskInfo] = []
+        spared: set[int] = set()
+        for task in potential:
+            spared.add(id(task))
+            rest = [t for t in potential if id(t) not in spared]
+            if not self._trial(queue, preemptor, node, rest):
+                spared.discard(id(task))
+                victims.append(task)
+        return victims
+
+    def _trial(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo, evicted: Sequence[TaskInfo]) -> bool:
+        """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed."""
+        ssn = self.ssn
+        before = [(task, task.status) for task in evicted]
+        trial = ssn.statement()
+        try:
+            for task in evicted:
+                trial.evict(task, REASON)
+            return self._fits(queue, preemptor, node)
+        finally:
+            trial.discard()
+            for task, status in before:
+                if task.status is not status:
+                    ssn.set_task_status(task, status)
+                    placed = ssn.nodes.get(task.node_name)
+                    if placed is not None:
+                        placed.update_task(task)
+
+
+# ---------------------------------------------------------------------------- filters and ranking
+
+
+def _other_jobs_filter(ssn: Session, job: JobInfo, preemptor: TaskInfo) -> TaskFilter:
+    jobs = ssn.jobs
+
+    def accept(task: TaskInfo) -> bool:
+        status = task.status
+        if status is not _RUNNING and status is not _BOUND:
+            return False
+        if preemptor.best_effort and not task.best_effort:
+            return False
+        if not task.preemptable or task.job == preemptor.job:
+            return False
+        owner = jobs.get(task.job)
+        return owner is not None and owner.queue == job.queue
+
+    return accept
+
+
+def _same_job_filter(preemptor: TaskInfo) -> TaskFilter:
+    def accept(task: TaskInfo) -> bool:
+        status = task.status
+        if status is not _RUNNING and status is not _BOUND:
+            return False
+        if preemptor.best_effort and not task.best_effort:
+            return False
+        return task.preemptable and task.job == preemptor.job
+
+    return accept
+
+
+def _terminating_by_preemption(task: TaskInfo) -> bool:
+    """Whether the pod is being deleted because the scheduler preempted it."""
+    pod = task.pod
+    manifest: Mapping[str, Any] | None = pod.manifest if pod is not None else None
+    if not manifest:
+        return False
+    metadata = manifest.get("metadata") or {}
+    if not metadata.get("deletionTimestamp"):
+        return False
+    for condition in (manifest.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "DisruptionTarget":
+            return bool(condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler")
+    return False
+
+
+def _candidate_rank(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, int, int, float]:
+    """Smaller is better: least important top victim, smallest priority sum, fewest victims, latest start."""
+    victims = candidate[1]
+    priorities = [pod_priority(v) for v in victims]
+    top = max(priorities)
+    earliest = min(v.creation_timestamp for v, p in zip(victims, priorities, strict=True) if p == top)
+    return (top, sum(p + _PRIORITY_OFFSET for p in priorities), len(victims), -earliest)

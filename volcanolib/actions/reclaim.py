@@ -1,0 +1,182 @@
+"""reclaim: let starving jobs take back resources from other queues that may give them up."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from volcanolib.actions._util import (
+    PREDICATE_ERROR_CACHE_KEY,
+    PredicateCache,
+    PriorityQueue,
+    build_victims_queue,
+    discard_quietly,
+    fits_future_idle,
+    job_is_schedulable,
+    merge_into,
+    validate_victims,
+)
+from volcanolib.api.fiterrors import FitErrors
+from volcanolib.api.job import JobInfo
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import PluginError, ResourceError
+
+if TYPE_CHECKING:
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.statement import Statement
+
+__all__ = ["Reclaim"]
+
+log = logging.getLogger(__name__)
+
+REASON: Final = "reclaim"
+_RUNNING: Final = TaskStatus.RUNNING
+
+
+class Reclaim:
+    """Evict tasks of other queues so that starving jobs can run.
+
+    Queues that own an admitted, valid job take turns in queue order; a
+    queue for which ``overused`` is true is skipped. Within a queue, its
+    starving jobs (``job_starving``) are handled in job order, each in one
+    statement, while the job is still starving: its pending tasks, in task
+    order, skip those whose pod's ``preemptionPolicy`` is ``Never``, those
+    the queue may not reclaim for (``preemptive``) and those failing a
+    pre-predicate; every other task looks for room.
+
+    Nodes are those passing the predicates (a plain ``UNSCHEDULABLE``
+    failure counts as fixable by eviction), in node-list order, without
+    scoring. On a node, candidates are Running, preemptable tasks of jobs in
+    *other* queues that are reclaimable (``spec.reclaimable`` unset or
+    true); the plugins choose the victims among them (``reclaimable``). The
+    node is skipped unless evicting all victims would fit the task. Victims
+    are evicted in victim order (by default, from the queue that would be
+    served last) into a statement of that node until the task fits the
+    node's future idle resources; the task is then pipelined there and the
+    node's statement joins the job's. A node where the task still does not
+    fit has its evictions undone. A node where the task already fits and
+    nothing may be evicted gets the task pipelined as is.
+
+    After the job's tasks, the statement is committed (the evictions are
+    sent) when the job is pipelined (``job_pipelined``), else discarded.
+
+    Arguments (``configurations`` of ``reclaim``):
+
+    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
+      compatibility; nodes are filtered afresh for every task, so it changes
+      nothing.
+    """
+
+    name: ClassVar[str] = "reclaim"
+
+    def execute(self, ssn: Session) -> None:
+        """Reclaim resources for the starving jobs of every queue that is not overused."""
+        enabled = ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
+        seen: set[str] = set()
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            with ssn.guard(job):
+                if not job_is_schedulable(ssn, job):
+                    continue
+                if job.queue not in seen:
+                    seen.add(job.queue)
+                    queues.push(ssn.queues[job.queue])
+                if not ssn.job_starving(job):
+                    continue
+                jobs = starving.get(job.queue)
+                if jobs is None:
+                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
+                jobs.push(job)
+                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
+
+        while queues:
+            queue = queues.pop()
+            overused = True
+            with ssn.guard():
+                overused = ssn.overused(queue)
+            if overused:
+                log.debug("queue %s is overused, it reclaims nothing", queue.name)
+                continue
+            jobs_q = starving.get(queue.name)
+            while jobs_q:
+                job = jobs_q.pop()
+                stmt = ssn.statement()
+                with ssn.guard(job, stmt):
+                    self._reclaim_for_job(ssn, stmt, queue, job, preemptors[job.uid], enabled)
+                    if ssn.job_pipelined(job):
+                        stmt.commit()
+                    else:
+                        stmt.discard()
+                if jobs_q:
+                    queues.push(queue)
+
+    def _reclaim_for_job(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        tasks: PriorityQueue[TaskInfo],
+        cache_enabled: bool,
+    ) -> None:
+        while ssn.job_starving(job) and tasks:
+            task = tasks.pop()
+            if task.pod is not None and task.pod.preemption_policy == "Never":
+                continue
+            if not ssn.preemptive(queue, [task]):
+                continue
+            if not ssn.pre_predicate(task).ok:
+                continue
+            self._reclaim_for_task(ssn, stmt, job, task, PredicateCache(cache_enabled))
+
+    def _reclaim_for_task(
+        self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, cache: PredicateCache
+    ) -> bool:
+        nodes = cache.filter(ssn, task, ssn.node_list, FitErrors(), for_preempt=True)
+        for node in nodes:
+            candidates = self._candidates(ssn, job, node)
+            if not candidates:
+                continue
+            victims = ssn.reclaimable(task, candidates) or []
+            if not validate_victims(task, node, victims):
+                continue
+            node_stmt = ssn.statement()
+            try:
+                order = build_victims_queue(ssn, victims, task)
+                while order:
+                    node_stmt.evict(order.pop(), REASON)
+                    if fits_future_idle(task, node):
+                        break
+                if fits_future_idle(task, node):
+                    node_stmt.pipeline(task, node.name)
+                    merge_into(stmt, node_stmt)
+                    return True
+                node_stmt.discard()
+            except ResourceError as exc:
+                log.error("reclaiming for task %s on node %s failed: %s", task.key, node.name, exc)
+                node_stmt.discard()
+            except PluginError:
+                discard_quietly(ssn, node_stmt, job)
+                raise
+        return False
+
+    @staticmethod
+    def _candidates(ssn: Session, job: JobInfo, node: NodeInfo) -> list[TaskInfo]:
+        out = []
+        jobs = ssn.jobs
+        queues = ssn.queues
+        own_queue = job.queue
+        for task in node.tasks.values():
+            if task.status is not _RUNNING or not task.preemptable:
+                continue
+            owner = jobs.get(task.job)
+            if owner is None or owner.queue == own_queue:
+                continue
+            queue = queues.get(owner.queue)
+            if queue is not None and queue.is_reclaimable():
+                out.append(task)
+        return out
