@@ -1,0 +1,137 @@
+"""The pods of every node as the Kubernetes plugins see them during a session.
+
+Volcano hands the Kubernetes filter and score plugins a node view built from
+the snapshot (every task on the node, whatever its status) and keeps it in
+step with the session through the allocate/deallocate events: a placement or
+pipeline adds the pod, an eviction or an undone placement removes it.
+
+The session's :class:`~volcanolib.api.node.NodeInfo` already tracks
+placements and undone placements; an evicted task, though, stays on its node
+as Releasing. :class:`NodePods` therefore only remembers the tasks evicted
+during the session, so counting a node's pods stays O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
+
+from volcanolib.api.resource import PODS
+
+if TYPE_CHECKING:
+    from volcanolib.api.node import NodeInfo
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+
+__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodePods", "Usage"]
+
+#: The cpu a container without a cpu request counts for when scoring (millicores).
+DEFAULT_MILLI_CPU_REQUEST: Final = 100
+#: The memory a container without a memory request counts for when scoring (bytes).
+DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+
+
+class Usage:
+    """What the pods on one node request: actual and "non-zero" (defaulted) cpu and memory, scalars."""
+
+    __slots__ = ("cpu", "memory", "nz_cpu", "nz_memory", "scalars")
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.memory = 0.0
+        self.nz_cpu = 0.0
+        self.nz_memory = 0.0
+        self.scalars: dict[str, float] = {}
+
+    def apply(self, task: TaskInfo, sign: int) -> None:
+        """Add (``sign`` 1) or remove (``sign`` -1) one pod's request."""
+        req = task.resreq
+        cpu = req.milli_cpu
+        memory = req.memory
+        self.cpu += sign * cpu
+        self.memory += sign * memory
+        self.nz_cpu += sign * (cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST)
+        self.nz_memory += sign * (memory if memory > 0 else DEFAULT_MEMORY_REQUEST)
+        if req.scalars:
+            scalars = self.scalars
+            for name, value in req.scalars.items():
+                if name != PODS:
+                    scalars[name] = scalars.get(name, 0.0) + sign * value
+
+
+class NodePods:
+    """Per-node pod lists of one session, kept in step with allocate/deallocate events.
+
+    :param track_usage: also keep per-node request sums (:meth:`usage`).
+    """
+
+    def __init__(self, ssn: Session, *, track_usage: bool = False) -> None:
+        self.nodes: dict[str, NodeInfo] = ssn.nodes
+        #: Tasks evicted during the session, by node: still on the node, no longer a pod of it.
+        self.evicted: dict[str, set[str]] = {}
+        #: Incremented on every pod change; caches of pod-dependent results compare it.
+        self.epoch = 0
+        #: Names of the nodes whose pods changed, in order (one entry per change).
+        self.changes: list[str] = []
+        self._usage: dict[str, Usage] | None = None
+        if track_usage:
+            usage: dict[str, Usage] = {}
+            for node in ssn.node_list:
+                u = usage[node.name] = Usage()
+                for task in node.tasks.values():
+                    u.apply(task, 1)
+            self._usage = usage
+
+    # ------------------------------------------------------------------ queries
+
+    def count(self, node: NodeInfo) -> int:
+        """How many pods the node holds."""
+        gone = self.evicted.get(node.name)
+        return len(node.tasks) - (len(gone) if gone else 0)
+
+    def pods(self, node: NodeInfo) -> Iterator[TaskInfo]:
+        """The node's pods."""
+        gone = self.evicted.get(node.name)
+        if not gone:
+            yield from node.tasks.values()
+            return
+        for key, task in node.tasks.items():
+            if key not in gone:
+                yield task
+
+    def usage(self, name: str) -> Usage:
+        """The request sums of one node's pods (needs ``track_usage``)."""
+        assert self._usage is not None
+        u = self._usage.get(name)
+        if u is None:
+            u = self._usage[name] = Usage()
+        return u
+
+    # ------------------------------------------------------------------ events
+
+    def allocated(self, task: TaskInfo) -> None:
+        """A task was placed, pipelined, or its eviction undone: it is a pod of its node again."""
+        name = task.node_name
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        gone = self.evicted.get(name)
+        if gone:
+            gone.discard(task.key)
+        if self._usage is not None:
+            self.usage(name).apply(task, 1)
+        self.epoch += 1
+        self.changes.append(name)
+
+    def deallocated(self, task: TaskInfo) -> None:
+        """A task was evicted or its placement undone: it is no longer a pod of its node."""
+        name = task.node_name
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        if task.key in node.tasks:
+            self.evicted.setdefault(name, set()).add(task.key)
+        if self._usage is not None:
+            self.usage(name).apply(task, -1)
+        self.epoch += 1
+        self.changes.append(name)

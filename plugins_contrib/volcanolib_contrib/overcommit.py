@@ -1,0 +1,107 @@
+"""overcommit: admit jobs while the cluster, inflated by a factor, still has room for their minimum.
+
+At session open the plugin computes
+
+``idle``
+    the cluster's total allocatable resources times ``overcommit-factor``,
+    minus what the nodes' tasks use (releasing tasks included); it may be
+    negative;
+``inqueue``
+    the ``minResources`` of every Inqueue job, plus, for every Running job
+    with ``minResources`` whose tasks in an allocated status reach
+    ``minMember``, the part of ``minResources`` it has not been allocated yet.
+
+A job without ``minResources`` may always be enqueued. Any other job may be
+enqueued when ``inqueue + minResources`` does not exceed ``idle`` on any
+resource ``minResources`` asks for (strictly, ``pods`` ignored); an admitted
+job's ``minResources`` is then added to ``inqueue``, so the jobs admitted
+later in the same session see it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.resource import PODS, Resource, exceeded_part
+from volcanolib.api.task import ALLOCATED_STATUSES
+from volcanolib.framework.config import Arguments
+from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.status import Vote
+
+if TYPE_CHECKING:
+    from volcanolib.framework.session import Session
+
+__all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitPlugin"]
+
+log = logging.getLogger(__name__)
+
+#: The argument naming the factor.
+OVERCOMMIT_FACTOR: Final = "overcommit-factor"
+#: The factor used when none is given, or when the given one is below 1.
+DEFAULT_OVERCOMMIT_FACTOR: Final = 1.2
+
+
+class OvercommitPlugin:
+    """Enqueue admission against the cluster's capacity times ``overcommit-factor``.
+
+    :ivar factor: the factor in use.
+    :ivar idle: the inflated free resources, computed at session open.
+    :ivar inqueue: the resources reserved by admitted jobs.
+    """
+
+    name: ClassVar[str] = "overcommit"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        factor = arguments.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
+        if factor < 1.0:
+            log.warning(
+                "overcommit-factor %s is below 1; using the default %s instead", factor, DEFAULT_OVERCOMMIT_FACTOR
+            )
+            factor = DEFAULT_OVERCOMMIT_FACTOR
+        self.factor = factor
+        self.idle = Resource()
+        self.inqueue = Resource()
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        """Compute the inflated idle resources and what admitted jobs already reserve."""
+        used = Resource()
+        for node in ssn.node_list:
+            used.add(node.used)
+        self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
+        inqueue = Resource()
+        for job in ssn.jobs.values():
+            min_resources = job.pod_group.min_resources
+            if min_resources is None:
+                continue
+            phase = job.pod_group.phase
+            if phase is PodGroupPhase.INQUEUE:
+                inqueue.add(min_resources)
+            elif phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
+                missing = exceeded_part(min_resources, job.allocated)
+                missing.scalars.pop(PODS, None)
+                inqueue.add(missing)
+        self.inqueue = inqueue
+
+    @hookimpl
+    def job_enqueueable(self, ssn: Session, job: JobInfo) -> Vote:
+        """Permit a job without ``minResources``, or one whose minimum still fits ``idle`` after the reserved."""
+        min_resources = job.pod_group.min_resources
+        if min_resources is None:
+            return Vote.PERMIT
+        wanted = self.inqueue.clone().add(min_resources)
+        over = wanted.exceeding_dimensions(self.idle, min_resources)
+        if not over:
+            return Vote.PERMIT
+        log.debug("job %s: resource in cluster is overused: %s", job.uid, ", ".join(over))
+        return Vote.REJECT
+
+    @hookimpl
+    def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
+        """Reserve an admitted job's ``minResources``."""
+        min_resources = job.pod_group.min_resources
+        if min_resources is not None:
+            self.inqueue.add(min_resources)

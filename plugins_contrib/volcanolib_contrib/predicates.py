@@ -1,0 +1,589 @@
+"""predicates: the Kubernetes filters a pod must pass on a node, as Volcano runs them.
+
+For a task and a node, in this order (the first failure that eviction cannot
+fix ends the checks; failures eviction might fix are collected and reported
+together):
+
+1. pod count: the node already holds as many pods as its allocatable
+   ``pods`` (``node(s) pod number exceeded``, Unschedulable);
+2. ``spec.unschedulable`` unless the pod tolerates
+   ``node.kubernetes.io/unschedulable:NoSchedule``, ``nodeSelector`` and
+   required node affinity, NoSchedule/NoExecute taints (all
+   UnschedulableAndUnresolvable);
+3. host ports (Unschedulable), required inter-pod affinity (unresolvable) and
+   anti-affinity of the pod and of the pods already placed (Unschedulable),
+   hard topology spread constraints (a node without the topology label is
+   unresolvable, too much skew is Unschedulable);
+4. optionally the proportional reservation of scalar resources.
+
+The node's pods are the snapshot's tasks on it plus this session's
+placements, minus this session's evictions (kept in step by ``on_allocate``
+and ``on_deallocate``). The checks of step 2 do not change within a session;
+they are computed once per task template and node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from volcanolib.api.node import Taint
+from volcanolib.api.task import TEMPLATE_UID_KEY, TaskStatus
+from volcanolib.framework.config import Arguments
+from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.status import Code, Status
+from volcanolib_contrib import _k8s
+from volcanolib_contrib._nodepods import NodePods
+
+if TYPE_CHECKING:
+    from volcanolib.api.node import NodeInfo
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.status import Event
+
+__all__ = [
+    "REASON_AFFINITY",
+    "REASON_ANTI_AFFINITY",
+    "REASON_EXISTING_ANTI_AFFINITY",
+    "REASON_NODE_SELECTOR",
+    "REASON_POD_NUMBER",
+    "REASON_PORTS",
+    "REASON_SPREAD",
+    "REASON_SPREAD_LABEL",
+    "REASON_UNSCHEDULABLE",
+    "PredicatesPlugin",
+]
+
+REASON_POD_NUMBER: Final = "node(s) pod number exceeded"
+REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+REASON_NODE_SELECTOR: Final = "node(s) didn't match Pod's node affinity/selector"
+REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
+REASON_AFFINITY: Final = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY: Final = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_SPREAD: Final = "node(s) didn't match pod topology spread constraints"
+REASON_SPREAD_LABEL: Final = REASON_SPREAD + " (missing required label)"
+REASON_CACHE: Final = "plugin equivalence cache predicates failed"
+
+_POD_NUMBER: Final = Status.unschedulable(REASON_POD_NUMBER)
+_UNSCHEDULABLE: Final = Status.unresolvable(REASON_UNSCHEDULABLE)
+_NODE_SELECTOR: Final = Status.unresolvable(REASON_NODE_SELECTOR)
+_PORTS: Final = Status.unschedulable(REASON_PORTS)
+_AFFINITY: Final = Status.unresolvable(REASON_AFFINITY)
+_ANTI_AFFINITY: Final = Status.unschedulable(REASON_ANTI_AFFINITY)
+_EXISTING_ANTI: Final = Status.unschedulable(REASON_EXISTING_ANTI_AFFINITY)
+_SPREAD: Final = Status.unschedulable(REASON_SPREAD)
+_SPREAD_LABEL: Final = Status.unresolvable(REASON_SPREAD_LABEL)
+_CACHE_FAILED: Final = Status.error(REASON_CACHE)
+_UNSCHEDULABLE_TAINT: Final = Taint(_k8s.UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
+_RELEASING: Final = TaskStatus.RELEASING
+_NO_MIN: Final = 2**31 - 1
+_MAX_DYNAMIC_CACHE: Final = 4096
+
+
+def _merge(statuses: list[Status]) -> Status:
+    """One status carrying every reason; the code of the most severe failure."""
+    if len(statuses) == 1:
+        return statuses[0]
+    code = Code.UNSCHEDULABLE
+    reasons: list[str] = []
+    for status in statuses:
+        if status.code is not Code.UNSCHEDULABLE and code is Code.UNSCHEDULABLE:
+            code = status.code
+        reasons.extend(status.reasons)
+    return Status(code, tuple(reasons))
+
+
+def _taint_status(taint: Taint) -> Status:
+    return Status.unresolvable(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+
+
+class _Spec:
+    """The scheduling constraints of one task template, parsed once per session."""
+
+    __slots__ = (
+        "affinity",
+        "cache_uid",
+        "ports",
+        "selector",
+        "spread",
+        "spread_valid",
+        "static",
+        "tolerates_unschedulable",
+        "tolerations",
+    )
+
+    def __init__(self, task: TaskInfo) -> None:
+        pod = task.pod
+        labels: Mapping[str, str] = pod.labels if pod is not None else {}
+        self.selector = _k8s.required_node_affinity(
+            pod.node_selector if pod is not None else {}, pod.affinity if pod is not None else None
+        )
+        self.tolerations: tuple[Mapping[str, Any], ...] = pod.tolerations if pod is not None else ()
+        self.tolerates_unschedulable = _k8s.tolerated(self.tolerations, _UNSCHEDULABLE_TAINT)
+        self.ports: tuple[tuple[str, str, int], ...] = tuple(p for p in (pod.host_ports if pod else ()) if p[2] > 0)
+        self.affinity = _k8s.parse_pod_affinity(pod.affinity if pod is not None else None, task.namespace, labels)
+        self.spread, self.spread_valid = _k8s.parse_spread_constraints(
+            pod.topology_spread_constraints if pod is not None else (), "DoNotSchedule", labels
+        )
+        #: The ``volcano.sh/template-uid`` annotation (Volcano's predicate cache key), or ``""``.
+        self.cache_uid = pod.annotations.get(TEMPLATE_UID_KEY, "") if pod is not None else ""
+        #: Failing nodes of the session-stable checks, by name; ``None`` until computed.
+        self.static: dict[str, Status] | None = None
+
+
+class _AffinityState:
+    """InterPodAffinity's pre-filter counts for one task: topology pair -> matching pods."""
+
+    __slots__ = ("affinity", "anti", "existing", "self_match")
+
+    def __init__(self) -> None:
+        self.affinity: dict[tuple[str, str], int] = {}
+        self.anti: dict[tuple[str, str], int] = {}
+        self.existing: dict[tuple[str, str], int] = {}
+        self.self_match = False
+
+
+class _SpreadState:
+    """PodTopologySpread's pre-filter counts: per constraint, topology value -> matching pods."""
+
+    __slots__ = ("counts", "minimum")
+
+    def __init__(self, size: int) -> None:
+        self.counts: list[dict[str, int]] = [{} for _ in range(size)]
+        self.minimum: list[int] = [_NO_MIN] * size
+
+
+class PredicatesPlugin:
+    """Kubernetes node filters: pod count, unschedulable, node affinity, taints, ports, pod affinity, spread.
+
+    Arguments (Volcano's names): ``predicate.NodeAffinityEnable``,
+    ``predicate.NodePortsEnable``, ``predicate.TaintTolerationEnable``,
+    ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``
+    (default true), ``predicate.CacheEnable`` (default false),
+    ``predicate.ProportionalEnable`` (default false) with
+    ``predicate.resources`` and ``predicate.resources.<name>.cpu`` /
+    ``.memory`` (default 1). ``predicate.NodeVolumeLimitsEnable``,
+    ``predicate.VolumeZoneEnable`` and ``predicate.VolumeBindingEnable`` are
+    accepted; volumes are not modelled, so those filters always pass.
+    """
+
+    name: ClassVar[str] = "predicates"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.node_affinity_enable = arguments.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports_enable = arguments.get_bool("predicate.NodePortsEnable", True)
+        self.taint_toleration_enable = arguments.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity_enable = arguments.get_bool("predicate.PodAffinityEnable", True)
+        self.pod_topology_spread_enable = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
+        for ignored in ("NodeVolumeLimitsEnable", "VolumeZoneEnable", "VolumeBindingEnable"):
+            arguments.get_bool(f"predicate.{ignored}", True)
+        self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
+        self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
+        self.proportional: dict[str, tuple[float, float]] = {}
+        for raw in arguments.get_str("predicate.resources", "").split(","):
+            resource = raw.strip()
+            if not resource:
+                continue
+            cpu = arguments.get_float(f"predicate.resources.{resource}.cpu", 1.0)
+            memory = arguments.get_float(f"predicate.resources.{resource}.memory", 1.0)
+            self.proportional[resource] = (1.0 if cpu < 0 else cpu, 1.0 if memory < 0 else memory)
+        self._reset(None)
+
+    def _reset(self, ssn: Session | None) -> None:
+        self._ssn = ssn
+        self._pods: NodePods | None = NodePods(ssn) if ssn is not None else None
+        self._specs: dict[str, _Spec] = {}
+        self._existing_affinity: dict[str, _k8s.PodAffinity] = {}
+        #: Pods with required anti-affinity terms, by task key.
+        self._anti_pods: dict[str, TaskInfo] = {}
+        #: Nodes whose pod count has reached their capacity.
+        self._full: set[str] = set()
+        #: Nodes that are unschedulable or tainted (the only ones a template without a selector can fail).
+        self._special: list[NodeInfo] = []
+        self._dynamic: dict[str, tuple[int, bool, _AffinityState | None, _SpreadState | None]] = {}
+        #: Volcano's predicate cache: (template uid, node) -> whether the stable filters passed.
+        self._fit_cache: dict[tuple[str, str], bool] = {}
+
+    # ------------------------------------------------------------------ session lifecycle
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        """Reset the per-session state: node pod lists, full nodes, pods with anti-affinity."""
+        self._reset(ssn)
+        for node in ssn.node_list:
+            self._refresh_full(node)
+            if node.node.unschedulable or node.node.taints:
+                self._special.append(node)
+            for task in node.tasks.values():
+                if self._has_required_anti(task):
+                    self._anti_pods[task.key] = task
+
+    @hookimpl
+    def on_allocate(self, ssn: Session, event: Event) -> None:
+        """A task took a place on a node (allocate, pipeline, undone eviction): it is one of its pods."""
+        task = event.task
+        pods = self._pods
+        if pods is None:
+            return
+        pods.allocated(task)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            self._refresh_full(node)
+            if self._has_required_anti(task):
+                self._anti_pods[task.key] = task
+
+    @hookimpl
+    def on_deallocate(self, ssn: Session, event: Event) -> None:
+        """A task left its node (eviction, undone placement): it no longer counts there."""
+        task = event.task
+        pods = self._pods
+        if pods is None:
+            return
+        pods.deallocated(task)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            self._refresh_full(node)
+        self._anti_pods.pop(task.key, None)
+
+    def _refresh_full(self, node: NodeInfo) -> None:
+        assert self._pods is not None
+        if self._pods.count(node) >= node.pod_capacity:
+            self._full.add(node.name)
+        else:
+            self._full.discard(node.name)
+
+    # ------------------------------------------------------------------ parsed constraints
+
+    def _spec(self, task: TaskInfo) -> _Spec:
+        spec = self._specs.get(task.template)
+        if spec is None:
+            spec = self._specs[task.template] = _Spec(task)
+        return spec
+
+    def _pod_affinity_of(self, task: TaskInfo) -> _k8s.PodAffinity:
+        """The (anti-)affinity terms of a placed pod, parsed once per template."""
+        found = self._existing_affinity.get(task.template)
+        if found is None:
+            pod = task.pod
+            found = _k8s.parse_pod_affinity(
+                pod.affinity if pod is not None else None, task.namespace, pod.labels if pod is not None else {}
+            )
+            self._existing_affinity[task.template] = found
+        return found
+
+    def _has_required_anti(self, task: TaskInfo) -> bool:
+        pod = task.pod
+        if pod is None or not pod.affinity or "podAntiAffinity" not in pod.affinity:
+            return False
+        return bool(self._pod_affinity_of(task).required_anti)
+
+    # ------------------------------------------------------------------ session-stable checks
+
+    def _static_status(self, spec: _Spec, node: NodeInfo) -> Status | None:
+        """NodeUnschedulable, NodeAffinity and TaintToleration for one node (the first failure)."""
+        n = node.node
+        if n.unschedulable and not spec.tolerates_unschedulable:
+            return _UNSCHEDULABLE
+        if self.node_affinity_enable and not spec.selector.trivial and not spec.selector.matches(n):
+            return _NODE_SELECTOR
+        if self.taint_toleration_enable and n.taints:
+            taint = _k8s.find_untolerated_taint(n.taints, spec.tolerations)
+            if taint is not None:
+                return _taint_status(taint)
+        return None
+
+    def _static_failures(self, spec: _Spec) -> dict[str, Status]:
+        """The failing nodes of the stable checks for a template, over every session node."""
+        static = spec.static
+        if static is None:
+            assert self._ssn is not None
+            nodes = self._special if (spec.selector.trivial or not self.node_affinity_enable) else self._ssn.node_list
+            static = {}
+            for node in nodes:
+                status = self._static_status(spec, node)
+                if status is not None:
+                    static[node.name] = status
+            spec.static = static
+        return static
+
+    def _stable(self, spec: _Spec, node: NodeInfo) -> Status | None:
+        """The stable checks of one node, through the caches (Volcano's predicate cache when enabled)."""
+        assert self._ssn is not None
+        if self._ssn.nodes.get(node.name) is node:
+            status = self._static_failures(spec).get(node.name)
+        else:
+            status = self._static_status(spec, node)
+        if self.cache_enable and spec.cache_uid:
+            key = (spec.cache_uid, node.name)
+            fit = self._fit_cache.get(key)
+            if fit is None:
+                self._fit_cache[key] = status is None
+            elif not fit:
+                return _CACHE_FAILED
+            else:
+                return None
+        return status
+
+    # ------------------------------------------------------------------ pod-dependent checks
+
+    def _dynamic_state(self, task: TaskInfo, spec: _Spec) -> tuple[bool, _AffinityState | None, _SpreadState | None]:
+        """Whether pod-dependent checks apply, and the pre-filter states of InterPodAffinity and PodTopologySpread.
+
+        The states are recomputed when the pods change. The affinity state is
+        ``None`` when neither the task's terms nor a placed pod's
+        anti-affinity concern the task.
+        """
+        assert self._pods is not None
+        epoch = self._pods.epoch
+        cached = self._dynamic.get(task.uid)
+        if cached is not None and cached[0] == epoch:
+            return cached[1], cached[2], cached[3]
+        affinity: _AffinityState | None = None
+        if self.pod_affinity_enable:
+            aff = spec.affinity
+            if aff.required or aff.required_anti or self._anti_pods:
+                affinity = self._affinity_state(task, spec)
+                if not (aff.required or aff.required_anti or affinity.existing):
+                    affinity = None
+        spread = self._spread_state(task, spec) if self.pod_topology_spread_enable and spec.spread else None
+        needed = (
+            affinity is not None
+            or spread is not None
+            or (self.node_ports_enable and bool(spec.ports))
+            or (self.proportional_enable and bool(self.proportional))
+        )
+        if len(self._dynamic) >= _MAX_DYNAMIC_CACHE:
+            self._dynamic.clear()
+        self._dynamic[task.uid] = (epoch, needed, affinity, spread)
+        return needed, affinity, spread
+
+    def _affinity_state(self, task: TaskInfo, spec: _Spec) -> _AffinityState:
+        assert self._ssn is not None and self._pods is not None
+        nodes = self._ssn.nodes
+        state = _AffinityState()
+        pod = task.pod
+        labels: Mapping[str, str] = pod.labels if pod is not None else {}
+        namespace = task.namespace
+        existing = state.existing
+        for other in self._anti_pods.values():
+            node = nodes.get(other.node_name)
+            if node is None:
+                continue
+            node_labels = node.node.labels
+            for term in self._pod_affinity_of(other).required_anti:
+                value = node_labels.get(term.topology_key)
+                if value is not None and term.matches(namespace, labels):
+                    pair = (term.topology_key, value)
+                    existing[pair] = existing.get(pair, 0) + 1
+        required = spec.affinity.required
+        required_anti = spec.affinity.required_anti
+        if required or required_anti:
+            state.self_match = bool(required) and all(t.matches(namespace, labels) for t in required)
+            counts, anti = state.affinity, state.anti
+            for node in self._ssn.node_list:
+                node_labels = node.node.labels
+                for other in self._pods.pods(node):
+                    other_pod = other.pod
+                    other_labels: Mapping[str, str] = other_pod.labels if other_pod is not None else {}
+                    if required and all(t.matches(other.namespace, other_labels) for t in required):
+                        for term in required:
+                            value = node_labels.get(term.topology_key)
+                            if value is not None:
+                                pair = (term.topology_key, value)
+                                counts[pair] = counts.get(pair, 0) + 1
+                    for term in required_anti:
+                        value = node_labels.get(term.topology_key)
+                        if value is not None and term.matches(other.namespace, other_labels):
+                            pair = (term.topology_key, value)
+                            anti[pair] = anti.get(pair, 0) + 1
+        return state
+
+    def _spread_state(self, task: TaskInfo, spec: _Spec) -> _SpreadState:
+        assert self._ssn is not None and self._pods is not None
+        constraints = spec.spread
+        state = _SpreadState(len(constraints))
+        namespace = task.namespace
+        keys = [c.topology_key for c in constraints]
+        for node in self._ssn.node_list:
+            node_labels = node.node.labels
+            if not all(k in node_labels for k in keys):
+                continue
+            for i, c in enumerate(constraints):
+                if not c.counts_node(node.node, spec.selector, spec.tolerations):
+                    continue
+                count = 0
+                if not c.selector.empty:
+                    for other in self._pods.pods(node):
+                        if other.namespace != namespace or other.status is _RELEASING:
+                            continue
+                        other_pod = other.pod
+                        if c.selector.matches(other_pod.labels if other_pod is not None else {}):
+                            count += 1
+                value = node_labels[c.topology_key]
+                state.counts[i][value] = state.counts[i].get(value, 0) + count
+        for i, c in enumerate(constraints):
+            counts = state.counts[i]
+            if counts:
+                state.minimum[i] = min(counts.values())
+            if len(counts) < c.min_domains:
+                state.minimum[i] = 0
+        return state
+
+    def _dynamic_checks(
+        self,
+        task: TaskInfo,
+        spec: _Spec,
+        node: NodeInfo,
+        affinity: _AffinityState | None,
+        spread: _SpreadState | None,
+        out: list[Status],
+    ) -> bool:
+        """Ports, pod affinity, topology spread, proportional; appends failures, False when one must stop."""
+        if self.node_ports_enable and spec.ports:
+            assert self._pods is not None
+            used = [p for other in self._pods.pods(node) if other.pod is not None for p in other.pod.host_ports]
+            if used and _k8s.ports_conflict(spec.ports, used):
+                out.append(_PORTS)
+        labels = node.node.labels
+        if affinity is not None:
+            status = self._affinity_check(spec, affinity, labels)
+            if status is not None:
+                out.append(status)
+                if status.code is not Code.UNSCHEDULABLE:
+                    return False
+        if spread is not None:
+            pod = task.pod
+            pod_labels: Mapping[str, str] = pod.labels if pod is not None else {}
+            for i, c in enumerate(spec.spread):
+                value = labels.get(c.topology_key)
+                if value is None:
+                    out.append(_SPREAD_LABEL)
+                    return False
+                self_match = 1 if c.selector.matches(pod_labels) else 0
+                if spread.counts[i].get(value, 0) + self_match - spread.minimum[i] > c.max_skew:
+                    out.append(_SPREAD)
+                    break
+        if self.proportional_enable and self.proportional:
+            status = self._proportional_check(task, node)
+            if status is not None:
+                out.append(status)
+                return False
+        return True
+
+    @staticmethod
+    def _affinity_check(spec: _Spec, state: _AffinityState, labels: Mapping[str, str]) -> Status | None:
+        required = spec.affinity.required
+        if required:
+            pods_exist = True
+            for term in required:
+                value = labels.get(term.topology_key)
+                if value is None:
+                    return _AFFINITY
+                if state.affinity.get((term.topology_key, value), 0) <= 0:
+                    pods_exist = False
+            if not pods_exist and not (not state.affinity and state.self_match):
+                return _AFFINITY
+        if state.anti:
+            for term in spec.affinity.required_anti:
+                value = labels.get(term.topology_key)
+                if value is not None and state.anti.get((term.topology_key, value), 0) > 0:
+                    return _ANTI_AFFINITY
+        if state.existing:
+            for (key, value), count in state.existing.items():
+                if count > 0 and labels.get(key) == value:
+                    return _EXISTING_ANTI
+        return None
+
+    def _proportional_check(self, task: TaskInfo, node: NodeInfo) -> Status | None:
+        req = task.resreq
+        for name in self.proportional:
+            if req.scalars.get(name, 0) > 0:
+                return None
+        idle = node.idle
+        for name, (cpu_rate, memory_rate) in self.proportional.items():
+            value = idle.scalars.get(name)
+            if value is None:
+                continue
+            if (
+                idle.milli_cpu - req.milli_cpu < value * cpu_rate
+                or idle.memory - req.memory < value * memory_rate * 1000 * 1000
+            ):
+                return Status.unresolvable(f"proportional of resource {name} check failed")
+        return None
+
+    # ------------------------------------------------------------------ one node
+
+    def _node_status(
+        self,
+        task: TaskInfo,
+        spec: _Spec,
+        node: NodeInfo,
+        dynamic: bool,
+        affinity: _AffinityState | None,
+        spread: _SpreadState | None,
+    ) -> Status | None:
+        failures: list[Status] = []
+        if node.name in self._full:
+            failures.append(_POD_NUMBER)
+        stable = self._stable(spec, node)
+        if stable is not None:
+            failures.append(stable)
+            return _merge(failures)
+        if dynamic:
+            self._dynamic_checks(task, spec, node, affinity, spread, failures)
+        return _merge(failures) if failures else None
+
+    # ------------------------------------------------------------------ hooks
+
+    @hookimpl
+    def pre_predicate(self, ssn: Session, task: TaskInfo) -> Status:
+        """Reject a task whose pod affinity terms or hard spread constraints cannot be parsed."""
+        spec = self._spec(task)
+        if self.pod_affinity_enable and not spec.affinity.valid:
+            return Status.error("plugin InterPodAffinity pre-predicates failed: invalid pod affinity term")
+        if self.pod_topology_spread_enable and not spec.spread_valid:
+            return Status.error("plugin PodTopologySpread pre-predicates failed: invalid topology spread constraint")
+        return Status.success()
+
+    @hookimpl
+    def predicate(self, ssn: Session, task: TaskInfo, node: NodeInfo) -> Status:
+        """Run every filter for one node; success, or one status with all the reasons it fails."""
+        spec = self._spec(task)
+        dynamic, affinity, spread = self._dynamic_state(task, spec)
+        status = self._node_status(task, spec, node, dynamic, affinity, spread)
+        return Status.success() if status is None else status
+
+    @hookimpl
+    def batch_predicate(self, ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, Status]:
+        """Run every filter for many nodes: the failing ones by name, as :meth:`predicate` would fail them.
+
+        For a task whose template needs no pod-dependent check the answer is
+        made of the template's cached stable failures and the full nodes; the
+        pod-dependent states (pod affinity counts, spread counts) are computed
+        once per call, not once per node.
+        """
+        spec = self._spec(task)
+        dynamic, affinity, spread = self._dynamic_state(task, spec)
+        cache_quirk = self.cache_enable and bool(spec.cache_uid)
+        if not dynamic and not cache_quirk:
+            static = self._static_failures(spec)
+            full = self._full
+            if not static and not full:
+                return {}
+            if len(nodes) == len(ssn.node_list):
+                if not full:
+                    return MappingProxyType(static)
+                merged = dict(static)
+                for name in full:
+                    stable = static.get(name)
+                    merged[name] = _POD_NUMBER if stable is None else _merge([_POD_NUMBER, stable])
+                return merged
+        failures: dict[str, Status] = {}
+        for node in nodes:
+            status = self._node_status(task, spec, node, dynamic, affinity, spread)
+            if status is not None:
+                failures[node.name] = status
+        return failures
