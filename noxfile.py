@@ -7,7 +7,16 @@ import nox
 nox.options.sessions = ["tests", "typecheck", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
-INSTALL = ("-e", ".[dev]", "-e", "./plugins_contrib", "-e", "./tests/thirdparty_plugin", "-e", "./examples/custom-plugin")
+INSTALL = (
+    "-e",
+    ".[dev]",
+    "-e",
+    "./plugins_contrib",
+    "-e",
+    "./tests/thirdparty_plugin",
+    "-e",
+    "./examples/custom-plugin",
+)
 
 
 @nox.session

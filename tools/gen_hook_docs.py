@@ -38,7 +38,16 @@ def render() -> str:
         if group != current:
             out += [f"## {group}", ""]
             current = group
-        out += [f"### `{name}`", "", "```python", signature(name), "```", "", inspect.getdoc(getattr(hookspecs, name)) or "", ""]
+        out += [
+            f"### `{name}`",
+            "",
+            "```python",
+            signature(name),
+            "```",
+            "",
+            inspect.getdoc(getattr(hookspecs, name)) or "",
+            "",
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -345,7 +345,8 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
         if "proportion" in names_in_tier and any(p.name == "drf" and p.enable_hierarchy for p in plugins):
             # Volcano's file loader refuses this pairing, while its own tests use it; both plugins then
             # order queues, proportion's answer first if listed first. Warn rather than refuse.
-            msg = f"{source + ': ' if source else ''}{tkey}: drf with enableHierarchy and proportion in one tier both order queues"
+            where = f"{source}: " if source else ""
+            msg = f"{where}{tkey}: drf with enableHierarchy and proportion in one tier both order queues"
             warnings.append(msg)
             log.warning(msg)
         tiers.append(Tier(tuple(plugins)))

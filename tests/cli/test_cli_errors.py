@@ -1,0 +1,126 @@
+"""Bad input: exit status 2 and one line naming the file, object and field; never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import EXAMPLES, run
+
+NODE = "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4', pods: '10'}}}\n"
+POD = (
+    "- apiVersion: v1\n  kind: Pod\n  metadata: {name: p1, namespace: ns}\n"
+    "  spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: %s}}}]}\n"
+)
+
+CASES = {
+    "unreadable YAML": ("s.yaml", "objects: [\n", "s.yaml: not valid YAML at line 2 column 1"),
+    "invalid JSON": ("s.json", '{"objects": [}', "s.json: not valid JSON at line 1 column 14: Expecting value"),
+    "not a scenario": ("s.yaml", "just: text\n", "s.yaml: not a scenario (no 'objects' key) nor a Kubernetes object"),
+    "missing name": (
+        "s.yaml",
+        "objects:\n- {apiVersion: v1, kind: Node, metadata: {}}\n",
+        "s.yaml: Node at objects[0]: metadata.name: missing required field: metadata.name",
+    ),
+    "missing allocatable": (
+        "s.yaml",
+        "objects:\n- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n",
+        "s.yaml: Node n1: status.allocatable: missing required field",
+    ),
+    "invalid quantity": (
+        "s.yaml",
+        "objects:\n" + POD % "'2 cores'",
+        "s.yaml: Pod ns/p1: spec.containers[0].resources.requests.cpu: invalid quantity '2 cores'",
+    ),
+    "negative quantity": (
+        "s.yaml",
+        "objects:\n" + POD % "'-1'",
+        "s.yaml: Pod ns/p1: spec.containers[0].resources.requests.cpu: negative quantity '-1'",
+    ),
+    "duplicate object": (
+        "s.yaml",
+        "objects:\n" + NODE + NODE,
+        "s.yaml: Node n1: duplicate object: already defined at ",
+    ),
+    "unknown plugin": (
+        "s.yaml",
+        "scheduler: {actions: allocate, tiers: [{plugins: [{name: gnag}]}]}\nobjects: []\n",
+        "s.yaml: scheduler: tiers[0].plugins[0].name: unknown plugin 'gnag'; installed plugins: ",
+    ),
+    "unknown action": (
+        "s.yaml",
+        "scheduler: {actions: 'enqueue, alocate', tiers: []}\nobjects: []\n",
+        "s.yaml: scheduler: actions: unknown action 'alocate'; installed actions: allocate, ",
+    ),
+    "bad configuration": (
+        "s.yaml",
+        "scheduler: {actions: allocate, tiers: [{plugins: [{name: gang, enableJobOrder: maybe}]}]}\nobjects: []\n",
+        "s.yaml: scheduler: tiers[0].plugins[0].enableJobOrder: expected true or false, got 'maybe'",
+    ),
+    "unknown expect key": (
+        "s.yaml",
+        "objects: []\nexpect: {bindcount: 1}\n",
+        "s.yaml: expect: bindcount: unknown key 'bindcount' (did you mean 'bindCount'?)",
+    ),
+    "bad Volcano Job": (
+        "s.yaml",
+        "objects:\n- {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, metadata: {name: j},\n"
+        "   spec: {minAvailable: 5, tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c}]}}}]}}\n",
+        "s.yaml: Job default/j: spec.minAvailable: 5 is more than the 1 replicas",
+    ),
+}
+
+
+def _assert_one_line_error(proc: object, expected: str) -> None:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)  # type: ignore[attr-defined]
+    stderr: str = proc.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if not line.startswith("volcanolib: warning:")]
+    assert len(errors) == 1, stderr
+    assert errors[0].startswith("volcanolib: error: "), stderr
+    assert expected in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path) -> None:
+    name, text, expected = CASES[case]
+    path = tmp_path / name
+    path.write_text(text)
+    proc = run("simulate", path, cwd=tmp_path)
+    _assert_one_line_error(proc, expected.replace(name, str(path), 1))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    proc = run("simulate", tmp_path / "nope.yaml")
+    _assert_one_line_error(proc, f"{tmp_path / 'nope.yaml'}: cannot read: No such file or directory")
+
+
+def test_missing_conf_file(tmp_path: Path) -> None:
+    proc = run("simulate", EXAMPLES / "quickstart.yaml", "--conf", tmp_path / "nope.conf")
+    _assert_one_line_error(proc, f"{tmp_path / 'nope.conf'}: cannot read: No such file or directory")
+
+
+def test_invalid_conf_file(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("actions: [\n")
+    proc = run("simulate", EXAMPLES / "quickstart.yaml", "--conf", conf)
+    _assert_one_line_error(proc, f"{conf}: not valid YAML")
+
+
+def test_explain_unknown_group() -> None:
+    proc = run("explain", EXAMPLES / "cluster-dump.yaml", "research/hp-sweeep")
+    _assert_one_line_error(proc, "no PodGroup 'research/hp-sweeep' in the scenario; did you mean research/hp-sweep?")
+
+
+def test_check_reports_bad_files_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("objects: [\n")
+    proc = run("check", path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.splitlines()[0].startswith(f"ERROR {path}: {path}: not valid YAML")
+
+
+def test_usage_errors_exit_2() -> None:
+    proc = run("simulate", EXAMPLES / "quickstart.yaml", "--sessions", "0")
+    assert proc.returncode == 2 and "expected a positive integer" in proc.stderr
+    assert run().returncode == 2

@@ -1,0 +1,250 @@
+"""The ``volcanolib`` command: simulate, check and explain scenarios; list plugins.
+
+::
+
+    volcanolib simulate FILE... [--conf FILE] [--sessions N] [--seed N] [--json] [--timings]
+    volcanolib check FILE... [--seed N] [--quiet]
+    volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N]
+    volcanolib plugins [--json]
+
+Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
+that cannot be read or parsed, a missing or invalid field, a duplicate
+object, an unknown plugin or action), reported as one line on standard
+error. Warnings go to standard error too, so ``--json`` output stays clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from volcanolib.errors import VolcanolibError
+
+__all__ = ["main"]
+
+PROG = "volcanolib"
+
+
+class _Formatter(logging.Formatter):
+    """``volcanolib: warning: <file>: message``; the file is set while ``check`` runs one."""
+
+    context = ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{PROG}: {record.levelname.lower()}: {self.context}{record.getMessage()}"
+
+
+_FORMATTER = _Formatter()
+
+
+def _setup_logging(stream: TextIO) -> logging.Handler:
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(_FORMATTER)
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("volcanolib")
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET or logger.level > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    return handler
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _natural(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    from volcanolib import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Batch scheduling with the architecture of the Volcano scheduler: replay a cluster offline.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--conf", metavar="FILE", help="a volcano-scheduler.conf overriding the scenario's scheduler")
+        p.add_argument(
+            "--sessions", type=_positive, metavar="N", help="scheduling cycles to run (default: the scenario's)"
+        )
+        p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
+
+    simulate = sub.add_parser(
+        "simulate",
+        help="run a scenario and show what the scheduler decides",
+        description="Run the scheduler over a cluster snapshot. Several files are merged in order.",
+    )
+    simulate.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files (YAML or JSON)")
+    run_options(simulate)
+    simulate.add_argument("--json", action="store_true", help="print the result as JSON (stable across runs)")
+    simulate.add_argument("--timings", action="store_true", help="add the time spent in each step")
+
+    check = sub.add_parser(
+        "check",
+        help="run scenarios and compare them with their expect blocks",
+        description="Run each scenario file on its own and compare the result with its expect block.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="scenario files with an expect block")
+    check.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
+    check.add_argument("-q", "--quiet", action="store_true", help="print only the files that fail")
+
+    explain = sub.add_parser(
+        "explain",
+        help="explain why a PodGroup is pending",
+        description="Run a scenario, then show why a PodGroup still has pending pods: "
+        "per pod, per node, per plugin, and its queue as the plugins see it.",
+    )
+    explain.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files")
+    explain.add_argument("pod_group", metavar="NAMESPACE/PODGROUP", help="the PodGroup to explain")
+    run_options(explain)
+    explain.add_argument(
+        "--max-nodes", type=_natural, default=20, metavar="N", help="nodes shown per pod (default 20, 0 = all)"
+    )
+
+    plugins = sub.add_parser(
+        "plugins",
+        help="list installed plugins and actions",
+        description="List installed plugins and actions, the distribution of each, "
+        "and the hooks each plugin implements.",
+    )
+    plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    return parser
+
+
+def _simulate(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.sim.report import format_result, to_json
+    from volcanolib.sim.runner import load_scenario, run_scenario
+
+    scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
+    result = run_scenario(scenario, seed=args.seed)
+    out.write(to_json(result, timings=args.timings) if args.json else format_result(result, timings=args.timings))
+    return 0
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.sim.report import format_check
+    from volcanolib.sim.runner import check_scenario
+
+    status = 0
+    passed = 0
+    for path in args.files:
+        _FORMATTER.context = f"{path}: " if len(args.files) > 1 else ""
+        try:
+            outcome = check_scenario(path, seed=args.seed)
+        finally:
+            _FORMATTER.context = ""
+        if outcome.ok:
+            passed += 1
+            if not args.quiet:
+                out.write(format_check(outcome))
+            continue
+        out.write(format_check(outcome))
+        status = max(status, 2 if outcome.bad_input else 1)
+    total = len(args.files)
+    if total > 1 or not args.quiet:
+        out.write(f"{passed} of {total} scenario{'s' if total != 1 else ''} passed\n")
+    return status
+
+
+def _explain(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.sim.explain import explain
+    from volcanolib.sim.report import format_explanation
+    from volcanolib.sim.runner import load_scenario, run_scenario
+
+    scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
+    result = run_scenario(scenario, seed=args.seed)
+    out.write(format_explanation(explain(result, args.pod_group), max_nodes=args.max_nodes))
+    return 0
+
+
+def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from volcanolib.framework.registry import Registry, hooks_of
+
+    registry = Registry()
+    plugins: list[dict[str, Any]] = []
+    for name, provider in registry.plugins().items():
+        row: dict[str, Any] = {"name": name, "distribution": provider.distribution, "target": provider.target}
+        try:
+            row["hooks"] = hooks_of(provider.load())
+        except Exception as exc:  # a broken plugin is listed, not fatal
+            row["hooks"] = []
+            row["error"] = f"cannot load: {type(exc).__name__}: {exc}"
+        plugins.append(row)
+    actions: list[dict[str, Any]] = []
+    for name, provider in registry.actions().items():
+        row = {"name": name, "distribution": provider.distribution, "target": provider.target}
+        try:
+            provider.load()
+        except Exception as exc:
+            row["error"] = f"cannot load: {type(exc).__name__}: {exc}"
+        actions.append(row)
+    return plugins, actions
+
+
+def _plugins(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.sim.report import table
+
+    plugins, actions = _plugin_rows()
+    if args.json:
+        out.write(json.dumps({"plugins": plugins, "actions": actions}, sort_keys=True, indent=2) + "\n")
+        return 0
+    lines = [f"Plugins ({len(plugins)})"]
+    lines += table(
+        ("NAME", "DISTRIBUTION", "HOOKS"),
+        ((p["name"], p["distribution"] or "-", p.get("error") or ", ".join(p["hooks"]) or "-") for p in plugins),
+    )
+    lines += ["", f"Actions ({len(actions)})"]
+    lines += table(
+        ("NAME", "DISTRIBUTION", "CLASS"),
+        ((a["name"], a["distribution"] or "-", a.get("error") or a["target"]) for a in actions),
+    )
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    :param argv: the arguments (``sys.argv[1:]`` when omitted).
+    """
+    args = _parser().parse_args(argv)
+    handler = _setup_logging(sys.stderr)
+    try:
+        return _COMMANDS[args.command](args, sys.stdout)
+    except VolcanolibError as exc:
+        message = " ".join(str(exc).split("\n"))
+        sys.stderr.write(f"{PROG}: error: {message}\n")
+        return 2
+    except BrokenPipeError:  # `volcanolib simulate ... | head`
+        return 0
+    finally:
+        logging.getLogger("volcanolib").removeHandler(handler)
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""Volcano Jobs (``batch.volcano.sh/v1alpha1``) -> a PodGroup and Pods, as the job controller makes them.
+
+What the controller and its admission webhook do, and this module repeats:
+
+* webhook defaults: a task without a name is ``default<index>``; a task's
+  ``minAvailable`` defaults to its ``replicas``; a job ``minAvailable`` of 0
+  defaults to the sum of the tasks' ``minAvailable``; the queue defaults to
+  ``default``. A Job the webhook would refuse (``minAvailable`` above the total
+  replicas, two tasks of one name) is a load error.
+* the PodGroup is named ``<job>-<job uid>``; a Job without ``metadata.uid``
+  (a hand-written manifest) gets the name ``<job>``, which the controller
+  also accepts. Its ``minMember`` is the job's ``minAvailable``,
+  ``minTaskMember`` the tasks' ``minAvailable``, ``queue`` and
+  ``priorityClassName`` the job's, annotations and labels the job's, and
+  ``minResources`` the requests (plus ``pods``) of the first ``minAvailable``
+  pods: tasks sorted by their template's PriorityClass value, highest first,
+  each task's ``minAvailable`` pods first, then the remaining replicas.
+* one pod per task and index, named ``<job>-<task>-<index>``, the template
+  with the scheduler name and priority class of the job where the template
+  has none, and the annotations and labels of section 8.2 of Volcano's
+  controller (``scheduling.k8s.io/group-name``, ``volcano.sh/task-spec``,
+  ``volcano.sh/template-uid`` = ``<job>-<task>``, ``volcano.sh/task-index``,
+  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...).
+
+A PodGroup or pod that already exists (a cluster dump holds the Job *and*
+what the controller made for it) is not made again, as the controller
+counts existing pods and creates only the missing ones. A Job in a finished
+or finishing state (Completed, Failed, Aborted, Terminated and their -ing
+forms, Restarting) gets no new pods.
+
+Deliberate difference: the controller creates the pods only once the
+scheduler has admitted the PodGroup (phase Inqueue); here they exist from
+the start, so a simulation does not spend a cycle waiting for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+import attrs
+
+from volcanolib.api.resource import Resource
+from volcanolib.kube import _fields as f
+from volcanolib.kube._fields import Ref
+from volcanolib.kube._pods import pod_request
+
+__all__ = ["JobExpansion", "expand_job"]
+
+API_VERSION: Final = "batch.volcano.sh/v1alpha1"
+DEFAULT_TASK_SPEC: Final = "default"
+TASK_INDEX_KEY: Final = "volcano.sh/task-index"
+TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
+JOB_NAME_KEY: Final = "volcano.sh/job-name"
+JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
+QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
+JOB_VERSION_KEY: Final = "volcano.sh/job-version"
+TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
+RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
+NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
+_COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+_JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
+_COPIED_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+_ACTIVE_PHASES: Final = frozenset({"", "Pending", "Running"})
+
+
+@attrs.frozen
+class JobExpansion:
+    """What the job controller would create for one Job."""
+
+    #: The name of the job's PodGroup (made here or already existing).
+    pod_group_name: str
+    #: The PodGroup manifest, or ``None`` when the PodGroup already exists.
+    pod_group: dict[str, Any] | None
+    #: Manifests of the pods that do not exist yet.
+    pods: list[dict[str, Any]]
+
+
+@attrs.frozen
+class _Task:
+    index: int
+    name: str
+    replicas: int
+    min_available: int
+    template_meta: Mapping[str, Any]
+    template_spec: Mapping[str, Any]
+    topology_policy: str
+    request: Resource
+    priority: int
+
+
+def expand_job(
+    job: Mapping[str, Any],
+    ref: Ref | None = None,
+    *,
+    priority_classes: Mapping[str, int] | None = None,
+    scheduler_name: str = "volcano",
+    existing_groups: Collection[str] = (),
+    existing_pods: Collection[tuple[str, str]] = (),
+) -> JobExpansion:
+    """Return the PodGroup and Pods Volcano's job controller would create for a Job.
+
+    :param job: the Job manifest.
+    :param ref: where the manifest came from, for errors.
+    :param priority_classes: PriorityClass values by name (orders tasks for ``minResources``).
+    :param scheduler_name: the scheduler name given to pods when neither the
+        template nor the Job names one (the admission webhook's default).
+    :param existing_groups: PodGroups that exist, as ``namespace/name``.
+    :param existing_pods: pods that exist, as ``(namespace, name)``.
+    :raises ManifestError: naming the field, when the Job is malformed or
+        Volcano's admission would refuse it.
+    """
+    if ref is None:
+        raw_meta = job.get("metadata")
+        names = raw_meta if isinstance(raw_meta, dict) else {}
+        ref = Ref(None, "", "Job", str(names.get("name") or ""), str(names.get("namespace") or "default"))
+    meta = f.mapping(job.get("metadata"), ref, "metadata")
+    spec = f.mapping(job.get("spec"), ref, "spec")
+    status = f.mapping(job.get("status"), ref, "status")
+    name, namespace = ref.name, ref.namespace
+    uid = f.string(meta.get("uid"), ref, "metadata.uid")
+    annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
+    labels = f.string_map(meta.get("labels"), ref, "metadata.labels")
+    queue = f.string(spec.get("queue"), ref, "spec.queue") or "default"
+    job_scheduler = f.string(spec.get("schedulerName"), ref, "spec.schedulerName") or scheduler_name
+    job_class = f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName")
+    classes = priority_classes or {}
+    tasks = _tasks(spec, ref, classes)
+    total_replicas = sum(t.replicas for t in tasks)
+    min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0, minimum=0)
+    if min_available == 0:
+        min_available = sum(t.min_available for t in tasks)
+    if min_available > total_replicas:
+        ref.fail(
+            f"{min_available} is more than the {total_replicas} replicas of the job's tasks "
+            "(Volcano's admission refuses this Job)",
+            "spec.minAvailable",
+        )
+
+    state = f.mapping(status.get("state"), ref, "status.state")
+    phase = f.string(state.get("phase"), ref, "status.state.phase")
+    active = phase in _ACTIVE_PHASES
+    version = f.integer(status.get("version"), ref, "status.version", 0)
+    retries = f.integer(status.get("retryCount"), ref, "status.retryCount", 0)
+
+    pg_name = f"{name}-{uid}" if uid else name
+    existing = next((n for n in (pg_name, name) if f"{namespace}/{n}" in existing_groups), None)
+    created = meta.get("creationTimestamp")
+    pod_group: dict[str, Any] | None = None
+    if existing is not None:
+        pg_name = existing
+    elif active:
+        owner = {"apiVersion": API_VERSION, "kind": "Job", "name": name, "uid": uid, "controller": True}
+        pg_meta: dict[str, Any] = {
+            "name": pg_name,
+            "namespace": namespace,
+            "annotations": dict(annotations),
+            "labels": dict(labels),
+            "ownerReferences": [owner],
+        }
+        if created is not None:
+            pg_meta["creationTimestamp"] = created
+        pg_spec: dict[str, Any] = {
+            "minMember": min_available,
+            "minTaskMember": {t.name: t.min_available for t in tasks},
+            "queue": queue,
+            "minResources": _min_resources(tasks, min_available).to_quantities(),
+        }
+        if job_class:
+            pg_spec["priorityClassName"] = job_class
+        pod_group = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": pg_meta,
+            "spec": pg_spec,
+            "status": {"phase": "Pending"},
+        }
+
+    pods: list[dict[str, Any]] = []
+    if active:
+        for task in tasks:
+            for index in range(task.replicas):
+                pod_name = f"{name}-{task.name}-{index}"
+                if (namespace, pod_name) in existing_pods:
+                    continue
+                pods.append(
+                    _pod(job, task, index, pod_name, pg_name, queue, job_scheduler, job_class, version, retries)
+                )
+    return JobExpansion(pg_name, pod_group, pods)
+
+
+def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> list[_Task]:
+    raw_tasks = f.seq(spec.get("tasks"), ref, "spec.tasks")
+    if not raw_tasks:
+        ref.fail("missing required field: a Job needs at least one task", "spec.tasks")
+    tasks: list[_Task] = []
+    names: set[str] = set()
+    for i, raw in enumerate(raw_tasks):
+        field = f"spec.tasks[{i}]"
+        task = f.mapping(raw, ref, field)
+        task_name = f.string(task.get("name"), ref, f"{field}.name") or f"{DEFAULT_TASK_SPEC}{i}"
+        if task_name in names:
+            ref.fail(f"duplicate task name {task_name!r} (Volcano's admission refuses this Job)", f"{field}.name")
+        names.add(task_name)
+        replicas = f.integer(task.get("replicas"), ref, f"{field}.replicas", 0, minimum=0)
+        min_available = f.integer(task.get("minAvailable"), ref, f"{field}.minAvailable", replicas, minimum=0)
+        if task.get("template") is None:
+            ref.fail("missing required field: template", f"{field}.template")
+        template = f.mapping(task.get("template"), ref, f"{field}.template")
+        template_meta = f.mapping(template.get("metadata"), ref, f"{field}.template.metadata")
+        template_spec = f.mapping(template.get("spec"), ref, f"{field}.template.spec")
+        class_name = f.string(template_spec.get("priorityClassName"), ref, f"{field}.template.spec.priorityClassName")
+        tasks.append(
+            _Task(
+                index=i,
+                name=task_name,
+                replicas=replicas,
+                min_available=min_available,
+                template_meta=template_meta,
+                template_spec=template_spec,
+                topology_policy=f.string(task.get("topologyPolicy"), ref, f"{field}.topologyPolicy"),
+                request=pod_request(template_spec, ref, f"{field}.template.spec"),
+                priority=classes.get(class_name, 0) if class_name else 0,
+            )
+        )
+    return tasks
+
+
+def _min_resources(tasks: list[_Task], min_available: int) -> Resource:
+    """The requests of the first ``min_available`` pods, as the controller counts them."""
+    ordered = sorted(tasks, key=lambda t: -t.priority)
+    total = Resource()
+    counted = 0
+    for task in ordered:
+        take = min(task.min_available, min_available - counted)
+        if take > 0:
+            total.add(task.request.clone().multi(take))
+            counted += take
+        if counted >= min_available:
+            return total
+    left = min_available - counted
+    for task in ordered:
+        spare = task.replicas - task.min_available
+        if spare <= 0:
+            continue
+        take = min(spare, left)
+        total.add(task.request.clone().multi(take))
+        left -= take
+        if left <= 0:
+            break
+    return total
+
+
+def _pod(
+    job: Mapping[str, Any],
+    task: _Task,
+    index: int,
+    pod_name: str,
+    pg_name: str,
+    queue: str,
+    scheduler_name: str,
+    job_class: str,
+    version: int,
+    retries: int,
+) -> dict[str, Any]:
+    meta = job["metadata"]
+    name = str(meta["name"])
+    namespace = str(meta.get("namespace") or "default")
+    job_annotations = meta.get("annotations") or {}
+    job_labels = meta.get("labels") or {}
+    annotations = {str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()}
+    labels = {str(k): str(v) for k, v in (task.template_meta.get("labels") or {}).items()}
+    annotations.update(
+        {
+            TASK_INDEX_KEY: str(index),
+            TASK_SPEC_KEY: task.name,
+            GROUP_NAME_KEY: pg_name,
+            JOB_NAME_KEY: name,
+            QUEUE_NAME_KEY: queue,
+            JOB_VERSION_KEY: str(version),
+            TEMPLATE_UID_KEY: f"{name}-{task.name}",
+            RETRY_COUNT_KEY: str(retries),
+        }
+    )
+    if task.topology_policy:
+        annotations[NUMA_POLICY_KEY] = task.topology_policy
+    for key in _COPIED_ANNOTATIONS:
+        if key in job_annotations:
+            annotations[key] = str(job_annotations[key])
+    for key in _JDB_KEYS:
+        if key in job_annotations:
+            annotations[key] = str(job_annotations[key])
+            break
+    labels.update(
+        {
+            TASK_INDEX_KEY: str(index),
+            JOB_NAME_KEY: name,
+            TASK_SPEC_KEY: task.name,
+            JOB_NAMESPACE_KEY: namespace,
+            QUEUE_NAME_KEY: queue,
+        }
+    )
+    for key in _COPIED_LABELS:
+        if key in job_labels:
+            labels[key] = str(job_labels[key])
+    spec = dict(task.template_spec)
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = scheduler_name
+    if not spec.get("priorityClassName") and job_class:
+        spec["priorityClassName"] = job_class
+    pod_meta: dict[str, Any] = {
+        "name": pod_name,
+        "namespace": namespace,
+        "annotations": annotations,
+        "labels": labels,
+        "ownerReferences": [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "Job",
+                "name": name,
+                "uid": str(meta.get("uid") or ""),
+                "controller": True,
+            }
+        ],
+    }
+    if meta.get("creationTimestamp") is not None:
+        pod_meta["creationTimestamp"] = meta["creationTimestamp"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec, "status": {"phase": "Pending"}}

@@ -1,0 +1,500 @@
+"""Kubernetes manifests -> the volcanolib model.
+
+:class:`ManifestLoader` reads Nodes, Pods, PodGroups, Queues,
+PriorityClasses and Volcano Jobs (expanded as Volcano's job controller would,
+see :mod:`volcanolib.kube.jobs`), as ``kubectl get -o yaml`` or ``-o json``
+prints them, single objects, ``kind: List`` dumps or multi-document files,
+and builds a :class:`Cluster`, ready to feed an
+:class:`~volcanolib.cache.memory.InMemoryCache`::
+
+    loader = ManifestLoader(scheduler_name="volcano")
+    loader.add_file("cluster.yaml")
+    cluster = loader.load()
+    cache = cluster.to_cache()
+
+Bad input (a missing required field, a bad quantity, the same object twice)
+raises :class:`~volcanolib.errors.ManifestError` naming the file, the object
+and the field. A dangling reference (a pod naming a PodGroup that does not
+exist, a PodGroup naming a missing queue) and an unknown kind are warnings:
+the job is then not scheduled and :attr:`Cluster.unschedulable` says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from volcanolib.api.job import ConditionType, PodGroup, PodGroupCondition, PodGroupPhase
+from volcanolib.api.node import Node, NodeInfo, Taint
+from volcanolib.api.queue import QueueInfo, QueueState
+from volcanolib.api.resource import PODS
+from volcanolib.api.task import TaskInfo
+from volcanolib.cache.memory import InMemoryCache
+from volcanolib.kube import _fields as f
+from volcanolib.kube._documents import parse_documents, read_documents
+from volcanolib.kube._fields import Ref
+from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
+from volcanolib.kube.jobs import expand_job
+
+__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "load_manifests"]
+
+log = logging.getLogger("volcanolib.kube")
+
+HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
+
+# kind -> (API groups it is read from, cluster scoped); "" is the core group.
+_KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
+    "Node": (frozenset({""}), True),
+    "Pod": (frozenset({""}), False),
+    "PriorityClass": (frozenset({"scheduling.k8s.io"}), True),
+    "Queue": (frozenset({"scheduling.volcano.sh"}), True),
+    "PodGroup": (frozenset({"scheduling.volcano.sh"}), False),
+    "Job": (frozenset({"batch.volcano.sh"}), False),
+}
+_NODE_READY: Final = "Ready"
+
+
+@attrs.define(eq=False)
+class Cluster:
+    """The model objects a set of manifests describes, in the order they were given."""
+
+    nodes: list[NodeInfo] = attrs.field(factory=list)
+    tasks: list[TaskInfo] = attrs.field(factory=list)
+    pod_groups: list[PodGroup] = attrs.field(factory=list)
+    queues: list[QueueInfo] = attrs.field(factory=list)
+    priority_classes: list[PriorityClassInfo] = attrs.field(factory=list)
+    #: What the loader found questionable (each also logged as a warning).
+    warnings: list[str] = attrs.field(factory=list)
+    #: Job (``namespace/podgroup``) -> why it cannot be scheduled (a missing queue or PodGroup).
+    unschedulable: dict[str, str] = attrs.field(factory=dict)
+    #: The newest ``creationTimestamp`` among the objects (seconds since the epoch; 0 when none).
+    newest_timestamp: float = 0.0
+
+    def to_cache(self, cache: InMemoryCache | None = None, *, default_queue: str = "default") -> InMemoryCache:
+        """Feed every object to a cache (a new :class:`InMemoryCache` by default) and return it.
+
+        Nodes keep their order, which is the order sessions see them in.
+        """
+        cache = cache if cache is not None else InMemoryCache(default_queue=default_queue)
+        with f.gc_paused():
+            self._feed(cache)
+        return cache
+
+    def _feed(self, cache: InMemoryCache) -> None:
+        for pc in self.priority_classes:
+            cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
+        for queue in self.queues:
+            cache.add_queue(queue)
+        for node in self.nodes:
+            cache.add_node(node)
+        for pg in self.pod_groups:
+            cache.add_pod_group(pg)
+        for task in self.tasks:
+            cache.add_task(task)
+
+
+def _api_group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+class ManifestLoader:
+    """Collects manifests, then builds the model in one pass (:meth:`load`).
+
+    Objects may be added in any order: a Pod may come before the
+    PriorityClass it names. Adding checks only the envelope (``kind``,
+    ``metadata.name``, duplicates); :meth:`load` reads the fields.
+
+    :param scheduler_name: the scheduler this cluster is simulated for;
+        pods with another ``spec.schedulerName`` only occupy their node.
+    :param default_queue: the queue that always exists, and of PodGroups
+        that name none.
+    """
+
+    def __init__(self, *, scheduler_name: str = "volcano", default_queue: str = "default") -> None:
+        self.scheduler_name = scheduler_name
+        self.default_queue = default_queue
+        self._objects: dict[str, list[tuple[Mapping[str, Any], Ref]]] = {kind: [] for kind in _KINDS}
+        self._seen: dict[tuple[str, str, str], Ref] = {}
+        self._ignored: dict[str, int] = {}
+        self._warnings: list[str] = []
+
+    # ------------------------------------------------------------------ input
+
+    def add_file(self, path: str | Path) -> None:
+        """Add every object of a YAML or JSON file (one object, a ``kind: List``, or several documents).
+
+        :raises ManifestError: naming the file when it cannot be read or parsed.
+        """
+        source = str(path)
+        docs = read_documents(path)
+        for i, doc in enumerate(docs):
+            self.add(doc, source=source, where=f"document {i + 1}" if len(docs) > 1 else "")
+
+    def add_text(self, text: str, *, source: str = "<text>") -> None:
+        """Add every object of YAML or JSON text."""
+        docs = parse_documents(text, source=source)
+        for i, doc in enumerate(docs):
+            self.add(doc, source=source, where=f"document {i + 1}" if len(docs) > 1 else "")
+
+    def add_objects(self, objects: Iterable[Any], *, source: str | None = None, field: str = "objects") -> None:
+        """Add a sequence of objects (``field`` names the list in errors, e.g. ``objects``)."""
+        for i, obj in enumerate(objects):
+            self.add(obj, source=source, where=f"{field}[{i}]")
+
+    def add(self, obj: Any, *, source: str | None = None, where: str = "") -> None:
+        """Add one object; a ``kind: List`` adds its items.
+
+        :raises ManifestError: when the object has no kind or name, or
+            repeats one already added.
+        """
+        ref = Ref(source, where)
+        if not isinstance(obj, dict):
+            ref.fail(f"expected a Kubernetes object (a mapping), got {f._type_name(obj)}")
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            ref.fail("missing required field: kind", "kind")
+        ref.kind = kind
+        if kind == "List" or (kind.endswith("List") and "items" in obj):
+            items = f.seq(obj.get("items"), ref, "items")
+            prefix = f"{where}.items" if where else "items"
+            for i, item in enumerate(items):
+                self.add(item, source=source, where=f"{prefix}[{i}]")
+            return
+        api_version = f.string(obj.get("apiVersion"), ref, "apiVersion")
+        known = _KINDS.get(kind)
+        if known is None or (api_version and _api_group(api_version) not in known[0]):
+            label = f"{kind} ({api_version})" if api_version else kind
+            self._ignored[label] = self._ignored.get(label, 0) + 1
+            return
+        meta = f.mapping(obj.get("metadata"), ref, "metadata")
+        name = f.string(meta.get("name"), ref, "metadata.name")
+        if not name:
+            ref.fail("missing required field: metadata.name", "metadata.name")
+        ref.name = name
+        if not known[1]:
+            ref.namespace = f.string(meta.get("namespace"), ref, "metadata.namespace") or "default"
+        key = (kind, ref.namespace, name)
+        first = self._seen.get(key)
+        if first is not None:
+            ref.fail(f"duplicate object: already defined at {first.location or 'an earlier object'}")
+        self._seen[key] = ref
+        self._objects[kind].append((obj, ref))
+
+    # ------------------------------------------------------------------ output
+
+    def _warn(self, message: str) -> None:
+        self._warnings.append(message)
+        log.warning("%s", message)
+
+    def load(self) -> Cluster:
+        """Read every object added and return the cluster they describe.
+
+        :raises ManifestError: naming the file, object and field at fault.
+        """
+        with f.gc_paused():
+            return self._load()
+
+    def _load(self) -> Cluster:
+        cluster = Cluster()
+        self._warnings = []
+        newest = 0.0
+        for label, count in sorted(self._ignored.items()):
+            self._warn(f"ignored {count} object(s) of kind {label}: volcanolib does not read this kind")
+
+        classes: dict[str, PriorityClassInfo] = {}
+        for obj, ref in self._objects["PriorityClass"]:
+            pc = _priority_class(obj, ref)
+            classes[pc.name] = pc
+            cluster.priority_classes.append(pc)
+        defaults = [pc.name for pc in cluster.priority_classes if pc.global_default]
+        if len(defaults) > 1:
+            self._warn(f"several PriorityClasses are the global default ({', '.join(defaults)}); {defaults[0]} is used")
+            for pc in cluster.priority_classes:
+                if pc.global_default and pc.name != defaults[0]:
+                    classes[pc.name] = attrs.evolve(pc, global_default=False)
+            cluster.priority_classes = list(classes.values())
+
+        queue_names = {self.default_queue}
+        for obj, ref in self._objects["Queue"]:
+            queue = _queue(obj, ref)
+            queue_names.add(queue.name)
+            cluster.queues.append(queue)
+            newest = max(newest, queue.creation_timestamp)
+        for queue in cluster.queues:
+            if queue.parent is not None and queue.parent not in queue_names and queue.parent != "root":
+                self._warn(f"Queue {queue.name}: parent queue {queue.parent!r} does not exist")
+
+        node_names: set[str] = set()
+        missing_pods: list[str] = []
+        for obj, ref in self._objects["Node"]:
+            node = _node(obj, ref)
+            if not _declares_pods(obj):
+                missing_pods.append(node.name)
+            node_names.add(node.name)
+            cluster.nodes.append(node)
+        if missing_pods:
+            self._warn(
+                f"{_count(missing_pods, 'node')} without 'pods' in status.allocatable may hold 110 pods "
+                f"(the kubelet default): {_some(missing_pods)}"
+            )
+
+        groups: dict[str, PodGroup] = {}
+        for obj, ref in self._objects["PodGroup"]:
+            pg = _pod_group(obj, ref, self.default_queue)
+            groups[f"{pg.namespace}/{pg.name}"] = pg
+            newest = max(newest, pg.creation_timestamp)
+
+        pods = list(self._objects["Pod"])
+        pod_names = {(ref.namespace, ref.name) for _, ref in pods}
+        for obj, ref in self._objects["Job"]:
+            expansion = expand_job(
+                obj,
+                ref,
+                priority_classes={name: pc.value for name, pc in classes.items()},
+                scheduler_name=self.scheduler_name,
+                existing_groups=groups,
+                existing_pods=pod_names,
+            )
+            if expansion.pod_group is not None:
+                pg_ref = Ref(ref.source, ref.where, "PodGroup", expansion.pod_group["metadata"]["name"], ref.namespace)
+                pg = _pod_group(expansion.pod_group, pg_ref, self.default_queue)
+                groups[f"{pg.namespace}/{pg.name}"] = pg
+            for pod in expansion.pods:
+                pods.append((pod, Ref(ref.source, ref.where, "Pod", pod["metadata"]["name"], ref.namespace)))
+
+        reader = PodReader(self.scheduler_name, classes, default_queue=self.default_queue)
+        unknown_nodes: dict[str, int] = {}
+        uids: dict[str, Ref] = {}
+        for obj, ref in pods:
+            task = reader.read(obj, ref)
+            if task is None:
+                continue
+            other = uids.setdefault(task.uid, ref)
+            if other is not ref:
+                ref.fail(f"duplicate uid {task.uid!r}: {other.label} has it too", "metadata.uid")
+            cluster.tasks.append(task)
+            newest = max(newest, task.creation_timestamp)
+            if task.node_name and task.node_name not in node_names:
+                unknown_nodes[task.node_name] = unknown_nodes.get(task.node_name, 0) + 1
+        for node_name, count in sorted(unknown_nodes.items()):
+            self._warn(f"{count} pod(s) are placed on node {node_name!r}, which does not exist")
+        for class_name, count in sorted(reader.missing_classes.items()):
+            self._warn(f"PriorityClass {class_name!r} does not exist: {count} pod(s) naming it get priority 0")
+        if reader.foreign_grouped:
+            self._warn(
+                f"{_count(reader.foreign_grouped, 'pending pod')} naming a PodGroup belong to another scheduler "
+                f"than {self.scheduler_name!r} and are ignored: {_some(reader.foreign_grouped)}"
+            )
+        for key, pg in reader.generated.items():
+            groups.setdefault(key, pg)
+        cluster.pod_groups = list(groups.values())
+
+        members: dict[str, int] = {}
+        for task in cluster.tasks:
+            if task.job:
+                members[task.job] = members.get(task.job, 0) + 1
+        for job, count in members.items():
+            if job not in groups:
+                reason = f"PodGroup {job} does not exist"
+                cluster.unschedulable[job] = reason
+                self._warn(f"{count} pod(s) name PodGroup {job}, which does not exist: they are not scheduled")
+        for key, pg in groups.items():
+            if pg.queue not in queue_names:
+                reason = f"queue {pg.queue!r} of PodGroup {key} does not exist"
+                cluster.unschedulable[key] = reason
+                self._warn(f"PodGroup {key}: queue {pg.queue!r} does not exist: the job is not scheduled")
+
+        cluster.newest_timestamp = newest
+        cluster.warnings = list(self._warnings)
+        return cluster
+
+
+def load_manifests(
+    paths: Iterable[str | Path], *, scheduler_name: str = "volcano", default_queue: str = "default"
+) -> Cluster:
+    """Load manifest files (YAML or JSON) into a :class:`Cluster`.
+
+    :raises ManifestError: naming the file, object and field at fault.
+    """
+    loader = ManifestLoader(scheduler_name=scheduler_name, default_queue=default_queue)
+    for path in paths:
+        loader.add_file(path)
+    return loader.load()
+
+
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
+
+def _some(items: list[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _declares_pods(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return False
+    for field in ("allocatable", "capacity"):
+        value = status.get(field)
+        if isinstance(value, dict) and PODS in value:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------- kinds
+
+
+def _priority_class(obj: Mapping[str, Any], ref: Ref) -> PriorityClassInfo:
+    if obj.get("value") is None:
+        ref.fail("missing required field: value", "value")
+    return PriorityClassInfo(
+        ref.name,
+        f.integer(obj.get("value"), ref, "value", 0),
+        global_default=bool(f.boolean(obj.get("globalDefault"), ref, "globalDefault", False)),
+        preemption_policy=f.string(obj.get("preemptionPolicy"), ref, "preemptionPolicy") or DEFAULT_PREEMPTION_POLICY,
+    )
+
+
+def _node(obj: Mapping[str, Any], ref: Ref) -> NodeInfo:
+    meta = f.mapping(obj.get("metadata"), ref, "metadata")
+    spec = f.mapping(obj.get("spec"), ref, "spec")
+    status = f.mapping(obj.get("status"), ref, "status")
+    if status.get("allocatable") is not None:
+        allocatable = f.resources(status.get("allocatable"), ref, "status.allocatable")
+    elif status.get("capacity") is not None:
+        allocatable = f.resources(status.get("capacity"), ref, "status.capacity")
+    else:
+        ref.fail("missing required field: status.allocatable (or status.capacity)", "status.allocatable")
+    if PODS not in allocatable.scalars:
+        capacity_pods = f.mapping(status.get("capacity"), ref, "status.capacity").get(PODS)
+        if capacity_pods is not None:
+            allocatable.scalars[PODS] = f.resources({PODS: capacity_pods}, ref, "status.capacity").scalars[PODS]
+    capacity = f.optional_resources(status.get("capacity"), ref, "status.capacity")
+    taints = []
+    for i, raw in enumerate(f.seq(spec.get("taints"), ref, "spec.taints")):
+        taint = f.mapping(raw, ref, f"spec.taints[{i}]")
+        key = f.string(taint.get("key"), ref, f"spec.taints[{i}].key")
+        if not key:
+            ref.fail("missing required field: key", f"spec.taints[{i}].key")
+        taints.append(
+            Taint(
+                key,
+                f.string(taint.get("value"), ref, f"spec.taints[{i}].value"),
+                f.string(taint.get("effect"), ref, f"spec.taints[{i}].effect") or "NoSchedule",
+            )
+        )
+    images: dict[str, int] = {}
+    for i, raw in enumerate(f.seq(status.get("images"), ref, "status.images")):
+        image = f.mapping(raw, ref, f"status.images[{i}]")
+        size = f.integer(image.get("sizeBytes"), ref, f"status.images[{i}].sizeBytes", 0)
+        for name in f.seq(image.get("names"), ref, f"status.images[{i}].names"):
+            images[str(name)] = size
+    ready, reason = True, ""
+    for i, raw in enumerate(f.seq(status.get("conditions"), ref, "status.conditions")):
+        cond = f.mapping(raw, ref, f"status.conditions[{i}]")
+        if cond.get("type") == _NODE_READY:
+            value = f.string(cond.get("status"), ref, f"status.conditions[{i}].status")
+            ready = value == "True"
+            reason = "" if ready else "NotReady"
+    node = Node(
+        ref.name,
+        labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
+        annotations=f.string_map(meta.get("annotations"), ref, "metadata.annotations"),
+        taints=tuple(taints),
+        unschedulable=bool(f.boolean(spec.get("unschedulable"), ref, "spec.unschedulable", False)),
+        images=images,
+        manifest=obj,
+    )
+    info = NodeInfo(
+        ref.name, allocatable, node=node, capability=capacity if capacity is not None else allocatable.clone()
+    )
+    info.ready = ready
+    info.not_ready_reason = reason
+    return info
+
+
+def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
+    meta = f.mapping(obj.get("metadata"), ref, "metadata")
+    spec = f.mapping(obj.get("spec"), ref, "spec")
+    status = f.mapping(obj.get("status"), ref, "status")
+    annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
+    guarantee = f.mapping(spec.get("guarantee"), ref, "spec.guarantee")
+    state = f.string(status.get("state"), ref, "status.state") or "Open"
+    try:
+        queue_state = QueueState(state)
+    except ValueError:
+        ref.fail(f"unknown queue state {state!r} (expected Open, Closed, Closing or Unknown)", "status.state")
+    parent = f.string(spec.get("parent"), ref, "spec.parent") or None
+    return QueueInfo(
+        ref.name,
+        weight=f.integer(spec.get("weight"), ref, "spec.weight", 1, minimum=0),
+        capability=f.optional_resources(spec.get("capability"), ref, "spec.capability"),
+        guarantee=f.resources(guarantee.get("resource"), ref, "spec.guarantee.resource"),
+        deserved=f.optional_resources(spec.get("deserved"), ref, "spec.deserved"),
+        reclaimable=f.boolean(spec.get("reclaimable"), ref, "spec.reclaimable", None),
+        state=queue_state,
+        priority=f.integer(spec.get("priority"), ref, "spec.priority", 0),
+        parent=parent,
+        hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
+        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+        creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
+        annotations=annotations,
+    )
+
+
+def _pod_group(obj: Mapping[str, Any], ref: Ref, default_queue: str) -> PodGroup:
+    meta = f.mapping(obj.get("metadata"), ref, "metadata")
+    spec = f.mapping(obj.get("spec"), ref, "spec")
+    status = f.mapping(obj.get("status"), ref, "status")
+    phase_text = f.string(status.get("phase"), ref, "status.phase") or "Pending"
+    try:
+        phase = PodGroupPhase(phase_text)
+    except ValueError:
+        names = ", ".join(p.value for p in PodGroupPhase)
+        ref.fail(f"unknown PodGroup phase {phase_text!r} (expected one of {names})", "status.phase")
+    min_task_member = {
+        str(role): f.integer(n, ref, f"spec.minTaskMember.{role}", 0, minimum=0)
+        for role, n in f.mapping(spec.get("minTaskMember"), ref, "spec.minTaskMember").items()
+    }
+    conditions = []
+    for i, raw in enumerate(f.seq(status.get("conditions"), ref, "status.conditions")):
+        field = f"status.conditions[{i}]"
+        cond = f.mapping(raw, ref, field)
+        try:
+            ctype = ConditionType(f.string(cond.get("type"), ref, f"{field}.type"))
+        except ValueError:
+            continue  # a condition type the scheduler does not write
+        conditions.append(
+            PodGroupCondition(
+                ctype,
+                status=f.string(cond.get("status"), ref, f"{field}.status", "True"),
+                reason=f.string(cond.get("reason"), ref, f"{field}.reason"),
+                message=f.string(cond.get("message"), ref, f"{field}.message"),
+                transition_id=f.string(cond.get("transitionID"), ref, f"{field}.transitionID"),
+                last_transition_time=f.timestamp(cond.get("lastTransitionTime"), ref, f"{field}.lastTransitionTime"),
+            )
+        )
+    return PodGroup(
+        ref.name,
+        ref.namespace,
+        min_member=f.integer(spec.get("minMember"), ref, "spec.minMember", 0, minimum=0),
+        queue=f.string(spec.get("queue"), ref, "spec.queue") or default_queue,
+        priority_class_name=f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName"),
+        min_resources=f.optional_resources(spec.get("minResources"), ref, "spec.minResources"),
+        min_task_member=min_task_member,
+        phase=phase,
+        conditions=conditions,
+        running=f.integer(status.get("running"), ref, "status.running", 0, minimum=0),
+        succeeded=f.integer(status.get("succeeded"), ref, "status.succeeded", 0, minimum=0),
+        failed=f.integer(status.get("failed"), ref, "status.failed", 0, minimum=0),
+        annotations=f.string_map(meta.get("annotations"), ref, "metadata.annotations"),
+        labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
+        creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
+        uid=f.string(meta.get("uid"), ref, "metadata.uid"),
+    )

@@ -1,0 +1,517 @@
+"""Running scenarios: load the files, run the sessions, report what the scheduler decided.
+
+A scenario (see ``docs/scenario-format.md``) is a cluster snapshot plus a
+scheduler configuration. :func:`load_scenario` merges one or more files;
+:func:`run_scenario` feeds the objects to an
+:class:`~volcanolib.cache.memory.InMemoryCache` and runs ``sessions``
+scheduling cycles back to back with a seeded :class:`~volcanolib.Scheduler`.
+
+Between two sessions the simulated cluster does what a real one would before
+the next cycle: bound pods start running (``InMemoryCache.start_bound_tasks``)
+and evicted pods go away (``InMemoryCache.finish_evictions``).
+
+**The end of a scenario.** A session writes each PodGroup's phase by the
+current Volcano rule, in which a group whose pods were just bound stays
+Inqueue until the pods are seen running. The result reports the cluster one
+step later: after the last session, bound pods start and evicted pods go as
+between sessions, and each PodGroup gets the phase the next status update
+would give it (enough pods running, bound or finished -> Running, or
+Completed when all of them finished; otherwise Pending, except that an
+Inqueue group stays Inqueue). ``scheduled`` counts those pods, and
+``allocated`` is what the group holds then. Binds, evictions and pipelined
+pods are those the sessions decided; unschedulable reasons are those of the
+last session.
+
+**Time.** The sessions' clock starts one second after the newest
+``creationTimestamp`` of the objects (0 when none has one) and advances one
+second (Volcano's schedule period) per session, so runs are reproducible.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.resource import Resource
+from volcanolib.api.task import COMPLETED_STATUSES, SCHEDULED_STATUSES, TaskStatus
+from volcanolib.cache.memory import InMemoryCache
+from volcanolib.errors import ConfigError, ManifestError, VolcanolibError
+from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
+from volcanolib.framework.registry import Registry
+from volcanolib.framework.session import Session, compare_tasks_by_name
+from volcanolib.kube import read_documents
+from volcanolib.kube._fields import gc_paused
+from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.scheduler import CycleResult, Scheduler
+from volcanolib.sim.expect import Expectation, compare, parse_expect
+
+__all__ = [
+    "CheckOutcome",
+    "PodGroupReport",
+    "Scenario",
+    "SimulationResult",
+    "load_scenario",
+    "check_scenario",
+    "run_scenario",
+    "simulate",
+]
+
+#: Keys a scenario file may have at its top level.
+SCENARIO_KEYS: Final = (
+    "name",
+    "description",
+    "notes",
+    "source",
+    "scheduler",
+    "schedulerName",
+    "sessions",
+    "objects",
+    "expect",
+)
+DEFAULT_SCHEDULER_NAME: Final = "volcano"
+#: Seconds between two sessions (Volcano's default schedule period).
+PERIOD: Final = 1.0
+
+SessionHook = Callable[[int, Session], Any]
+log = logging.getLogger("volcanolib.sim")
+
+
+@attrs.define(eq=False)
+class Scenario:
+    """A cluster and a scheduler configuration, loaded from one or more files."""
+
+    #: The scenario's ``name`` (the file names when none is given).
+    name: str
+    #: The files it was loaded from, in order.
+    sources: tuple[str, ...]
+    config: SchedulerConfig
+    cluster: Cluster
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    sessions: int = 1
+    expect: Expectation | None = None
+    #: Warnings from the loader and the configuration parser.
+    warnings: list[str] = attrs.field(factory=list)
+    #: Seconds spent reading and converting the files.
+    load_seconds: float = 0.0
+
+
+@attrs.define(eq=False)
+class PodGroupReport:
+    """A PodGroup at the end of a scenario."""
+
+    phase: PodGroupPhase
+    #: Pods running, bound or finished.
+    scheduled: int
+    min_member: int
+    queue: str
+    #: What the group's pods hold.
+    allocated: Resource
+
+
+@attrs.define(eq=False)
+class SimulationResult:
+    """What the scheduler decided over a scenario's sessions.
+
+    Pods and PodGroups are named ``namespace/name``.
+    """
+
+    scenario: Scenario
+    sessions: int
+    seed: int
+    #: Pod -> node, every bind of every session.
+    binds: dict[str, str]
+    #: Evicted pods, sorted.
+    evictions: list[str]
+    #: Pod -> node, the pods left pipelined by the last session.
+    pipelined: dict[str, str]
+    pod_groups: dict[str, PodGroupReport]
+    #: PodGroup -> why some of its pods are still pending after the last session.
+    unschedulable: dict[str, str]
+    #: Seconds: ``load``, ``snapshot``, ``open``, one per action, ``close``, ``session`` (summed over sessions).
+    timings: dict[str, float]
+    #: Pod -> node -> total node-order score, taken when the first session opened.
+    node_scores: dict[str, dict[str, float]]
+    #: Plugin failures, as text.
+    plugin_errors: list[str]
+    #: Every cycle's result (its closed session included).
+    cycles: list[CycleResult]
+    #: The simulated cluster at the end.
+    cache: InMemoryCache
+
+    def to_dict(self, *, timings: bool = False) -> dict[str, Any]:
+        """The JSON form of the result (``volcanolib simulate --json``), keys sorted by the encoder."""
+        out: dict[str, Any] = {
+            "sessions": self.sessions,
+            "binds": dict(self.binds),
+            "evictions": list(self.evictions),
+            "pipelined": dict(self.pipelined),
+            "podGroups": {
+                uid: {"phase": r.phase.value, "scheduled": r.scheduled, "minMember": r.min_member}
+                for uid, r in self.pod_groups.items()
+            },
+            "unschedulable": dict(self.unschedulable),
+        }
+        if self.plugin_errors:
+            out["pluginErrors"] = list(self.plugin_errors)
+        if timings:
+            out["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
+        return out
+
+
+class SimClock:
+    """The sessions' clock: a time that the runner sets and advances, so runs are reproducible."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def _closest(key: str) -> str:
+    match = difflib.get_close_matches(key, SCENARIO_KEYS, n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def load_scenario(
+    paths: Sequence[str | Path],
+    *,
+    conf: str | Path | SchedulerConfig | None = None,
+    sessions: int | None = None,
+) -> Scenario:
+    """Load a scenario from files, merged in order.
+
+    Each file is a scenario mapping (with ``objects``) or plain manifests (one
+    object, a ``kind: List``, several documents). At most one file may carry
+    a ``scheduler`` block or an ``expect`` block, and files that set
+    ``schedulerName`` or ``sessions`` must agree.
+
+    :param conf: a configuration file (or a parsed one) that overrides the
+        scenario's ``scheduler`` block; the default configuration is used when
+        neither is given.
+    :param sessions: overrides the scenario's ``sessions``.
+    :raises ManifestError: naming the file, object and field at fault.
+    :raises ConfigError: when the scheduler configuration is invalid.
+    """
+    if not paths:
+        raise ManifestError("no scenario file given")
+    with gc_paused():
+        return _load_scenario(paths, conf, sessions)
+
+
+def _load_scenario(
+    paths: Sequence[str | Path], conf: str | Path | SchedulerConfig | None, sessions: int | None
+) -> Scenario:
+    start = time.perf_counter()
+    names: list[str] = []
+    scheduler_block: tuple[str, Any] | None = None
+    expect_block: tuple[str, Any] | None = None
+    settings: dict[str, tuple[str, Any]] = {}
+    warnings: list[str] = []
+    pending: list[tuple[str, list[Any], bool]] = []
+    for path in paths:
+        source = str(path)
+        docs = read_documents(path)
+        if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
+            data = docs[0]
+            if "objects" not in data:
+                raise ManifestError(
+                    "not a scenario (no 'objects' key) nor a Kubernetes object (no 'kind')", source=source
+                )
+            for key in data:
+                if key not in SCENARIO_KEYS:
+                    msg = f"{source}: unknown scenario key {key!r}{_closest(str(key))}; ignored"
+                    warnings.append(msg)
+                    log.warning("%s", msg)
+            if data.get("name"):
+                names.append(str(data["name"]))
+            if data.get("scheduler") is not None:
+                if scheduler_block is not None:
+                    raise ManifestError(
+                        f"a second 'scheduler' block (the first is in {scheduler_block[0]})",
+                        source=source,
+                        field="scheduler",
+                    )
+                scheduler_block = (source, data["scheduler"])
+            if data.get("expect") is not None:
+                if expect_block is not None:
+                    raise ManifestError(
+                        f"a second 'expect' block (the first is in {expect_block[0]})", source=source, field="expect"
+                    )
+                expect_block = (source, data["expect"])
+            for key in ("schedulerName", "sessions"):
+                if data.get(key) is not None:
+                    if key in settings and settings[key][1] != data[key]:
+                        raise ManifestError(
+                            f"{data[key]!r} differs from {settings[key][1]!r} set in {settings[key][0]}",
+                            source=source,
+                            field=key,
+                        )
+                    settings[key] = (source, data[key])
+            objects = data.get("objects")
+            if objects is None:
+                objects = []
+            if not isinstance(objects, list):
+                raise ManifestError("expected a list of Kubernetes objects", source=source, field="objects")
+            pending.append((source, objects, True))
+        else:
+            pending.append((source, docs, False))
+
+    scheduler_name = DEFAULT_SCHEDULER_NAME
+    if "schedulerName" in settings:
+        source, value = settings["schedulerName"]
+        if not isinstance(value, str) or not value:
+            raise ManifestError(f"expected a scheduler name, got {value!r}", source=source, field="schedulerName")
+        scheduler_name = value
+    count = 1
+    if "sessions" in settings:
+        source, value = settings["sessions"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ManifestError(f"expected a positive integer, got {value!r}", source=source, field="sessions")
+        count = value
+    if sessions is not None:
+        if sessions < 1:
+            raise ManifestError(f"sessions must be at least 1, got {sessions}")
+        count = sessions
+
+    loader = ManifestLoader(scheduler_name=scheduler_name)
+    for source, objects, in_scenario in pending:
+        if in_scenario:
+            loader.add_objects(objects, source=source, field="objects")
+        else:
+            for i, doc in enumerate(objects):
+                loader.add(doc, source=source, where=f"document {i + 1}" if len(objects) > 1 else "")
+    cluster = loader.load()
+    warnings.extend(cluster.warnings)
+
+    if isinstance(conf, SchedulerConfig):
+        config = conf
+    elif conf is not None:
+        config = load_config(conf)
+    elif scheduler_block is not None:
+        source, block = scheduler_block
+        if not isinstance(block, (str, dict)):
+            raise ConfigError(
+                f"expected volcano-scheduler.conf text or a mapping, got {block!r}", source=f"{source}: scheduler"
+            )
+        config = parse_config(block, source=f"{source}: scheduler")
+    else:
+        config = DEFAULT_CONFIG
+    warnings.extend(config.warnings)
+
+    expect = None
+    if expect_block is not None:
+        expect = parse_expect(expect_block[1], source=expect_block[0])
+    return Scenario(
+        name=" + ".join(names) if names else ", ".join(Path(p).name for p in paths),
+        sources=tuple(str(p) for p in paths),
+        config=config,
+        cluster=cluster,
+        scheduler_name=scheduler_name,
+        sessions=count,
+        expect=expect,
+        warnings=warnings,
+        load_seconds=time.perf_counter() - start,
+    )
+
+
+# ---------------------------------------------------------------------- running
+
+
+def _final_phase(job: JobInfo) -> tuple[PodGroupPhase, int]:
+    """The phase the next status update gives a job, and its scheduled pod count."""
+    scheduled = job.count(SCHEDULED_STATUSES)
+    scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    phase = job.pod_group.phase
+    if scheduled >= job.min_available:
+        completed = job.count(COMPLETED_STATUSES)
+        return (PodGroupPhase.COMPLETED if completed == scheduled else PodGroupPhase.RUNNING), scheduled
+    if phase is not PodGroupPhase.INQUEUE:
+        return PodGroupPhase.PENDING, scheduled
+    return phase, scheduled
+
+
+def _pending_reason(ssn: Session, job: JobInfo) -> str | None:
+    pending = job.task_status_index.get(TaskStatus.PENDING)
+    if not pending:
+        return None
+    for task in sorted(pending.values(), key=functools.cmp_to_key(compare_tasks_by_name)):
+        fit = job.nodes_fit_errors.get(task.uid)
+        if fit is not None:
+            return fit.error()
+    if job.pod_group.phase is PodGroupPhase.PENDING and "enqueue" in ssn.enabled_actions:
+        return "the PodGroup is still Pending: enqueue did not admit it"
+    if job.job_fit_errors:
+        return job.job_fit_errors
+    if job.ready_task_num() >= job.min_available:
+        return (
+            f"{len(pending)} pending pod(s) beyond minMember were not placed and no node was checked for them "
+            "(the queue may have no room left)"
+        )
+    return job.fit_error()
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    sessions: int | None = None,
+    seed: int = 0,
+    registry: Registry | None = None,
+    score_pods: Iterable[str] | None = None,
+    on_session_open: SessionHook | None = None,
+) -> SimulationResult:
+    """Run a scenario's sessions and return what the scheduler decided.
+
+    :param sessions: overrides the scenario's number of sessions.
+    :param seed: seeds the scheduler's tie-breaks (the same seed gives the same result).
+    :param registry: where plugins and actions are found (the installed ones by default).
+    :param score_pods: pods (``namespace/name``) whose node scores to record
+        when the first session opens, before any action (a placed pod is
+        scored too, its own request still counted on its node); by default
+        those of ``expect.nodeScores``.
+    :param on_session_open: called with the session index (from 0) and the
+        open session, before the first action of every session.
+    :raises ConfigError: when the configuration names an unknown plugin or action.
+    """
+    count = sessions if sessions is not None else scenario.sessions
+    if count < 1:
+        raise ManifestError(f"sessions must be at least 1, got {count}")
+    if score_pods is None:
+        expect = scenario.expect
+        score_pods = list(expect.node_scores) if expect is not None and expect.node_scores else []
+    wanted = set(score_pods)
+    node_scores: dict[str, dict[str, float]] = {}
+
+    t0 = time.perf_counter()
+    cache = scenario.cluster.to_cache()
+    build = time.perf_counter() - t0
+    clock = SimClock(scenario.cluster.newest_timestamp + PERIOD)
+    scheduler = Scheduler(cache, scenario.config, seed=seed, registry=registry, clock=clock)
+
+    def before_actions(index: int, ssn: Session) -> None:
+        if index == 0 and wanted:
+            for job in ssn.jobs.values():
+                for task in job.tasks.values():
+                    if task.key in wanted:
+                        node_scores[task.key] = ssn.node_scores(task, ssn.node_list)
+        if on_session_open is not None:
+            on_session_open(index, ssn)
+
+    cycles: list[CycleResult] = []
+    binds: dict[str, str] = {}
+    evicted: set[str] = set()
+    timings: dict[str, float] = {"load": scenario.load_seconds + build}
+    for index in range(count):
+        if index:
+            cache.start_bound_tasks()
+            cache.finish_evictions()
+        clock.now = scenario.cluster.newest_timestamp + PERIOD * (index + 1)
+        result = scheduler.run_once(before_actions=functools.partial(before_actions, index))
+        cycles.append(result)
+        for task, node in result.binds:
+            binds[task.key] = node
+        evicted.update(task.key for task, _ in result.evictions)
+        for key, seconds in result.timings.items():
+            timings[key] = timings.get(key, 0.0) + seconds
+
+    last = cycles[-1]
+    pipelined = {task.key: node for task, node in last.pipelined}
+    unschedulable: dict[str, str] = {}
+    ssn = last.session
+    if ssn is not None:
+        unschedulable.update(ssn.skipped_jobs)
+        for job in ssn.jobs.values():
+            reason = _pending_reason(ssn, job)
+            if reason is not None:
+                unschedulable[job.uid] = reason
+    for uid, reason in scenario.cluster.unschedulable.items():
+        unschedulable.setdefault(uid, reason)
+
+    cache.start_bound_tasks()
+    cache.finish_evictions()
+    pod_groups: dict[str, PodGroupReport] = {}
+    for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        phase, scheduled = _final_phase(job)
+        pod_groups[job.uid] = PodGroupReport(phase, scheduled, job.min_available, job.queue, job.allocated.clone())
+
+    errors = [str(err) for cycle in cycles for err in cycle.plugin_errors]
+    return SimulationResult(
+        scenario=scenario,
+        sessions=count,
+        seed=seed,
+        binds=dict(sorted(binds.items())),
+        evictions=sorted(evicted),
+        pipelined=dict(sorted(pipelined.items())),
+        pod_groups=pod_groups,
+        unschedulable=dict(sorted(unschedulable.items())),
+        timings=timings,
+        node_scores=node_scores,
+        plugin_errors=errors,
+        cycles=cycles,
+        cache=cache,
+    )
+
+
+def simulate(
+    paths: Sequence[str | Path],
+    *,
+    conf: str | Path | SchedulerConfig | None = None,
+    sessions: int | None = None,
+    seed: int = 0,
+    registry: Registry | None = None,
+) -> SimulationResult:
+    """Load a scenario from files and run it (:func:`load_scenario` then :func:`run_scenario`)."""
+    scenario = load_scenario(paths, conf=conf, sessions=sessions)
+    return run_scenario(scenario, seed=seed, registry=registry)
+
+
+@attrs.frozen
+class CheckOutcome:
+    """How one scenario file compared with its ``expect`` block."""
+
+    source: str
+    #: The scenario's name (the file name when it has none or could not be read).
+    name: str
+    #: The differences, as readable lines; empty when the scenario matches.
+    differences: tuple[str, ...] = ()
+    #: Why the file could not be checked (bad input, no ``expect`` block), or ``None``.
+    error: str | None = None
+    #: Whether the error is bad input (exit status 2) rather than a failed check.
+    bad_input: bool = False
+    result: SimulationResult | None = attrs.field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scenario ran and matched its expectation."""
+        return self.error is None and not self.differences
+
+
+def check_scenario(path: str | Path, *, seed: int = 0, registry: Registry | None = None) -> CheckOutcome:
+    """Run one scenario file and compare it with its ``expect`` block (``volcanolib check``).
+
+    Bad input (a file that does not load, an invalid configuration) is
+    reported in the outcome, not raised.
+    """
+    source = str(path)
+    try:
+        scenario = load_scenario([path])
+    except VolcanolibError as exc:
+        return CheckOutcome(source, Path(path).name, error=str(exc), bad_input=True)
+    if scenario.expect is None or scenario.expect.is_empty():
+        return CheckOutcome(source, scenario.name, error="nothing to check: the file has no 'expect' block")
+    try:
+        result = run_scenario(scenario, seed=seed, registry=registry)
+    except VolcanolibError as exc:
+        return CheckOutcome(source, scenario.name, error=str(exc), bad_input=True)
+    return CheckOutcome(source, scenario.name, tuple(compare(scenario.expect, result)), result=result)
