@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
-from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
@@ -148,7 +148,7 @@ def _job_usage(job: JobInfo) -> tuple[Resource, Resource, Resource, Resource]:
     allocated = Resource()
     request = Resource()
     for status, bucket in job.task_status_index.items():
-        if status & ALLOCATED_STATUSES:
+        if in_statuses(status, ALLOCATED_STATUSES):
             for task in bucket.values():
                 allocated.add(task.resreq)
                 request.add(task.resreq)

@@ -49,12 +49,13 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from volcanolib.api.task import TaskStatus
 from volcanolib.framework.config import Arguments
+from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib_contrib import _k8s
 from volcanolib_contrib._nodepods import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodePods, Usage
@@ -302,10 +303,14 @@ class NodeOrderPlugin:
         total = min(max(total, _MIN_IMAGE_THRESHOLD), top)
         return _MAX * (total - _MIN_IMAGE_THRESHOLD) // (top - _MIN_IMAGE_THRESHOLD)
 
-    def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+    def _preferred_terms(self, task: TaskInfo) -> _k8s.PreferredTerms:
         terms = self._preferred.get(task.template)
         if terms is None:
             terms = self._preferred[task.template] = _k8s.PreferredTerms(task.pod.affinity if task.pod else None)
+        return terms
+
+    def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+        terms = self._preferred_terms(task)
         if not terms.terms:
             return None
         scores = {node.name: terms.score(node.node) for node in nodes}
@@ -316,18 +321,8 @@ class NodeOrderPlugin:
         """Untolerated PreferNoSchedule taints, normalised and reversed; ``None`` when no node has such a taint."""
         if not self._prefer_tainted:
             return None
-        tolerations = [
-            t
-            for t in (task.pod.tolerations if task.pod else ())
-            if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"
-        ]
-        scores = {}
-        for node in nodes:
-            scores[node.name] = sum(
-                1
-                for taint in node.node.taints
-                if taint.effect == "PreferNoSchedule" and not _k8s.tolerated(tolerations, taint)
-            )
+        tolerations = _prefer_tolerations(task)
+        scores = {node.name: _untolerated_prefer_taints(tolerations, node) for node in nodes}
         _k8s.default_normalize(scores, reverse=True)
         return scores
 
@@ -523,6 +518,68 @@ class NodeOrderPlugin:
                 if name in total:
                     total[name] += score * weight
         return total
+
+    @hookimpl
+    def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey | None:
+        """Group nodes by what the scores read: pod requests, and taints, labels and images as they score.
+
+        No opinion (every node scored on its own) for a task that pod
+        affinity or soft topology spread may score, since those read the
+        pods of other nodes.
+        """
+        pods = self._pods
+        if pods is None:
+            return None
+        pod = task.pod
+        if self.pod_affinity_weight:
+            mine = self._pod_affinity(task)
+            if mine.preferred or mine.preferred_anti or self._affinity_pods:
+                return None
+        if self.spread_weight and pod is not None and pod.topology_spread_constraints:
+            return None
+        tolerations = _prefer_tolerations(task) if self.taint_weight and self._prefer_tainted else None
+        terms = self._preferred_terms(task) if self.node_affinity_weight else None
+        if terms is not None and not terms.terms:
+            terms = None
+        images = tuple(pod.images) if self.image_weight and pod is not None and pod.images else ()
+        token = (
+            repr(tolerations) if tolerations is not None else None,
+            repr(pod.affinity.get("nodeAffinity")) if terms is not None and pod is not None and pod.affinity else None,
+            images,
+        )
+        usage = pods.usage
+        image_score = self._image_score
+
+        def key(node: NodeInfo) -> Hashable:
+            u = usage(node.name)
+            return (
+                u.cpu,
+                u.memory,
+                u.nz_cpu,
+                u.nz_memory,
+                tuple(sorted(u.scalars.items())) if u.scalars else (),
+                _untolerated_prefer_taints(tolerations, node) if tolerations is not None else None,
+                terms.score(node.node) if terms is not None else None,
+                image_score(task, node) if images else None,
+            )
+
+        return NodeClassKey(token, key)
+
+
+def _prefer_tolerations(task: TaskInfo) -> list[Mapping[str, Any]]:
+    """The task's tolerations that can tolerate a PreferNoSchedule taint."""
+    return [
+        t
+        for t in (task.pod.tolerations if task.pod else ())
+        if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"
+    ]
+
+
+def _untolerated_prefer_taints(tolerations: Sequence[Mapping[str, Any]], node: NodeInfo) -> int:
+    """How many of the node's PreferNoSchedule taints the tolerations leave untolerated."""
+    return sum(
+        1 for taint in node.node.taints if taint.effect == "PreferNoSchedule" and not _k8s.tolerated(tolerations, taint)
+    )
 
 
 _MAX_INT: Final = 2**63 - 1

@@ -24,13 +24,14 @@ they are computed once per task template and node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from volcanolib.api.node import Taint
 from volcanolib.api.task import TEMPLATE_UID_KEY, TaskStatus
 from volcanolib.framework.config import Arguments
+from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status
 from volcanolib_contrib import _k8s
@@ -105,6 +106,8 @@ class _Spec:
     __slots__ = (
         "affinity",
         "cache_uid",
+        "class_key",
+        "class_token",
         "ports",
         "selector",
         "spread",
@@ -131,6 +134,17 @@ class _Spec:
         self.cache_uid = pod.annotations.get(TEMPLATE_UID_KEY, "") if pod is not None else ""
         #: Failing nodes of the session-stable checks, by name; ``None`` until computed.
         self.static: dict[str, Status] | None = None
+        #: What the stable checks read of the pod: templates with equal tokens fail the same nodes.
+        node_affinity = pod.affinity.get("nodeAffinity") if pod is not None and pod.affinity else None
+        self.class_token = repr(
+            (
+                sorted(pod.node_selector.items()) if pod is not None else (),
+                node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if node_affinity else None,
+                self.tolerations,
+            )
+        )
+        #: The template's node class key, made on first use.
+        self.class_key: NodeClassKey | None = None
 
 
 class _AffinityState:
@@ -555,6 +569,29 @@ class PredicatesPlugin:
         dynamic, affinity, spread = self._dynamic_state(task, spec)
         status = self._node_status(task, spec, node, dynamic, affinity, spread)
         return Status.success() if status is None else status
+
+    @hookimpl
+    def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey | None:
+        """Group nodes by the stable checks' verdict and whether the node is full of pods.
+
+        No opinion (every node checked on its own) when a pod-dependent
+        check applies to the task (host ports, pod affinity, spread,
+        proportional) or Volcano's predicate cache is on for its template.
+        """
+        spec = self._spec(task)
+        dynamic, _, _ = self._dynamic_state(task, spec)
+        if dynamic or (self.cache_enable and spec.cache_uid):
+            return None
+        found = spec.class_key
+        if found is None:
+            static = self._static_failures(spec)
+            full = self._full
+
+            def key(node: NodeInfo) -> Hashable:
+                return (node.name in full, static.get(node.name))
+
+            found = spec.class_key = NodeClassKey(spec.class_token, key)
+        return found
 
     @hookimpl
     def batch_predicate(self, ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, Status]:

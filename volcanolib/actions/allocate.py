@@ -11,13 +11,16 @@ without binding them; any other job's placements are undone.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from sortedcontainers import SortedList
 
 from volcanolib.actions._util import (
     PREDICATE_ERROR_CACHE_KEY,
     FitMemo,
     PredicateCache,
     PriorityQueue,
+    first_insufficient,
     fits_future_idle,
     fits_idle,
 )
@@ -27,6 +30,7 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
+from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -36,18 +40,23 @@ __all__ = ["Allocate"]
 
 log = logging.getLogger(__name__)
 
+#: The action argument that switches checking one node per class of alike nodes.
+NODE_CLASSES_KEY: Final = "nodeClassesEnable"
+
 
 class _Run:
     """The state of one execution of the action."""
 
-    __slots__ = ("cache_enabled", "failed_roles", "memo", "nodes", "ssn", "tasks")
+    __slots__ = ("cache_enabled", "classes", "failed_roles", "memo", "nodes", "ssn", "tasks")
 
-    def __init__(self, ssn: Session, cache_enabled: bool) -> None:
+    def __init__(self, ssn: Session, cache_enabled: bool, classes_enabled: bool) -> None:
         self.ssn = ssn
         self.cache_enabled = cache_enabled
         self.nodes = ssn.node_list
         #: Which nodes fit which request; every node whose accounting changes is reported to it.
         self.memo = FitMemo(self.nodes)
+        #: Nodes grouped into classes the plugins treat alike, when they say how; told of the same changes.
+        self.classes = NodeClasses(self.nodes) if classes_enabled else None
         #: Per job uid: its pending tasks not yet tried, in task order.
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
@@ -64,6 +73,12 @@ class _Run:
             self.failed_roles[job.uid] = roles
         return roles
 
+    def touch(self, name: str) -> None:
+        """Report a node whose accounting changed."""
+        self.memo.touch(name)
+        if self.classes is not None:
+            self.classes.touch(name)
+
     def record_failure(self, job: JobInfo, task: TaskInfo, errors: FitErrors) -> None:
         job.nodes_fit_errors[task.uid] = errors
         self.roles_failed(job).add(task.role)
@@ -76,7 +91,6 @@ class _Run:
         :returns: whether the statement is kept (the job is ready or
             pipelined); otherwise it has been discarded.
         """
-        memo = self.memo
         cache = PredicateCache(self.cache_enabled)
         touched: list[str] = []
         try:
@@ -84,7 +98,7 @@ class _Run:
         finally:
             # Whatever becomes of the statement (kept, discarded, left open), re-check those nodes.
             for name in touched:
-                memo.touch(name)
+                self.touch(name)
 
     def _place(
         self,
@@ -117,26 +131,33 @@ class _Run:
                     errors.set_node_error(FitError(task.key, node.name, reasons))
                 self.record_failure(job, task, errors)
                 break
-            errors = FitErrors(total_nodes=len(nodes))
-            feasible: list[NodeInfo] = []
             nominated = task.pod.nominated_node_name if task.pod is not None else ""
-            if nominated:
-                nominee = ssn.nodes.get(nominated)
-                if nominee is not None and fits_future_idle(task, nominee):
-                    feasible = cache.filter(ssn, task, [nominee], FitErrors(), resource_check=True)
-            if not feasible:
-                feasible = cache.filter(ssn, task, nodes, errors, resource_check=True, memo=memo)
-            if not feasible:
-                self.record_failure(job, task, errors)
-                if job.need_continue_allocating(self.roles_failed(job)):
-                    continue
-                break
-            chosen = _choose_node(ssn, task, feasible, memo)
+            chosen: NodeInfo | None = None
+            if not nominated and self.classes is not None:
+                plan = ssn.node_class_plan(task)
+                if plan is not None:
+                    chosen = _choose_by_class(ssn, task, self.classes, plan)
             if chosen is None:
-                continue
+                # The per-node path: also the one that explains a task that fits nowhere.
+                errors = FitErrors(total_nodes=len(nodes))
+                feasible: list[NodeInfo] = []
+                if nominated:
+                    nominee = ssn.nodes.get(nominated)
+                    if nominee is not None and fits_future_idle(task, nominee):
+                        feasible = cache.filter(ssn, task, [nominee], FitErrors(), resource_check=True)
+                if not feasible:
+                    feasible = cache.filter(ssn, task, nodes, errors, resource_check=True, memo=memo)
+                if not feasible:
+                    self.record_failure(job, task, errors)
+                    if job.need_continue_allocating(self.roles_failed(job)):
+                        continue
+                    break
+                chosen = _choose_node(ssn, task, feasible, memo)
+                if chosen is None:
+                    continue
             node = chosen
             touched.append(node.name)
-            memo.touch(node.name)
+            self.touch(node.name)
             try:
                 if fits_idle(task, node):
                     stmt.allocate(task, node)
@@ -170,6 +191,37 @@ def _choose_node(ssn: Session, task: TaskInfo, feasible: list[NodeInfo], memo: F
             if chosen is not None:
                 return chosen
     return None
+
+
+def _choose_by_class(ssn: Session, task: TaskInfo, classes: NodeClasses, plan: NodeClassPlan) -> NodeInfo | None:
+    """The node :func:`_choose_node` would choose, checking and scoring one node per class.
+
+    ``None`` when no node is feasible (the caller then takes the per-node
+    path, which records why).
+    """
+    req = task.init_resreq
+    nodes = classes.nodes
+    members_of: dict[str, SortedList[int]] = {}
+    fitting: list[NodeInfo] = []
+    for members in classes.classes(plan).values():
+        rep = nodes[members[0]]
+        if first_insufficient(req, rep) is None:
+            fitting.append(rep)
+            members_of[rep.name] = members
+    if not fitting:
+        return None
+    passed = ssn.predicate_nodes(task, fitting)
+    group = [rep for rep in passed if req.less_equal(rep.idle)] or passed
+    if not group:
+        return None
+    if len(group) == 1 and len(members_of[group[0].name]) == 1:
+        return group[0]
+    scores = ssn.node_scores(task, group)
+    best_score = max(scores[rep.name] for rep in group)
+    best = [members_of[rep.name] for rep in group if scores[rep.name] == best_score]
+    count = sum(len(members) for members in best)
+    rank = ssn.rng.randrange(count) if count > 1 else 0
+    return nodes[classes.nth(best, rank)]
 
 
 class Allocate:
@@ -209,6 +261,10 @@ class Allocate:
 
     * ``predicateErrorCacheEnable`` (bool, default true): within one job
       visit, reuse a node's predicate failure for later tasks of the same role.
+    * ``nodeClassesEnable`` (bool, default true; volcanolib's own): check
+      and score one node per class of alike nodes when every plugin that
+      checks or scores nodes says how to group them (``node_class_key``).
+      The decisions are the same either way; false checks every node.
     """
 
     name: ClassVar[str] = "allocate"
@@ -216,7 +272,7 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         """Run the allocation over the session."""
         args = ssn.action_arguments(self.name)
-        run = _Run(ssn, args.get_bool(PREDICATE_ERROR_CACHE_KEY, True))
+        run = _Run(ssn, args.get_bool(PREDICATE_ERROR_CACHE_KEY, True), args.get_bool(NODE_CLASSES_KEY, True))
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         auto_admit = "enqueue" not in ssn.enabled_actions

@@ -16,6 +16,7 @@ from volcanolib.api.task import (
     VALID_STATUSES,
     TaskInfo,
     TaskStatus,
+    in_statuses,
 )
 
 __all__ = [
@@ -193,7 +194,7 @@ class JobInfo:
         if bucket is None:
             bucket = self.task_status_index[status] = {}
         bucket[task.uid] = task
-        if status & ALLOCATED_STATUSES:
+        if in_statuses(status, ALLOCATED_STATUSES):
             self.allocated.add(task.resreq)
         counts = self._role_counts.get(task.role)
         if counts is None:
@@ -210,7 +211,7 @@ class JobInfo:
             bucket.pop(task.uid, None)
             if not bucket:
                 del self.task_status_index[status]
-        if status & ALLOCATED_STATUSES:
+        if in_statuses(status, ALLOCATED_STATUSES):
             self.allocated.sub_unchecked(task.resreq)
         counts = self._role_counts[task.role]
         counts[status] -= 1
@@ -240,12 +241,12 @@ class JobInfo:
 
     def count(self, statuses: TaskStatus) -> int:
         """How many tasks are in any of ``statuses``."""
-        return sum(len(bucket) for status, bucket in self.task_status_index.items() if status & statuses)
+        return sum(len(bucket) for status, bucket in self.task_status_index.items() if in_statuses(status, statuses))
 
     def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
         """The tasks in any of ``statuses``."""
         for status, bucket in list(self.task_status_index.items()):
-            if status & statuses:
+            if in_statuses(status, statuses):
                 yield from list(bucket.values())
 
     def ready_task_num(self) -> int:
@@ -288,7 +289,7 @@ class JobInfo:
         counts = self._role_counts.get(role)
         if not counts:
             return 0
-        return sum(n for status, n in counts.items() if status & statuses)
+        return sum(n for status, n in counts.items() if in_statuses(status, statuses))
 
     def _roles_meet(self, statuses: TaskStatus, *, pending_best_effort: bool) -> bool:
         if self.min_available < self.task_min_available_total:
@@ -353,7 +354,7 @@ class JobInfo:
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str]:
         """``(reason, message)`` describing where a task stands, for pod conditions."""
         node, status = task.last_transaction or (task.node_name, task.status)
-        if status & (ALLOCATED_STATUSES | _PIPELINED):
+        if in_statuses(status, ALLOCATED_STATUSES | _PIPELINED):
             if status is _PIPELINED:
                 return "Schedulable", f"Pod {task.key} can possibly be assigned to {node} once resource is released"
             return "Schedulable", f"Pod {task.key} can possibly be assigned to {node}"

@@ -16,6 +16,7 @@ __all__ = [
     "TaskInfo",
     "TaskStatus",
     "allocated_status",
+    "in_statuses",
 ]
 
 #: The annotation naming a pod's PodGroup.
@@ -61,9 +62,17 @@ COMPLETED_STATUSES: Final = _S.SUCCEEDED | _S.FAILED
 SCHEDULED_STATUSES: Final = _S.RUNNING | _S.BOUND | _S.FAILED | _S.SUCCEEDED
 
 
+_int_and: Final = int.__and__
+
+
+def in_statuses(status: TaskStatus, statuses: TaskStatus) -> bool:
+    """Whether ``status`` is one of ``statuses``: ``bool(status & statuses)``, without building a flag."""
+    return _int_and(status, statuses) != 0
+
+
 def allocated_status(status: TaskStatus) -> bool:
     """Whether a task in this status holds resources (Bound, Binding, Running, Allocated)."""
-    return bool(status & ALLOCATED_STATUSES)
+    return _int_and(status, ALLOCATED_STATUSES) != 0
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
-from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
+from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus, in_statuses
 from volcanolib.cache.protocol import Binder, Evictor, StatusUpdater
 from volcanolib.errors import CacheError
 
@@ -132,7 +132,7 @@ class InMemoryCache:
         if task.uid in self._tasks:
             self._remove_task(self._tasks[task.uid])
         self._tasks[task.uid] = task
-        if task.node_name and not task.status & COMPLETED_STATUSES:
+        if task.node_name and not in_statuses(task.status, COMPLETED_STATUSES):
             node = self._nodes.get(task.node_name)
             if node is None:
                 node = NodeInfo(task.node_name, Resource())
@@ -404,5 +404,5 @@ class InMemoryCache:
         if node is not None and node.tasks.get(task.key) is task:
             node.remove_task(task)
         self._set_status(task, status)
-        if node is not None and task.node_name and not status & COMPLETED_STATUSES:
+        if node is not None and task.node_name and not in_statuses(status, COMPLETED_STATUSES):
             node.add_task(task)

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.nodeclass import NodeClassKey
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event, Status, Vote
 
@@ -330,6 +331,29 @@ def best_node(ssn: Session, task: TaskInfo, scores: Mapping[float, Sequence[Node
     raise NotImplementedError
 
 
+@_hookspec
+def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
+    """Say what this plugin's predicates and scores read of a node for a task, so alike nodes are checked once.
+
+    Called before a task is placed, for every plugin that checks or scores
+    nodes. When every such plugin answers, the session checks and scores
+    one node per class (nodes with the same resources and the same value of
+    every plugin's key) and gives the answer to the whole class; the chosen
+    node is the one the per-node path would choose, tie-break included.
+    :class:`~volcanolib.framework.nodeclass.NodeClassKey` states what a
+    plugin promises by answering.
+
+    :returns: the plugin's key for this task; no opinion is ``None``, and
+        then (as when a plugin that checks or scores nodes does not
+        implement this hook, or any plugin implements ``best_node``) every
+        node is checked and scored on its own.
+
+    Rule: every plugin with ``predicate``, ``batch_predicate``,
+    ``node_order`` or ``batch_node_order`` must answer. Not gated.
+    """
+    raise NotImplementedError
+
+
 # =============================================================================
 # Eviction
 # =============================================================================
@@ -503,6 +527,7 @@ HOOK_NAMES: Final = (
     "node_order",
     "batch_node_order",
     "best_node",
+    "node_class_key",
     "preemptable",
     "reclaimable",
     "victim_tasks",

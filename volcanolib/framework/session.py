@@ -17,7 +17,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,6 +38,7 @@ from volcanolib.errors import PluginError
 from volcanolib.framework import combine
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
+from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
 from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
 
@@ -250,6 +251,7 @@ class Session:
         self._predicate_entries = self._per_node_and_batch("predicate", "batch_predicate")
         self._score_entries = self._per_node_and_batch("node_order", "batch_node_order")
         self._best_node = combine.first_not_none("best_node", t("best_node"))
+        self._class_entries = self._node_class_entries()
         self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
             "preemptable", t("preemptable")
         )
@@ -288,6 +290,16 @@ class Session:
                 if single is not None or many is not None:
                     out.append((option.name, single, many))
         return tuple(out)
+
+    def _node_class_entries(self) -> tuple[tuple[str, Callable[[TaskInfo], NodeClassKey | None]], ...] | None:
+        """The ``node_class_key`` implementations of every plugin that checks or scores nodes, or ``None``."""
+        if any(fn for tier in self._table("best_node") for _, fn in tier):
+            return None
+        keys = {p: f for tier in self._table("node_class_key") for p, f in tier}
+        needed = dict.fromkeys(p for p, _, _ in self._predicate_entries + self._score_entries)
+        if any(p not in keys for p in needed):
+            return None
+        return tuple((p, keys[p]) for p in needed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -584,6 +596,28 @@ class Session:
         for node in nodes:
             grouped.setdefault(scores[node.name], []).append(node)
         return grouped
+
+    def node_class_plan(self, task: TaskInfo) -> NodeClassPlan | None:
+        """How to group nodes for a task so that one node per class is checked and scored.
+
+        ``None`` when some plugin that checks or scores nodes cannot say
+        (see the ``node_class_key`` hook); then every node counts on its own.
+        """
+        entries = self._class_entries
+        if entries is None:
+            return None
+        tokens: list[Hashable] = []
+        keys: list[Callable[[NodeInfo], Hashable]] = []
+        for plugin, fn in entries:
+            try:
+                answer = fn(task)
+            except Exception as exc:
+                raise combine.plugin_failure(plugin, "node_class_key", exc) from exc
+            if answer is None:
+                return None
+            tokens.append((plugin, answer.token))
+            keys.append(answer.key)
+        return NodeClassPlan(tuple(tokens), tuple(keys))
 
     def has_scorers(self) -> bool:
         """Whether any plugin scores nodes."""

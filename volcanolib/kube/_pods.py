@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -246,7 +247,7 @@ class PodReader:
             priority=task_priority(pod, priority),
             preemptable=preemptable,
             role=role,
-            template=annotations.get(TEMPLATE_UID_KEY, ""),
+            template=annotations.get(TEMPLATE_UID_KEY, "") or _template(job, role, labels, annotations, spec),
             creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
             pod=pod,
         )
@@ -295,3 +296,17 @@ def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> b
         if raw is not None:
             return bool(parse_bool(raw))
     return True
+
+
+def _template(job: str, role: str, labels: Mapping[str, str], annotations: Mapping[str, str], spec: Any) -> str:
+    """A template name shared by the pods of one job that differ only in name and node.
+
+    A task role names the template, as Volcano's job controller makes them;
+    other pods of a group share one when their labels, annotations and spec
+    (but ``nodeName``) are the same, so plugins parse their constraints once.
+    """
+    if role or not job:
+        return ""
+    content = {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
+    digest = hashlib.blake2b(repr((labels, annotations, content)).encode(), digest_size=8).hexdigest()
+    return f"{job}/~{digest}"

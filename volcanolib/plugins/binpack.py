@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.resource import CPU, MEMORY
 from volcanolib.framework.config import Arguments
+from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 
 if TYPE_CHECKING:
@@ -146,3 +147,15 @@ class BinpackPlugin:
         scored, weight_sum = self._scored(task.resreq)
         node_score = self._node_score
         return {node.name: node_score(scored, weight_sum, node) for node in nodes}
+
+    @hookimpl
+    def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey:
+        """Binpack reads only a node's resources, so every node's key is the same."""
+        return _CLASS_KEY
+
+
+def _no_key(node: NodeInfo) -> None:
+    return None
+
+
+_CLASS_KEY: Final = NodeClassKey("resources", _no_key)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
-from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus
+from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status, Vote
@@ -56,7 +56,7 @@ def _schedulable_task_num(job: JobInfo) -> int:
     placed = 0
     for task in job.task_status_index.get(_PENDING, {}).values():
         status = task.last_transaction[1] if task.last_transaction is not None else task.status
-        if status & ALLOCATED_STATUSES:
+        if in_statuses(status, ALLOCATED_STATUSES):
             placed += 1
     return placed + job.ready_task_num()
 

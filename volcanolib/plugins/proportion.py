@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, Mode, Resource, exceeded_part, res_max
-from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
@@ -176,7 +176,7 @@ class ProportionPlugin:
     @staticmethod
     def _add_job(attr: QueueAttr, job: JobInfo) -> None:
         for status, bucket in job.task_status_index.items():
-            if status & ALLOCATED_STATUSES:
+            if in_statuses(status, ALLOCATED_STATUSES):
                 for task in bucket.values():
                     attr.allocated.add(task.resreq)
                     attr.request.add(task.resreq)
