@@ -160,10 +160,11 @@ class FitMemo:
     checks only the nodes that received (or gave back) a task change. The
     memo remembers, per distinct request, the nodes that fit it (future idle)
     and those that fit it now (idle), and re-checks only the nodes reported
-    through :meth:`touch` since. The answers are exactly those of a full
-    check; the caller must report every node whose accounting changed.
+    in ``log`` since. The answers are exactly those of a full check.
 
     :param nodes: the node list the memo answers for (in order).
+    :param log: names of changed nodes, appended to as nodes change (the
+        session's ``node_log``).
     """
 
     __slots__ = ("_by_name", "_entries", "_log", "nodes")
@@ -171,16 +172,12 @@ class FitMemo:
     #: Distinct requests remembered before the memo starts over.
     MAX_ENTRIES: Final = 1024
 
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str]) -> None:
         self.nodes = nodes
         self._by_name = {n.name: n for n in nodes}
-        self._log: list[str] = []
+        self._log = log
         # request key -> [fitting nodes, fitting names, idle-fitting names, log position]
         self._entries: dict[tuple[float, float, tuple[tuple[str, float], ...]], list[Any]] = {}
-
-    def touch(self, node_name: str) -> None:
-        """Report that a node's idle, releasing or pipelined resources changed."""
-        self._log.append(node_name)
 
     def fitting(self, req: Resource) -> tuple[list[NodeInfo], set[str], set[str]]:
         """``(nodes fitting future idle in order, their names, names of those fitting idle)``."""
@@ -244,6 +241,10 @@ class PredicateCache:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         self._failed: dict[str, dict[str, FitError]] = {}
+
+    def has_failures(self, task: TaskInfo) -> bool:
+        """Whether failures are recorded for the task's role (its later tasks skip those nodes)."""
+        return bool(self._failed) and self.enabled and bool(task.role) and bool(self._failed.get(task.template))
 
     def filter(
         self,

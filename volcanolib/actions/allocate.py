@@ -24,7 +24,7 @@ from volcanolib.actions._util import (
     fits_future_idle,
     fits_idle,
 )
-from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -53,10 +53,10 @@ class _Run:
         self.ssn = ssn
         self.cache_enabled = cache_enabled
         self.nodes = ssn.node_list
-        #: Which nodes fit which request; every node whose accounting changes is reported to it.
-        self.memo = FitMemo(self.nodes)
-        #: Nodes grouped into classes the plugins treat alike, when they say how; told of the same changes.
-        self.classes = NodeClasses(self.nodes) if classes_enabled else None
+        #: Which nodes fit which request, kept current from the session's node log.
+        self.memo = FitMemo(self.nodes, ssn.node_log)
+        #: Nodes grouped into classes the plugins treat alike, when they say how.
+        self.classes = NodeClasses(self.nodes, ssn.node_log) if classes_enabled else None
         #: Per job uid: its pending tasks not yet tried, in task order.
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
@@ -73,12 +73,6 @@ class _Run:
             self.failed_roles[job.uid] = roles
         return roles
 
-    def touch(self, name: str) -> None:
-        """Report a node whose accounting changed."""
-        self.memo.touch(name)
-        if self.classes is not None:
-            self.classes.touch(name)
-
     def record_failure(self, job: JobInfo, task: TaskInfo, errors: FitErrors) -> None:
         job.nodes_fit_errors[task.uid] = errors
         self.roles_failed(job).add(task.role)
@@ -91,14 +85,7 @@ class _Run:
         :returns: whether the statement is kept (the job is ready or
             pipelined); otherwise it has been discarded.
         """
-        cache = PredicateCache(self.cache_enabled)
-        touched: list[str] = []
-        try:
-            return self._place(job, queue, tasks, stmt, cache, touched)
-        finally:
-            # Whatever becomes of the statement (kept, discarded, left open), re-check those nodes.
-            for name in touched:
-                self.touch(name)
+        return self._place(job, queue, tasks, stmt, PredicateCache(self.cache_enabled))
 
     def _place(
         self,
@@ -107,7 +94,6 @@ class _Run:
         tasks: PriorityQueue[TaskInfo],
         stmt: Statement,
         cache: PredicateCache,
-        touched: list[str],
     ) -> bool:
         ssn = self.ssn
         nodes = self.nodes
@@ -132,11 +118,16 @@ class _Run:
                 self.record_failure(job, task, errors)
                 break
             nominated = task.pod.nominated_node_name if task.pod is not None else ""
-            chosen: NodeInfo | None = None
+            chosen: NodeInfo | FitErrors | None = None
             if not nominated and self.classes is not None:
                 plan = ssn.node_class_plan(task)
                 if plan is not None:
-                    chosen = _choose_by_class(ssn, task, self.classes, plan)
+                    chosen = _choose_by_class(ssn, task, self.classes, plan, explain=not cache.has_failures(task))
+            if isinstance(chosen, FitErrors):
+                self.record_failure(job, task, chosen)
+                if job.need_continue_allocating(self.roles_failed(job)):
+                    continue
+                break
             if chosen is None:
                 # The per-node path: also the one that explains a task that fits nowhere.
                 errors = FitErrors(total_nodes=len(nodes))
@@ -156,8 +147,6 @@ class _Run:
                 if chosen is None:
                     continue
             node = chosen
-            touched.append(node.name)
-            self.touch(node.name)
             try:
                 if fits_idle(task, node):
                     stmt.allocate(task, node)
@@ -193,27 +182,42 @@ def _choose_node(ssn: Session, task: TaskInfo, feasible: list[NodeInfo], memo: F
     return None
 
 
-def _choose_by_class(ssn: Session, task: TaskInfo, classes: NodeClasses, plan: NodeClassPlan) -> NodeInfo | None:
+def _choose_by_class(
+    ssn: Session, task: TaskInfo, classes: NodeClasses, plan: NodeClassPlan, *, explain: bool
+) -> NodeInfo | FitErrors | None:
     """The node :func:`_choose_node` would choose, checking and scoring one node per class.
 
-    ``None`` when no node is feasible (the caller then takes the per-node
-    path, which records why).
+    When no node is feasible: with ``explain``, why, node by node, as the
+    per-node path would record it; else ``None`` (the caller then takes the
+    per-node path).
     """
     req = task.init_resreq
     nodes = classes.nodes
     members_of: dict[str, SortedList[int]] = {}
     fitting: list[NodeInfo] = []
+    short: list[tuple[str, SortedList[int]]] = []
     for members in classes.classes(plan).values():
         rep = nodes[members[0]]
-        if first_insufficient(req, rep) is None:
+        lacking = first_insufficient(req, rep)
+        if lacking is None:
             fitting.append(rep)
             members_of[rep.name] = members
-    if not fitting:
-        return None
-    passed = ssn.predicate_nodes(task, fitting)
+        elif explain:
+            short.append((lacking, members))
+    errors = FitErrors(total_nodes=len(nodes)) if explain else None
+    passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
     group = [rep for rep in passed if req.less_equal(rep.idle)] or passed
     if not group:
-        return None
+        if errors is None:
+            return None
+        # Every node of a class fails as its representative did; give each node its reasons.
+        failed = errors.nodes
+        for rep in fitting:
+            reasons = failed[rep.name].reasons
+            errors.set_group_error(task.key, [nodes[p].name for p in members_of[rep.name]], reasons)
+        for lacking, members in short:
+            errors.set_group_error(task.key, [nodes[p].name for p in members], (insufficient(lacking),))
+        return errors
     if len(group) == 1 and len(members_of[group[0].name]) == 1:
         return group[0]
     scores = ssn.node_scores(task, group)

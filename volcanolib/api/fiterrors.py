@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 __all__ = ["ALL_NODES_UNAVAILABLE", "FitError", "FitErrors", "reason_histogram"]
 
@@ -41,17 +41,39 @@ class FitError:
 class FitErrors:
     """The reasons one task fits no node, node by node, with an overall message."""
 
-    __slots__ = ("message", "nodes", "total_nodes")
+    __slots__ = ("_groups", "_nodes", "message", "total_nodes")
 
     def __init__(self, total_nodes: int | None = None) -> None:
-        self.nodes: dict[str, FitError] = {}
+        self._nodes: dict[str, FitError] = {}
+        #: Reasons shared by many nodes, kept as given until someone reads :attr:`nodes`.
+        self._groups: list[tuple[str, Sequence[str], tuple[str, ...]]] = []
         self.message = ""
         #: How many nodes were considered, for the "0/N nodes are available" summary.
         self.total_nodes = total_nodes
 
+    @property
+    def nodes(self) -> dict[str, FitError]:
+        """Why the task does not fit, by node name (do not change it)."""
+        if self._groups:
+            self._expand()
+        return self._nodes
+
+    def _expand(self) -> None:
+        nodes = self._nodes
+        for task_key, names, reasons in self._groups:
+            for name in names:
+                nodes[name] = FitError(task_key, name, reasons)
+        self._groups = []
+
     def set_node_error(self, error: FitError) -> None:
         """Record why the task does not fit one node."""
-        self.nodes[error.node_name] = error
+        if self._groups:
+            self._expand()
+        self._nodes[error.node_name] = error
+
+    def set_group_error(self, task_key: str, node_names: Sequence[str], reasons: Iterable[str]) -> None:
+        """Record the same reasons for many nodes (later records for a node win, as one by one)."""
+        self._groups.append((task_key, node_names, tuple(reasons)))
 
     def set_error(self, message: str) -> None:
         """Record a reason that applies to every node."""

@@ -116,10 +116,11 @@ class NodeClasses:
     """The nodes of a session grouped into classes, per plan, kept current as nodes change.
 
     Classes are built the first time a plan is asked for and brought up to
-    date lazily: every node whose tasks or resources changed must be
-    reported through :meth:`touch`.
+    date from ``log`` (the session's :attr:`~volcanolib.framework.session.Session.node_log`),
+    where every change to a node's tasks is recorded.
 
     :param nodes: the nodes, in the order ties are broken in.
+    :param log: names of changed nodes, appended to as nodes change.
     """
 
     __slots__ = ("_log", "_parts", "_position", "nodes")
@@ -127,20 +128,22 @@ class NodeClasses:
     #: Plans remembered before the grouping starts over.
     MAX_PLANS: Final = 64
 
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str]) -> None:
         self.nodes = nodes
         self._position = {node.name: i for i, node in enumerate(nodes)}
-        self._log: list[int] = []
+        self._log = log
         self._parts: dict[tuple[Hashable, ...], _Partition] = {}
 
-    def touch(self, name: str) -> None:
-        """Report that a node's tasks or resources changed."""
-        position = self._position.get(name)
-        if position is not None:
-            self._log.append(position)
+    def position(self, name: str) -> int | None:
+        """A node's place in :attr:`nodes`, or ``None`` for a node not among them."""
+        return self._position.get(name)
 
     def classes(self, plan: NodeClassPlan) -> dict[Hashable, SortedList[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""
+        return self.partition(plan).classes
+
+    def partition(self, plan: NodeClassPlan) -> _Partition:
+        """The current grouping of ``plan`` (its ``classes`` and each position's class ``key_of``)."""
         part = self._parts.get(plan.token)
         log = self._log
         if part is None:
@@ -149,10 +152,13 @@ class NodeClasses:
             part = self._parts[plan.token] = _Partition(plan, self.nodes, len(log))
         elif part.seen < len(log):
             nodes = self.nodes
-            for position in set(log[part.seen :]):
-                part.move(position, nodes[position])
+            where = self._position
+            for name in set(log[part.seen :]):
+                position = where.get(name)
+                if position is not None:
+                    part.move(position, nodes[position])
             part.seen = len(log)
-        return part.classes
+        return part
 
     @staticmethod
     def nth(groups: Sequence[SortedList[int]], rank: int) -> int:

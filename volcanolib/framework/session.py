@@ -167,6 +167,9 @@ class Session:
         self.evictions: list[tuple[TaskInfo, str]] = []
         #: Plugin failures recorded during the session.
         self.plugin_errors: list[PluginError] = []
+        #: Names of the nodes whose tasks changed since the snapshot, one entry per allocate or
+        #: deallocate event, oldest first; indexes over nodes read it to stay current.
+        self.node_log: list[str] = []
         self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
         self._compile()
 
@@ -391,11 +394,13 @@ class Session:
     # ------------------------------------------------------------------ events and status
 
     def fire_allocate(self, task: TaskInfo) -> None:
-        """Tell every plugin that a task took resources (``on_allocate``)."""
+        """Tell every plugin that a task took resources (``on_allocate``); log its node as changed."""
+        self.node_log.append(task.node_name)
         self._on_allocate(Event(task))
 
     def fire_deallocate(self, task: TaskInfo) -> None:
-        """Tell every plugin that a task gave resources back (``on_deallocate``)."""
+        """Tell every plugin that a task gave resources back (``on_deallocate``); log its node as changed."""
+        self.node_log.append(task.node_name)
         self._on_deallocate(Event(task))
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
