@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
+from sortedcontainers import SortedList
+
 from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
 from volcanolib.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from volcanolib.api.task import TaskInfo, TaskStatus
@@ -25,7 +27,9 @@ if TYPE_CHECKING:
     from volcanolib.framework.statement import Statement
 
 __all__ = [
+    "NODE_CLASSES_KEY",
     "PREDICATE_ERROR_CACHE_KEY",
+    "VictimNodes",
     "PredicateCache",
     "PriorityQueue",
     "build_victims_queue",
@@ -47,6 +51,8 @@ T = TypeVar("T")
 
 #: The action argument that switches the per-role predicate error cache.
 PREDICATE_ERROR_CACHE_KEY: Final = "predicateErrorCacheEnable"
+#: The action argument that switches checking one node per class of alike nodes (volcanolib's own).
+NODE_CLASSES_KEY: Final = "nodeClassesEnable"
 
 
 class PriorityQueue(Generic[T]):
@@ -221,6 +227,54 @@ class FitMemo:
                 entry[0] = [n for n in self.nodes if n.name in names]
             entry[3] = log_size
         return entry[0], entry[1], entry[2]
+
+
+class VictimNodes:
+    """Positions of the nodes that hold a task ``possible`` accepts, ascending, kept current from a node log.
+
+    Preempt and reclaim look for victims node by node; on a busy cluster most
+    nodes they pass have nothing left to evict. This index lets them skip
+    those without looking at their tasks. Call :meth:`refresh` before reading
+    :attr:`alive` when nodes may have changed.
+
+    :param nodes: the node list (positions refer to it).
+    :param log: names of changed nodes, appended to as nodes change (the
+        session's ``node_log``).
+    :param possible: whether a task might be a victim (a superset of every
+        victim filter the action applies).
+    """
+
+    __slots__ = ("_log", "_position", "_possible", "_seen", "alive", "nodes")
+
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str], possible: Callable[[TaskInfo], bool]) -> None:
+        self.nodes = nodes
+        self._log = log
+        self._seen = len(log)
+        self._possible = possible
+        self._position = {node.name: i for i, node in enumerate(nodes)}
+        #: Positions of the nodes with at least one possible victim.
+        self.alive: SortedList[int] = SortedList(i for i, node in enumerate(nodes) if self._holds(node))
+
+    def _holds(self, node: NodeInfo) -> bool:
+        possible = self._possible
+        return any(possible(task) for task in node.tasks.values())
+
+    def refresh(self) -> None:
+        """Bring :attr:`alive` up to date with the nodes changed since the last call."""
+        log = self._log
+        if self._seen == len(log):
+            return
+        alive = self.alive
+        for name in set(log[self._seen :]):
+            position = self._position.get(name)
+            if position is None:
+                continue
+            holds = self._holds(self.nodes[position])
+            if holds and position not in alive:
+                alive.add(position)
+            elif not holds and position in alive:
+                alive.remove(position)
+        self._seen = len(log)
 
 
 class PredicateCache:

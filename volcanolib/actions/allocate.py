@@ -11,11 +11,12 @@ without binding them; any other job's placements are undone.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar
 
 from sortedcontainers import SortedList
 
 from volcanolib.actions._util import (
+    NODE_CLASSES_KEY,
     PREDICATE_ERROR_CACHE_KEY,
     FitMemo,
     PredicateCache,
@@ -40,8 +41,6 @@ __all__ = ["Allocate"]
 
 log = logging.getLogger(__name__)
 
-#: The action argument that switches checking one node per class of alike nodes.
-NODE_CLASSES_KEY: Final = "nodeClassesEnable"
 
 
 class _Run:

@@ -10,14 +10,19 @@ cycle once its victims are gone.
 
 from __future__ import annotations
 
+import heapq
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from sortedcontainers import SortedList
+
 from volcanolib.actions._util import (
+    NODE_CLASSES_KEY,
     PREDICATE_ERROR_CACHE_KEY,
     PredicateCache,
     PriorityQueue,
+    VictimNodes,
     build_victims_queue,
     discard_quietly,
     fits_future_idle,
@@ -32,6 +37,7 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.status import Code
 
 if TYPE_CHECKING:
@@ -119,6 +125,7 @@ class Preempt:
         run = _PreemptRun(
             ssn,
             cache=PredicateCache(args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)),
+            classes=args.get_bool(NODE_CLASSES_KEY, True),
             topology_aware=args.get_bool(TOPOLOGY_AWARE_KEY, False),
             min_percentage=args.get_int(MIN_CANDIDATES_PERCENTAGE_KEY, 10),
             min_absolute=args.get_int(MIN_CANDIDATES_ABSOLUTE_KEY, 1),
@@ -135,6 +142,7 @@ class _PreemptRun:
         ssn: Session,
         *,
         cache: PredicateCache,
+        classes: bool,
         topology_aware: bool,
         min_percentage: int,
         min_absolute: int,
@@ -142,6 +150,10 @@ class _PreemptRun:
     ) -> None:
         self.ssn = ssn
         self.cache = cache
+        #: Nodes grouped into classes the plugins treat alike, when they say how.
+        self.classes = NodeClasses(ssn.node_list, ssn.node_log) if classes and not topology_aware else None
+        #: Nodes holding a running or bound task that may be preempted.
+        self.victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
         self.topology_aware = topology_aware
         self.min_percentage = min_percentage
         self.min_absolute = min_absolute
@@ -216,12 +228,57 @@ class _PreemptRun:
         if job is None:
             return False
         queue = ssn.queues[job.queue]
+        if self.classes is not None:
+            plan = ssn.node_class_plan(preemptor)
+            if plan is not None:
+                return self._normal(stmt, queue, preemptor, victim_filter, self._by_class(preemptor, plan))
         nodes = self.cache.filter(ssn, preemptor, ssn.node_list, FitErrors(), for_preempt=True)
         if not nodes:
             return False
         if self.topology_aware:
             return self._topology_aware(stmt, queue, preemptor, victim_filter, nodes)
-        return self._normal(stmt, queue, preemptor, victim_filter, nodes)
+        return self._normal(stmt, queue, preemptor, victim_filter, ssn.sorted_by_score(preemptor, nodes))
+
+    def _by_class(self, preemptor: TaskInfo, plan: NodeClassPlan) -> Iterator[NodeInfo]:
+        """The nodes :meth:`_normal` would try, in its order, checking and scoring one node per class.
+
+        Feasible nodes go by descending score, ties in node order, as
+        :meth:`Session.sorted_by_score` would sort them; left out are nodes
+        that hold no possible victim and cannot take the preemptor as they
+        are, which :meth:`_victims` would turn down.
+        """
+        ssn = self.ssn
+        assert self.classes is not None
+        part = self.classes.partition(plan)
+        nodes = self.classes.nodes
+        reps: list[NodeInfo] = []
+        members_of: dict[str, SortedList[int]] = {}
+        for members in part.classes.values():
+            rep = nodes[members[0]]
+            reps.append(rep)
+            members_of[rep.name] = members
+        passed = self.cache.filter(ssn, preemptor, reps, FitErrors(), for_preempt=True)
+        if not passed:
+            return
+        scores = ssn.node_scores(preemptor, passed)
+        levels: dict[float, list[NodeInfo]] = {}
+        for rep in passed:
+            levels.setdefault(scores[rep.name], []).append(rep)
+        index = self.victim_nodes
+        index.refresh()
+        key_of = part.key_of
+        for score in sorted(levels, reverse=True):
+            whole: list[SortedList[int]] = []
+            only_victims: set[Hashable] = set()
+            for rep in levels[score]:
+                members = members_of[rep.name]
+                if fits_future_idle(preemptor, rep):
+                    whole.append(members)
+                else:
+                    only_victims.add(key_of[members[0]])
+            holding = (p for p in index.alive if key_of[p] in only_victims) if only_victims else iter(())
+            for position in heapq.merge(*whole, holding):
+                yield nodes[position]
 
     def _eligible(self, preemptor: TaskInfo) -> bool:
         pod = preemptor.pod
@@ -264,10 +321,11 @@ class _PreemptRun:
         queue: QueueInfo,
         preemptor: TaskInfo,
         victim_filter: TaskFilter,
-        nodes: Sequence[NodeInfo],
+        nodes: Iterable[NodeInfo],
     ) -> bool:
+        """Evict on the first node, in the given order, where that makes ``preemptor`` fit."""
         ssn = self.ssn
-        for node in ssn.sorted_by_score(preemptor, nodes):
+        for node in nodes:
             victims = self._victims(preemptor, node, victim_filter)
             if victims is None:
                 continue
@@ -432,3 +490,7 @@ def _candidate_rank(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, in
     top = max(priorities)
     earliest = min(v.creation_timestamp for v, p in zip(victims, priorities, strict=True) if p == top)
     return (top, sum(p + _PRIORITY_OFFSET for p in priorities), len(victims), -earliest)
+
+
+def _possible_victim(task: TaskInfo) -> bool:
+    return (task.status is _RUNNING or task.status is _BOUND) and task.preemptable

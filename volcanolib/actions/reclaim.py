@@ -9,6 +9,7 @@ from volcanolib.actions._util import (
     PREDICATE_ERROR_CACHE_KEY,
     PredicateCache,
     PriorityQueue,
+    VictimNodes,
     build_victims_queue,
     discard_quietly,
     fits_future_idle,
@@ -74,6 +75,7 @@ class Reclaim:
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""
         enabled = ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        self._victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
@@ -136,10 +138,16 @@ class Reclaim:
     def _reclaim_for_task(
         self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, cache: PredicateCache
     ) -> bool:
-        nodes = cache.filter(ssn, task, ssn.node_list, FitErrors(), for_preempt=True)
-        for node in nodes:
+        # Nodes in order that pass the predicates; only those holding a running task can give any.
+        index = self._victim_nodes
+        index.refresh()
+        nodes = index.nodes
+        for position in index.alive:
+            node = nodes[position]
             candidates = self._candidates(ssn, job, node)
             if not candidates:
+                continue
+            if not cache.filter(ssn, task, [node], FitErrors(), for_preempt=True):
                 continue
             victims = ssn.reclaimable(task, candidates) or []
             if not validate_victims(task, node, victims):
@@ -164,6 +172,8 @@ class Reclaim:
                 raise
         return False
 
+    _victim_nodes: VictimNodes
+
     @staticmethod
     def _candidates(ssn: Session, job: JobInfo, node: NodeInfo) -> list[TaskInfo]:
         out = []
@@ -180,3 +190,7 @@ class Reclaim:
             if queue is not None and queue.is_reclaimable():
                 out.append(task)
         return out
+
+
+def _possible_victim(task: TaskInfo) -> bool:
+    return task.status is _RUNNING and task.preemptable
