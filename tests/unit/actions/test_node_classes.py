@@ -22,7 +22,7 @@ from volcanolib.framework.nodeclass import NodeClasses
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, run_session
 
 CONF = """
-actions: "enqueue, allocate, backfill"
+actions: "{actions}"
 tiers:
 - plugins:
   - name: priority
@@ -39,7 +39,12 @@ configurations:
 - name: allocate
   arguments:
     nodeClassesEnable: {enabled}
+- name: preempt
+  arguments:
+    nodeClassesEnable: {enabled}
 """
+ALLOCATE = "enqueue, allocate, backfill"
+PREEMPT = "enqueue, allocate, preempt, reclaim"
 
 SHAPES = [("4", "8Gi"), ("8", "16Gi"), ("8", "32Gi"), ("16", "64Gi")]
 ZONES = ["a", "b", "c"]
@@ -77,12 +82,18 @@ def random_cluster(seed: int) -> FakeCache:
         )
     nodes = [f"n{i:02d}" for i in range(count)]
     # Pods already running, so nodes start unlike.
-    cache.add_pod_group(build_pod_group("running", min_member=1, phase=PodGroupPhase.RUNNING))
-    for i in range(rng.randint(0, 16)):
+    for r in range(3):
+        cache.add_pod_group(
+            build_pod_group(
+                f"running{r}", min_member=1, phase=PodGroupPhase.RUNNING, queue=rng.choice(["default", "q2"])
+            )
+        )
+    for i in range(rng.randint(0, 24)):
         cache.add_task(
             build_task(
                 f"running-{i}",
-                job="running",
+                job=f"running{rng.randrange(3)}",
+                priority=0,
                 cpu=str(rng.choice([1, 2])),
                 memory="1Gi",
                 node=rng.choice(nodes),
@@ -127,9 +138,9 @@ def random_cluster(seed: int) -> FakeCache:
     return cache
 
 
-def decisions(seed: int, enabled: bool) -> tuple[Any, ...]:
+def decisions(seed: int, enabled: bool, actions: str = ALLOCATE) -> tuple[Any, ...]:
     cache = random_cluster(seed)
-    result = run_session(cache, CONF.format(enabled=str(enabled).lower()), seed=seed)
+    result = run_session(cache, CONF.format(actions=actions, enabled=str(enabled).lower()), seed=seed)
     assert result.session is not None
     errors = {
         uid: sorted((name, err.reasons) for name, err in fit.nodes.items())
@@ -138,6 +149,7 @@ def decisions(seed: int, enabled: bool) -> tuple[Any, ...]:
     }
     return (
         [(t.key, node) for t, node in result.binds],
+        [t.key for t, _ in result.evictions],
         sorted((t.key, node) for t, node in result.pipelined),
         errors,
     )
@@ -146,6 +158,16 @@ def decisions(seed: int, enabled: bool) -> tuple[Any, ...]:
 @pytest.mark.parametrize("seed", range(60))
 def test_classes_decide_like_every_node(seed: int) -> None:
     assert decisions(seed, True) == decisions(seed, False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_preemption_by_class_decides_like_every_node(seed: int) -> None:
+    assert decisions(seed, True, PREEMPT) == decisions(seed, False, PREEMPT)
+
+
+def test_some_random_clusters_preempt() -> None:
+    evicted = sum(len(decisions(seed, True, PREEMPT)[1]) for seed in range(20))
+    assert evicted > 5
 
 
 def test_some_random_clusters_bind_and_some_tie() -> None:
