@@ -43,9 +43,13 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmarks (results as JSON under bench-results/)."""
+    """The workloads W1..W4 at sizes S and M against Volcano v1.7 (results as JSON under bench-results/).
+
+    Extra arguments go to the runner: ``nox -s bench -- --sizes S,M,L`` adds
+    the large sizes, ``nox -s bench -- --format yaml,json`` times JSON loading too.
+    """
     session.install(*INSTALL)
-    session.run("python", "-m", "benchmarks", *(session.posargs or ["--all"]))
+    session.run("python", "-m", "benchmarks", "all", "--sizes", "S,M", *session.posargs)
 
 
 @nox.session

@@ -1,32 +1,138 @@
-"""Run benchmarks: ``python -m benchmarks ordering`` (more suites are added by the performance work)."""
+"""Run benchmarks: the scheduling workloads W1..W4, and the ordering micro-benchmark.
+
+Examples::
+
+    python -m benchmarks W1 M                 # one workload at one size
+    python -m benchmarks all --sizes S,M      # every workload at S and M (what nox -s bench runs)
+    python -m benchmarks W2 L --format json   # load a JSON dump instead of YAML
+    python -m benchmarks W1 S --profile w1.prof
+    python -m benchmarks ordering             # compiled dispatch against pm.hook
+
+Each workload runs in its own interpreter: the file is generated into
+benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
+and scheduled by one session of volcanolib.sim.run_scenario. A table compares
+the session time with Volcano v1.7's on the same workload; the records are
+written as JSON (bench-results/workloads.json unless --out says otherwise).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
 from pathlib import Path
+from typing import Any
+
+from benchmarks.workloads import FORMATS, GENERATED, WORKLOAD_SIZES, BenchmarkError, run_workload, selection, table
+
+SIZES = ("S", "M", "L")
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _profile_path(base: Path, label: str, many: bool) -> Path:
+    """``base`` itself for a single run; ``base`` with the run's label before the suffix otherwise."""
+    if not many:
+        return base
+    return base.with_name(f"{base.stem}-{label}{base.suffix or '.prof'}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("suite", nargs="*", default=["ordering"], help="ordering")
-    parser.add_argument("--all", action="store_true", help="run every suite")
-    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="where JSON results go")
+    """Parse the command line, run what it names, print the results and write them as JSON."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "suite",
+        nargs="*",
+        help="ordering, all, W1, W2, W3, W4, optionally followed by sizes S, M, L (default: ordering)",
+    )
+    parser.add_argument("--sizes", default="S,M", help="comma-separated sizes for the workloads (default S,M)")
+    parser.add_argument("--format", dest="formats", default="yaml", help="yaml, json, or yaml,json (default yaml)")
+    parser.add_argument("--seed", type=int, default=1, help="the workload generator's and the scheduler's seed")
+    parser.add_argument("--out", type=Path, help="the JSON file to write (default under bench-results/)")
+    parser.add_argument("--profile", type=Path, help="write a cProfile .prof of each workload's session")
+    parser.add_argument("--generated", type=Path, default=GENERATED, help="where workload files are generated")
+    parser.add_argument("--all", action="store_true", help="run the ordering benchmark and every workload")
     args = parser.parse_args(argv)
-    suites = ["ordering"] if args.all else args.suite
-    args.out.mkdir(parents=True, exist_ok=True)
-    for suite in suites:
-        if suite == "ordering":
-            from benchmarks import ordering
 
-            result = ordering.run()
+    tokens = list(args.suite)
+    if args.all:
+        tokens = ["ordering", "all", *tokens]
+    if not tokens:
+        tokens = ["ordering"]
+    run_ordering = False
+    workloads: list[str] = []
+    sizes: list[str] = []
+    for token in tokens:
+        if token == "ordering":
+            run_ordering = True
+        elif token == "all" or token.upper() in WORKLOAD_SIZES:
+            workloads.append(token if token == "all" else token.upper())
+        elif token.upper() in SIZES:
+            sizes.append(token.upper())
         else:
-            parser.error(f"unknown suite {suite!r}")
-        (args.out / f"{suite}.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+            parser.error(f"unknown suite {token!r} (expected ordering, all, W1..W4 or a size S, M, L)")
+    if sizes and not workloads:
+        parser.error("sizes given without a workload (e.g. W1 M)")
+    formats = _split(args.formats)
+    for fmt in formats:
+        if fmt not in FORMATS:
+            parser.error(f"unknown format {fmt!r} (expected yaml or json)")
+    try:
+        pairs = selection(workloads, sizes or [s.upper() for s in _split(args.sizes)]) if workloads else []
+    except BenchmarkError as exc:
+        parser.error(str(exc))
+
+    document: dict[str, Any] = {}
+    status = 0
+    if run_ordering:
+        from benchmarks import ordering
+
+        result = ordering.run()
         json.dump(result, sys.stdout, indent=2, sort_keys=True)
         print()
-    return 0
+        document = result
+    if pairs:
+        records: list[dict[str, Any]] = []
+        runs = [(w, s, fmt) for w, s in pairs for fmt in formats]
+        for workload, size, fmt in runs:
+            label = f"{workload}-{size}-{fmt}"
+            profile = None if args.profile is None else _profile_path(args.profile, label, len(runs) > 1)
+            print(f"running {workload}-{size} ({fmt}) ...", file=sys.stderr, flush=True)
+            try:
+                record = run_workload(
+                    workload, size, seed=args.seed, fmt=fmt, profile=profile, directory=args.generated
+                )
+            except BenchmarkError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                status = 1
+                continue
+            records.append(record)
+            print(
+                f"  load {record['load_seconds']:.3f} s, session {record['session_seconds']:.3f} s, "
+                f"{record['binds']} binds, {record['evictions']} evictions",
+                file=sys.stderr,
+                flush=True,
+            )
+        if records:
+            print(table(records))
+        workloads_doc: dict[str, Any] = {
+            "python": platform.python_version(),
+            "python_implementation": platform.python_implementation(),
+            "platform": platform.platform(terse=True),
+            "seed": args.seed,
+            "results": records,
+        }
+        document = {**workloads_doc, "ordering": document} if run_ordering else workloads_doc
+    out = args.out or Path("bench-results") / ("workloads.json" if pairs else "ordering.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"results written to {out}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

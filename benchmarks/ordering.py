@@ -129,7 +129,7 @@ def run(jobs: int = 2000, repeat: int = 7, seed: int = 1) -> dict[str, Any]:
     by_key = sorted(keyed_items, key=keyed.job_key)
     assert [j.uid for j in by_hook] == [j.uid for j in by_cmp] == [j.uid for j in by_key], "orders disagree"
 
-    result = {
+    result: dict[str, Any] = {
         "jobs": jobs,
         "tiers": "2 tiers x 3 plugins",
         "pm_hook_ms": _median_ms(lambda: sorted(items, key=functools.cmp_to_key(via_pm_hook)), repeat),

@@ -1,0 +1,279 @@
+"""The scheduling workloads W1..W4: generate them, run each in its own interpreter, tabulate against Volcano.
+
+:func:`ensure_workload` writes a workload with :mod:`benchmarks.gen_workload`
+into ``benchmarks/_generated/`` unless an up-to-date copy is there, and
+converts it to JSON once when the JSON format is asked for.
+:func:`run_workload` starts ``python -m benchmarks.measure`` on it in a fresh
+subprocess (so that peak memory figures do not mix) and returns its record
+with the Volcano v1.7 anchor attached; :func:`table` prints records side by
+side with the anchors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from benchmarks import gen_workload
+
+__all__ = [
+    "ANCHORS",
+    "GENERATED",
+    "WORKLOAD_SIZES",
+    "Anchor",
+    "BenchmarkError",
+    "ensure_workload",
+    "run_workload",
+    "selection",
+    "table",
+]
+
+HERE: Final = Path(__file__).resolve().parent
+#: Where generated workload files go (ignored by git and ruff).
+GENERATED: Final = HERE / "_generated"
+#: Workload -> the sizes it has.
+WORKLOAD_SIZES: Final = dict(gen_workload.WORKLOAD_SIZES)
+FORMATS: Final = ("yaml", "json")
+
+
+class BenchmarkError(Exception):
+    """A benchmark could not be prepared or run (the message is one line)."""
+
+
+class Anchor(NamedTuple):
+    """What Volcano v1.7 measured on the same workload: one session, in seconds."""
+
+    seconds: float
+    #: Whether the figure is an estimate rather than a measurement.
+    estimated: bool = False
+    #: Volcano's bind count, where it was recorded.
+    binds: int | None = None
+
+
+#: (workload, size) -> Volcano v1.7's session time on it.
+ANCHORS: Final[dict[tuple[str, str], Anchor]] = {
+    ("W1", "S"): Anchor(0.82),
+    ("W1", "M"): Anchor(69.0),
+    ("W1", "L"): Anchor(1740.0, estimated=True),
+    ("W2", "S"): Anchor(0.32),
+    ("W2", "M"): Anchor(32.0, binds=7223),
+    ("W3", "S"): Anchor(0.15),
+    ("W3", "M"): Anchor(11.8),
+    ("W4", "S"): Anchor(0.036),
+    ("W4", "M"): Anchor(0.97),
+}
+
+
+def selection(workloads: Sequence[str], sizes: Sequence[str]) -> list[tuple[str, str]]:
+    """The (workload, size) pairs to run: each workload at each of ``sizes`` it has, in order.
+
+    ``all`` stands for every workload.
+
+    :raises BenchmarkError: for an unknown workload or size, or when nothing is left.
+    """
+    names: list[str] = []
+    for name in workloads:
+        for item in sorted(WORKLOAD_SIZES) if name == "all" else [name.upper()]:
+            if item not in WORKLOAD_SIZES:
+                raise BenchmarkError(f"unknown workload {name!r} (expected one of {', '.join(sorted(WORKLOAD_SIZES))})")
+            if item not in names:
+                names.append(item)
+    for size in sizes:
+        if size not in gen_workload.SIZES:
+            raise BenchmarkError(f"unknown size {size!r} (expected S, M or L)")
+    pairs = [(w, s) for w in names for s in sizes if s in WORKLOAD_SIZES[w]]
+    if not pairs:
+        raise BenchmarkError(f"no workload among {', '.join(names)} has size {', '.join(sizes)}")
+    return pairs
+
+
+def _fresh(path: Path, *sources: Path) -> bool:
+    """Whether ``path`` exists and is newer than every one of ``sources``."""
+    if not path.exists():
+        return False
+    mtime = path.stat().st_mtime
+    return all(mtime >= source.stat().st_mtime for source in sources)
+
+
+def _atomic_write(path: Path, write: Any) -> None:
+    """Call ``write(tmp_path)`` then move the file into place, so a half-written file is never left behind."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml", directory: Path = GENERATED) -> Path:
+    """The workload's file in ``directory``, generated (or converted to JSON) first when missing or stale.
+
+    A file is stale when the generator is newer than it; the JSON copy is
+    stale when its YAML is newer. The JSON copy is the scenario mapping, read
+    with :func:`volcanolib.kube.read_documents` and written with :mod:`json`.
+    """
+    if fmt not in FORMATS:
+        raise BenchmarkError(f"unknown format {fmt!r} (expected yaml or json)")
+    if size not in WORKLOAD_SIZES.get(workload, ""):
+        raise BenchmarkError(f"{workload} has no size {size!r}")
+    directory.mkdir(parents=True, exist_ok=True)
+    yaml_path = directory / f"{workload}-{size}-seed{seed}.yaml"
+    generator = Path(gen_workload.__file__)
+    if not _fresh(yaml_path, generator):
+        _atomic_write(yaml_path, lambda tmp: gen_workload.write(workload, size, seed, tmp))
+    if fmt == "yaml":
+        return yaml_path
+    json_path = yaml_path.with_suffix(".json")
+    if not _fresh(json_path, yaml_path):
+        from volcanolib.kube import read_documents
+
+        (doc,) = read_documents(yaml_path)
+
+        def dump(tmp: str) -> None:
+            with open(tmp, "w", encoding="utf-8") as out:
+                json.dump(doc, out)
+                out.write("\n")
+
+        _atomic_write(json_path, dump)
+    return json_path
+
+
+def run_workload(
+    workload: str,
+    size: str,
+    *,
+    seed: int = 1,
+    fmt: str = "yaml",
+    profile: Path | None = None,
+    directory: Path = GENERATED,
+) -> dict[str, Any]:
+    """Run one workload in a fresh ``python -m benchmarks.measure`` subprocess; return its record.
+
+    The record gets ``anchor_seconds``, ``anchor_estimated``, ``anchor_binds``
+    and ``ratio`` (our session time divided by Volcano's; below 1 is faster)
+    when the workload has a Volcano anchor.
+
+    :raises BenchmarkError: when the subprocess fails (its last error line is quoted).
+    """
+    path = ensure_workload(workload, size, seed=seed, fmt=fmt, directory=directory)
+    with tempfile.TemporaryDirectory(prefix="volcanolib-bench-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.measure",
+            str(path),
+            "--workload",
+            workload,
+            "--size",
+            size,
+            "--format",
+            fmt,
+            "--seed",
+            str(seed),
+            "--result",
+            str(result_path),
+        ]
+        if profile is not None:
+            command += ["--profile", str(profile)]
+        env = dict(os.environ)
+        root = str(HERE.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        proc = subprocess.run(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if proc.returncode != 0 or not result_path.exists():
+            lines = [line for line in proc.stderr.splitlines() if line.strip()]
+            last = lines[-1].strip() if lines else f"exit status {proc.returncode}"
+            raise BenchmarkError(f"{workload}-{size} ({fmt}) failed: {last}")
+        record: dict[str, Any] = json.loads(result_path.read_text())
+    anchor = ANCHORS.get((workload, size))
+    record["anchor_seconds"] = anchor.seconds if anchor else None
+    record["anchor_estimated"] = anchor.estimated if anchor else None
+    record["anchor_binds"] = anchor.binds if anchor else None
+    record["ratio"] = round(record["session_seconds"] / anchor.seconds, 5) if anchor else None
+    return record
+
+
+def _seconds(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def table(records: Sequence[dict[str, Any]]) -> str:
+    """The records as a readable table, Volcano v1.7's session time and our ratio to it beside ours.
+
+    Times are seconds. ``load`` is reading the file into the model, ``cache``
+    feeding the model to the cache; the session is ``snapshot`` + ``open`` +
+    the actions + ``close``. ``ours/v1.7`` is our session time divided by
+    Volcano's (below 1 is faster); ``~`` marks an estimated anchor.
+    """
+    head = (
+        "workload",
+        "fmt",
+        "nodes",
+        "pods",
+        "load",
+        "cache",
+        "snapshot",
+        "open",
+        "actions",
+        "close",
+        "session",
+        "v1.7",
+        "ours/v1.7",
+        "binds",
+        "evictions",
+        "pipelined",
+        "peak MiB",
+    )
+    rows: list[tuple[str, ...]] = []
+    for r in records:
+        anchor = r.get("anchor_seconds")
+        binds = str(r["binds"])
+        if r.get("anchor_binds") is not None:
+            binds += f" (v1.7 {r['anchor_binds']})"
+        rows.append(
+            (
+                f"{r['workload']}-{r['size']}",
+                r["format"],
+                str(r["nodes"]),
+                str(r["pods"]),
+                _seconds(r["load_seconds"]),
+                _seconds(r["cache_seconds"]),
+                _seconds(r["snapshot_seconds"]),
+                _seconds(r["open_seconds"]),
+                _seconds(sum(r["actions"].values())),
+                _seconds(r["close_seconds"]),
+                _seconds(r["session_seconds"]),
+                "-" if anchor is None else ("~" if r.get("anchor_estimated") else "") + _seconds(anchor),
+                "-" if r.get("ratio") is None else f"{r['ratio']:.4f}",
+                binds,
+                str(r["evictions"]),
+                str(r["pipelined"]),
+                f"{r['peak_rss_mib']:.0f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    lines = [
+        "  ".join(
+            cell.rjust(w) if i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [head, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for r in records:
+        split = ", ".join(f"{name} {_seconds(sec)}" for name, sec in r["actions"].items())
+        lines.append(f"{r['workload']}-{r['size']} ({r['format']}) actions: {split}")
+    return "\n".join(lines)

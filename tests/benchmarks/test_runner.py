@@ -1,0 +1,153 @@
+"""The benchmark runner: records carry every field, W1-S binds every pod, W4-S evicts; JSON and YAML agree.
+
+Figures are measured here, never asserted: only counts and the shape of the records are checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the benchmarks package lives beside volcanolib, uninstalled
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import __main__ as cli  # noqa: E402
+from benchmarks.workloads import ANCHORS, BenchmarkError, ensure_workload, selection, table  # noqa: E402
+from volcanolib.kube import read_documents  # noqa: E402
+from volcanolib.sim import load_scenario, run_scenario  # noqa: E402
+
+RECORD_FIELDS = {
+    "workload",
+    "size",
+    "format",
+    "nodes",
+    "pods",
+    "load_seconds",
+    "cache_seconds",
+    "snapshot_seconds",
+    "open_seconds",
+    "actions",
+    "close_seconds",
+    "session_seconds",
+    "binds",
+    "evictions",
+    "pipelined",
+    "peak_rss_mib",
+    "python",
+    "anchor_seconds",
+    "ratio",
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
+    """``python -m benchmarks W1 W4 S`` (each workload in its own subprocess), with its JSON and printed table."""
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "results.json"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = cli.main(["W1", "W4", "S", "--out", str(out), "--generated", str(tmp / "gen")])
+    assert status == 0, stderr.getvalue()
+    return json.loads(out.read_text()), stdout.getvalue(), tmp
+
+
+def test_records_have_every_field(run: tuple[dict[str, Any], str, Path]) -> None:
+    document, _, _ = run
+    assert document["python"]
+    records = document["results"]
+    assert [(r["workload"], r["size"], r["format"]) for r in records] == [("W1", "S", "yaml"), ("W4", "S", "yaml")]
+    for record in records:
+        assert not RECORD_FIELDS - set(record), RECORD_FIELDS - set(record)
+        assert record["anchor_seconds"] == ANCHORS[(record["workload"], record["size"])].seconds
+        assert record["peak_rss_mib"] > 0
+        assert record["session_seconds"] >= 0
+
+
+def test_w1_small_binds_every_pod(run: tuple[dict[str, Any], str, Path]) -> None:
+    (w1,) = [r for r in run[0]["results"] if r["workload"] == "W1"]
+    assert (w1["nodes"], w1["pods"]) == (100, 1000)
+    assert w1["binds"] == w1["pods"] == 1000
+    assert w1["evictions"] == 0
+    assert set(w1["actions"]) == {"enqueue", "allocate", "backfill"}
+
+
+def test_w4_small_reclaims(run: tuple[dict[str, Any], str, Path]) -> None:
+    (w4,) = [r for r in run[0]["results"] if r["workload"] == "W4"]
+    assert w4["evictions"] > 0
+    assert "reclaim" in w4["actions"]
+
+
+def test_table_shows_the_anchor_beside_each_workload(run: tuple[dict[str, Any], str, Path]) -> None:
+    _, printed, _ = run
+    assert "v1.7" in printed and "ours/v1.7" in printed
+    w1_row = next(line for line in printed.splitlines() if line.startswith("W1-S "))
+    assert "0.820" in w1_row
+
+
+def test_generated_files_are_reused(run: tuple[dict[str, Any], str, Path]) -> None:
+    gen = run[2] / "gen"
+    path = gen / "W1-S-seed1.yaml"
+    mtime = path.stat().st_mtime_ns
+    assert ensure_workload("W1", "S", directory=gen) == path
+    assert path.stat().st_mtime_ns == mtime
+
+
+def test_selection() -> None:
+    assert selection(["all"], ["S", "M"])[:2] == [("W1", "S"), ("W1", "M")]
+    assert ("W3", "L") not in selection(["all"], ["L"])
+    assert selection(["w2"], ["L"]) == [("W2", "L")]
+    with pytest.raises(BenchmarkError, match="unknown workload"):
+        selection(["W9"], ["S"])
+    with pytest.raises(BenchmarkError, match="no workload"):
+        selection(["W3"], ["L"])
+
+
+def test_bad_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["W9"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "unknown suite 'W9'" in err
+
+
+def test_table_without_anchor() -> None:
+    record = {
+        "workload": "W2",
+        "size": "L",
+        "format": "json",
+        "nodes": 1,
+        "pods": 2,
+        "load_seconds": 1.5,
+        "cache_seconds": 0.1,
+        "snapshot_seconds": 0.1,
+        "open_seconds": 0.1,
+        "actions": {"allocate": 12.3},
+        "close_seconds": 0.1,
+        "session_seconds": 123.4,
+        "binds": 2,
+        "evictions": 0,
+        "pipelined": 0,
+        "peak_rss_mib": 10.0,
+        "anchor_seconds": None,
+        "ratio": None,
+    }
+    text = table([record])
+    assert "W2-L" in text and "allocate 12.3" in text
+
+
+@pytest.mark.parametrize("workload", ["W1", "W4"])
+def test_json_dump_gives_the_yaml_result(tmp_path: Path, workload: str) -> None:
+    yaml_path = ensure_workload(workload, "S", directory=tmp_path)
+    json_path = ensure_workload(workload, "S", fmt="json", directory=tmp_path)
+    assert json_path.suffix == ".json" and json_path.read_text().startswith("{")
+    assert read_documents(json_path) == read_documents(yaml_path)
+    from_yaml = run_scenario(load_scenario([yaml_path]), sessions=1, seed=1)
+    from_json = run_scenario(load_scenario([json_path]), sessions=1, seed=1)
+    assert from_json.to_dict() == from_yaml.to_dict()
+    assert from_yaml.binds or from_yaml.evictions
