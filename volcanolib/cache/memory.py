@@ -14,7 +14,7 @@ from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
-from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus, in_statuses
+from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus, allocated_status, in_statuses
 from volcanolib.cache.protocol import Binder, Evictor, StatusUpdater
 from volcanolib.errors import CacheError
 
@@ -292,7 +292,16 @@ class InMemoryCache:
 
     @_locked
     def bind(self, tasks: Sequence[TaskInfo]) -> None:
-        """Bind tasks through the binder; a failed bind returns the task to Pending."""
+        """Bind tasks through the binder; a failed bind returns the task to Pending.
+
+        A task is refused (a ``FailedScheduling`` event, the task stays as
+        the cache has it) when it or its node no longer exists, the node is
+        not ready, the task is no longer Pending (already placed or finished:
+        it is never bound twice), or the node's idle resources no longer fit
+        it. A task the binder reports as failed, or every task of a batch
+        when the binder raises, goes back to Pending with a ``FailedBinding``
+        event and is scheduled again in a later cycle.
+        """
         placed: list[TaskInfo] = []
         for task in tasks:
             own = self._tasks.get(task.uid)
@@ -302,6 +311,17 @@ class InMemoryCache:
                 continue
             if own.node_name:
                 self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"already on node {own.node_name}")
+                continue
+            if own.status is not TaskStatus.PENDING:
+                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"task is {own.status}, not Pending")
+                continue
+            if not node.ready:
+                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"node {node.name} is not ready")
+                continue
+            if not own.resreq.less_equal(node.idle):
+                self._record(
+                    "Warning", f"Pod {task.key}", "FailedScheduling", f"node {node.name} no longer has room for it"
+                )
                 continue
             own.node_name = task.node_name
             self._set_status(own, TaskStatus.BINDING)
@@ -313,18 +333,18 @@ class InMemoryCache:
             failed = list(self.binder.bind(placed))
         except Exception as exc:  # a binder that raises fails the whole batch
             log.warning("binder failed: %s", exc)
+            self._record("Warning", "Binder", "FailedBinding", f"binder raised {type(exc).__name__}: {exc}")
             failed = placed
-        failed_ids = {id(t) for t in failed}
+        failed_uids = {t.uid for t in failed}
         for own in placed:
-            if id(own) in failed_ids or own.uid in {t.uid for t in failed}:
-                node = self._nodes[own.node_name]
+            node = self._nodes[own.node_name]
+            if own.uid in failed_uids:
                 node.remove_task(own)
                 self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed")
                 own.node_name = ""
                 self._set_status(own, TaskStatus.PENDING)
             else:
                 self._set_status(own, TaskStatus.BOUND)
-                node = self._nodes[own.node_name]
                 node.update_task(own)
                 self._record(
                     "Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}"
@@ -334,11 +354,15 @@ class InMemoryCache:
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Evict a task through the evictor; it is Releasing until :meth:`finish_evictions`.
 
-        :raises CacheError: when the task is unknown or the evictor fails.
+        :raises CacheError: when the task is unknown, not placed, already
+            being evicted or finished (a task is never evicted twice), or the
+            evictor fails; the cache then keeps the task as it was.
         """
         own = self._tasks.get(task.uid)
         if own is None or not own.node_name:
             raise CacheError(f"cannot evict {task.key}: not placed")
+        if own.status is TaskStatus.RELEASING or in_statuses(own.status, COMPLETED_STATUSES):
+            raise CacheError(f"cannot evict {task.key}: it is {own.status}")
         try:
             self.evictor.evict(own, reason)
         except Exception as exc:
@@ -406,3 +430,63 @@ class InMemoryCache:
         self._set_status(task, status)
         if node is not None and task.node_name and not in_statuses(status, COMPLETED_STATUSES):
             node.add_task(task)
+
+    # ------------------------------------------------------------------ self-check
+
+    @_locked
+    def consistency_problems(self, *, capacity: bool = True) -> list[str]:
+        """What is inconsistent in the cache's bookkeeping; empty when all is well.
+
+        Checked: every node's ``idle + used == allocatable`` on every
+        dimension, its ``used`` is the sum of its tasks' requests and its
+        ``releasing`` that of its Releasing tasks; every task is on at most
+        one node, on exactly the one it names when it holds resources, and
+        in exactly one status bucket of its job. With ``capacity``, also
+        that no ready node holds more than its allocatable on any dimension.
+        """
+        problems: list[str] = []
+        where: dict[str, str] = {}
+        for name, node in self._nodes.items():
+            total = node.idle.clone().add(node.used)
+            if total != node.allocatable:
+                problems.append(f"node {name}: idle + used {total} != allocatable {node.allocatable}")
+            used, releasing = Resource(), Resource()
+            for key, task in node.tasks.items():
+                used.add(task.resreq)
+                if node.accounted_status(task) is TaskStatus.RELEASING:
+                    releasing.add(task.resreq)
+                own = self._tasks.get(task.uid)
+                if own is not task:
+                    problems.append(f"node {name}: holds {key}, which the cache does not know")
+                if task.node_name != name:
+                    problems.append(f"node {name}: holds {key}, which names node {task.node_name!r}")
+                if not allocated_status(task.status) and task.status is not TaskStatus.RELEASING:
+                    problems.append(f"node {name}: holds {key}, which is {task.status}")
+                if node.accounted_status(task) is not task.status:
+                    problems.append(f"node {name}: {key} accounted as {node.accounted_status(task)}, is {task.status}")
+                other = where.setdefault(key, name)
+                if other != name:
+                    problems.append(f"task {key} is on nodes {other} and {name}")
+            if used != node.used:
+                problems.append(f"node {name}: used {node.used} != the sum of its tasks' requests {used}")
+            if releasing != node.releasing:
+                problems.append(f"node {name}: releasing {node.releasing} != its releasing tasks' {releasing}")
+            if capacity and node.ready:
+                for dim in node.used.all_names():
+                    if node.used.get(dim) > node.allocatable.get(dim):
+                        problems.append(f"node {name}: holds more {dim} than allocatable: {node.used}")
+        for task in self._tasks.values():
+            holds = allocated_status(task.status) or task.status is TaskStatus.RELEASING
+            if holds and task.key not in where:
+                problems.append(f"task {task.key} is {task.status} on {task.node_name!r} but on no node")
+            if task.status is TaskStatus.PENDING and task.node_name:
+                problems.append(f"task {task.key} is Pending but names node {task.node_name}")
+        for job in self._jobs.values():
+            buckets = [uid for bucket in job.task_status_index.values() for uid in bucket]
+            if sorted(buckets) != sorted(job.tasks):
+                problems.append(f"job {job.uid}: status buckets do not hold each task exactly once")
+            for status, bucket in job.task_status_index.items():
+                for uid, task in bucket.items():
+                    if task.status is not status or job.tasks.get(uid) is not task:
+                        problems.append(f"job {job.uid}: {task.key} in the {status} bucket is {task.status}")
+        return problems

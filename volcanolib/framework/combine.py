@@ -8,12 +8,18 @@ nothing.
 
 An exception raised by a plugin function is re-raised as
 :class:`~volcanolib.errors.PluginError` naming the plugin and the hook; the
-``try`` blocks cost nothing while no exception is raised.
+``try`` blocks cost nothing while no exception is raised. Orders given an
+``on_error`` callback report the failure to it instead and treat the failing
+plugin as having no opinion, so one broken comparison cannot stop a sort.
+Notifications (``call_all``) reach every plugin even when one of them fails,
+then raise the first failure, so plugins that keep books from allocate and
+deallocate events stay in step with each other.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
@@ -43,8 +49,36 @@ Entry: TypeAlias = tuple[str, Callable[..., Any]]
 #: Implementations of one hook, tier by tier, in configuration order.
 Table: TypeAlias = tuple[tuple[Entry, ...], ...]
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SUCCESS: Final = Status.success()
+#: Receives a plugin failure that an order recovered from.
+OnError: TypeAlias = Callable[[PluginError], None]
+
+
+class _Last:
+    """The key of an item whose plugin key failed: after every other key, equal to itself."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return other is self
+
+    def __gt__(self, other: object) -> bool:
+        return other is not self
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "<key failed>"
+
+
+#: Stands for a plugin key that could not be computed; sorts last.
+KEY_FAILED: Final = _Last()
 
 
 def _flat(table: Table) -> tuple[Entry, ...]:
@@ -66,8 +100,13 @@ def _entries(table: Table) -> Iterator[Entry]:
 # ---------------------------------------------------------------------------- orders
 
 
-def first_nonzero(hook: str, table: Table, fallback: Callable[[T, T], int]) -> Callable[[T, T], int]:
-    """``first_nonzero``: the first non-zero comparison in tier order, else ``fallback``."""
+def first_nonzero(
+    hook: str, table: Table, fallback: Callable[[T, T], int], on_error: OnError | None = None
+) -> Callable[[T, T], int]:
+    """``first_nonzero``: the first non-zero comparison in tier order, else ``fallback``.
+
+    :param on_error: when given, a failing plugin is reported to it and abstains.
+    """
     entries = _flat(table)
     if not entries:
         return fallback
@@ -77,7 +116,10 @@ def first_nonzero(hook: str, table: Table, fallback: Callable[[T, T], int]) -> C
             try:
                 result = fn(left, right)
             except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+                if on_error is None:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                on_error(plugin_failure(plugin, hook, exc))
+                continue
             if result:
                 return -1 if result < 0 else 1
         return fallback(left, right)
@@ -85,8 +127,11 @@ def first_nonzero(hook: str, table: Table, fallback: Callable[[T, T], int]) -> C
     return compare
 
 
-def first_nonzero_args(hook: str, table: Table) -> Callable[..., int]:
-    """``first_nonzero`` for comparisons with extra arguments; 0 when every plugin abstains."""
+def first_nonzero_args(hook: str, table: Table, on_error: OnError | None = None) -> Callable[..., int]:
+    """``first_nonzero`` for comparisons with extra arguments; 0 when every plugin abstains.
+
+    :param on_error: when given, a failing plugin is reported to it and abstains.
+    """
     entries = _flat(table)
 
     def compare(*args: Any) -> int:
@@ -94,7 +139,10 @@ def first_nonzero_args(hook: str, table: Table) -> Callable[..., int]:
             try:
                 result = fn(*args)
             except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+                if on_error is None:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                on_error(plugin_failure(plugin, hook, exc))
+                continue
             if result:
                 return -1 if result < 0 else 1
         return 0
@@ -102,21 +150,48 @@ def first_nonzero_args(hook: str, table: Table) -> Callable[..., int]:
     return compare
 
 
-def key_tuple(hook: str, table: Table, fallback: Callable[[T], tuple[Any, ...]]) -> Callable[[T], tuple[Any, ...]]:
-    """``first_nonzero`` as a key: the plugins' keys in tier order, then ``fallback``'s."""
-    fns = tuple(fn for _, fn in _flat(table))
+def key_tuple(
+    hook: str, table: Table, fallback: Callable[[T], tuple[Any, ...]], on_error: OnError | None = None
+) -> Callable[[T], tuple[Any, ...]]:
+    """``first_nonzero`` as a key: the plugins' keys in tier order, then ``fallback``'s.
+
+    :param on_error: when given, a failing plugin is reported to it and its
+        key for that item is :data:`KEY_FAILED` (after every other key);
+        otherwise the failure is raised as a :class:`PluginError`.
+    """
+    entries = _flat(table)
+    fns = tuple(fn for _, fn in entries)
     if not fns:
         return fallback
+
+    def recover(item: T) -> tuple[Any, ...]:
+        parts: list[Any] = []
+        for plugin, fn in entries:
+            try:
+                parts.append(fn(item))
+            except Exception as exc:
+                if on_error is None:
+                    raise plugin_failure(plugin, hook, exc) from exc
+                on_error(plugin_failure(plugin, hook, exc))
+                parts.append(KEY_FAILED)
+        return (*parts, *fallback(item))
+
     if len(fns) == 1:
         (only,) = fns
 
         def key1(item: T) -> tuple[Any, ...]:
-            return (only(item), *fallback(item))
+            try:
+                return (only(item), *fallback(item))
+            except Exception:
+                return recover(item)
 
         return key1
 
     def key(item: T) -> tuple[Any, ...]:
-        return (*[fn(item) for fn in fns], *fallback(item))
+        try:
+            return (*[fn(item) for fn in fns], *fallback(item))
+        except Exception:
+            return recover(item)
 
     return key
 
@@ -325,7 +400,11 @@ def tier_decides(hook: str, table: Table) -> Callable[[Any], bool]:
 
 
 def call_all(hook: str, table: Table) -> Callable[..., None]:
-    """``call_all``: call every implementation in tier order, for its side effects."""
+    """``call_all``: call every implementation in tier order, for its side effects.
+
+    A failing implementation does not stop the others; the first failure is
+    raised once all have been called.
+    """
     entries = _flat(table)
     if not entries:
         return lambda *args: None
@@ -341,10 +420,21 @@ def call_all(hook: str, table: Table) -> Callable[..., None]:
         return call_one
 
     def call(*args: Any) -> None:
-        for plugin, fn in entries:
+        for index, (_, fn) in enumerate(entries):
             try:
                 fn(*args)
             except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+                _call_rest(entries, index, hook, args, exc)
 
     return call
+
+
+def _call_rest(entries: tuple[Entry, ...], failed: int, hook: str, args: tuple[Any, ...], exc: Exception) -> None:
+    """After entry ``failed`` raised ``exc``, call the entries after it, then raise the first failure."""
+    first = plugin_failure(entries[failed][0], hook, exc)
+    for plugin, fn in entries[failed + 1 :]:
+        try:
+            fn(*args)
+        except Exception as again:
+            log.error("%s (after an earlier failure in the same call)", plugin_failure(plugin, hook, again))
+    raise first from exc

@@ -18,7 +18,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
 from volcanolib.api.cluster import ClusterInfo
@@ -39,7 +39,7 @@ from volcanolib.framework import combine
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
 from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
-from volcanolib.framework.statement import Statement
+from volcanolib.framework.statement import Operation, Statement
 from volcanolib.framework.status import Code, Event, Status
 
 if TYPE_CHECKING:
@@ -224,14 +224,23 @@ class Session:
                 elif option.name in cmps:
                     merged.append((option.name, cmps[option.name], False))
         if all(is_key for _, _, is_key in merged):
-            key = combine.key_tuple(f"{hook}_key", ((tuple((p, f) for p, f, _ in merged)),), fallback_key)
+            key = combine.key_tuple(
+                f"{hook}_key", ((tuple((p, f) for p, f, _ in merged)),), fallback_key, self._order_failed
+            )
             return _key_compare(key), key
         entries = tuple((p, _key_compare(f) if is_key else f) for p, f, is_key in merged)
-        compare = combine.first_nonzero(hook, (entries,), fallback)
+        compare = combine.first_nonzero(hook, (entries,), fallback, self._order_failed)
         return compare, functools.cmp_to_key(compare)
+
+    def _order_failed(self, err: PluginError) -> None:
+        """An order plugin failed: it abstains from that comparison; recorded once per plugin and hook."""
+        if (err.plugin, err.hook) not in self._order_faults:
+            self._order_faults.add((err.plugin, err.hook))
+            self.record_plugin_error(err)
 
     def _compile(self) -> None:
         t = self._table
+        self._order_faults: set[tuple[str | None, str | None]] = set()
         #: Compare two jobs (<0: left first). Rule ``first_nonzero``, then creation time and uid.
         self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
         #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
@@ -241,9 +250,9 @@ class Session:
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
         self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
-            "namespace_order", t("namespace_order"), _cmp
+            "namespace_order", t("namespace_order"), _cmp, self._order_failed
         )
-        victim_queue = combine.first_nonzero_args("victim_queue_order", t("victim_queue_order"))
+        victim_queue = combine.first_nonzero_args("victim_queue_order", t("victim_queue_order"), self._order_failed)
         compare_queues = self.compare_queues
 
         def compare_victim_queues(left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
@@ -459,9 +468,19 @@ class Session:
             self.set_task_status(task, TaskStatus.PENDING)
             task.node_name = ""
             raise
-        self.fire_allocate(task)
         job = self.jobs.get(task.job)
-        if job is not None and self.job_ready(job):
+        try:
+            self.fire_allocate(task)
+            ready = job is not None and self.job_ready(job)
+        except PluginError:
+            # A plugin failed on this placement: undo it, as a statement's discard would.
+            undo = Statement(self)
+            undo.operations.append((Operation.ALLOCATE, task, ""))
+            with suppress(PluginError):  # the first failure is the one reported
+                undo.discard()
+            raise
+        if ready:
+            assert job is not None
             self.dispatch(list(job.tasks_in(TaskStatus.ALLOCATED)))
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
@@ -621,7 +640,7 @@ class Session:
             if answer is None:
                 return None
             tokens.append((plugin, answer.token))
-            keys.append(answer.key)
+            keys.append(_guarded_key(plugin, answer.key))
         return NodeClassPlan(tuple(tokens), tuple(keys))
 
     def has_scorers(self) -> bool:
@@ -667,6 +686,18 @@ class Session:
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""
         return [self.nodes[n] for n in names if n in self.nodes]
+
+
+def _guarded_key(plugin: str, key: Callable[[NodeInfo], Hashable]) -> Callable[[NodeInfo], Hashable]:
+    """A plugin's node class key function whose failure is a :class:`PluginError` naming the plugin."""
+
+    def guarded(node: NodeInfo) -> Hashable:
+        try:
+            return key(node)
+        except Exception as exc:
+            raise combine.plugin_failure(plugin, "node_class_key", exc) from exc
+
+    return guarded
 
 
 def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:

@@ -14,7 +14,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.errors import CacheError
+from volcanolib.errors import CacheError, PluginError
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -120,17 +120,25 @@ class Statement:
             ssn.dispatch(binds)
 
     def discard(self) -> None:
-        """Undo every recorded operation, newest first."""
+        """Undo every recorded operation, newest first.
+
+        A plugin failing on the undo events does not stop the undo: every
+        operation is undone, then the first :class:`PluginError` is raised.
+        """
         ops = self.operations
         self.operations = []
+        failure: PluginError | None = None
         for op, task, _ in reversed(ops):
             task.last_transaction = (task.node_name, task.status)
-            if op is Operation.EVICT:
-                self._unevict(task)
-            elif op is Operation.PIPELINE:
-                self._unplace(task)
-            else:
-                self._unplace(task)
+            try:
+                if op is Operation.EVICT:
+                    self._unevict(task)
+                else:
+                    self._unplace(task)
+            except PluginError as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
 
     def _unevict(self, task: TaskInfo) -> None:
         ssn = self.ssn
@@ -146,5 +154,7 @@ class Statement:
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
-        ssn.fire_deallocate(task)
-        task.node_name = ""
+        try:
+            ssn.fire_deallocate(task)
+        finally:
+            task.node_name = ""
