@@ -362,6 +362,7 @@ class InMemoryCache:
         if own is None or not own.node_name:
             raise CacheError(f"cannot evict {task.key}: not placed")
         if own.status is TaskStatus.RELEASING or in_statuses(own.status, COMPLETED_STATUSES):
+            self._record("Warning", f"Pod {own.key}", "FailedEviction", f"already {own.status}")
             raise CacheError(f"cannot evict {task.key}: it is {own.status}")
         try:
             self.evictor.evict(own, reason)
