@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
 from pathlib import Path
 
 from volcanolib.framework import hookspecs
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def test_hook_page_is_the_generated_one() -> None:
+    spec = importlib.util.spec_from_file_location("gen_hook_docs", ROOT / "tools" / "gen_hook_docs.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert (DOCS / "hooks.md").read_text() == generator.render(), (
+        "docs/hooks.md is stale: run python tools/gen_hook_docs.py"
+    )
 
 
 def test_every_hook_is_documented_with_its_signature() -> None:
