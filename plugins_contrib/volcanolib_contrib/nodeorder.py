@@ -563,7 +563,8 @@ class NodeOrderPlugin:
                 image_score(task, node) if images else None,
             )
 
-        return NodeClassKey(token, key)
+        # Taint and node affinity scores are normalised over the candidates; the others are not.
+        return NodeClassKey(token, key, pointwise=tolerations is None and terms is None)
 
 
 def _prefer_tolerations(task: TaskInfo) -> list[Mapping[str, Any]]:

@@ -590,7 +590,7 @@ class PredicatesPlugin:
             def key(node: NodeInfo) -> Hashable:
                 return (node.name in full, static.get(node.name))
 
-            found = spec.class_key = NodeClassKey(spec.class_token, key)
+            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True)
         return found
 
     @hookimpl

@@ -41,6 +41,7 @@ __all__ = [
     "job_is_schedulable",
     "merge_into",
     "pod_priority",
+    "request_key",
     "unpipeline",
     "validate_victims",
 ]
@@ -154,7 +155,8 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
 # ---------------------------------------------------------------------------- predicates with a cache
 
 
-def _request_key(req: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+def request_key(req: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    """A hashable form of a request: equal requests give equal keys."""
     return (req.milli_cpu, req.memory, tuple(sorted(req.scalars.items())) if req.scalars else ())
 
 
@@ -187,7 +189,7 @@ class FitMemo:
 
     def fitting(self, req: Resource) -> tuple[list[NodeInfo], set[str], set[str]]:
         """``(nodes fitting future idle in order, their names, names of those fitting idle)``."""
-        key = _request_key(req)
+        key = request_key(req)
         entry = self._entries.get(key)
         log_size = len(self._log)
         if entry is None:

@@ -11,7 +11,8 @@ without binding them; any other job's placements are undone.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from sortedcontainers import SortedList
 
@@ -24,6 +25,7 @@ from volcanolib.actions._util import (
     first_insufficient,
     fits_future_idle,
     fits_idle,
+    request_key,
 )
 from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
 from volcanolib.api.job import JobInfo, PodGroupPhase
@@ -31,7 +33,7 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
-from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
+from volcanolib.framework.nodeclass import ClassAnswers, NodeClasses, NodeClassPlan
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -41,12 +43,15 @@ __all__ = ["Allocate"]
 
 log = logging.getLogger(__name__)
 
+#: Task signatures whose class answers are remembered before starting over.
+_MAX_SIGNATURES: Final = 4096
+_NEG_INF: Final = float("-inf")
 
 
 class _Run:
     """The state of one execution of the action."""
 
-    __slots__ = ("cache_enabled", "classes", "failed_roles", "memo", "nodes", "ssn", "tasks")
+    __slots__ = ("answers", "cache_enabled", "classes", "failed_roles", "memo", "nodes", "ssn", "tasks")
 
     def __init__(self, ssn: Session, cache_enabled: bool, classes_enabled: bool) -> None:
         self.ssn = ssn
@@ -56,6 +61,8 @@ class _Run:
         self.memo = FitMemo(self.nodes, ssn.node_log)
         #: Nodes grouped into classes the plugins treat alike, when they say how.
         self.classes = NodeClasses(self.nodes, ssn.node_log) if classes_enabled else None
+        #: Per task signature (plan, template, request): each class's fit and score, for pointwise plans.
+        self.answers: dict[Hashable, ClassAnswers[tuple[bool, float]]] = {}
         #: Per job uid: its pending tasks not yet tried, in task order.
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
@@ -71,6 +78,51 @@ class _Run:
                     roles.add(task.role)
             self.failed_roles[job.uid] = roles
         return roles
+
+    def choose_remembered(self, task: TaskInfo, plan: NodeClassPlan) -> NodeInfo | None:
+        """:func:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
+
+        Tasks of one template and request get the same answers from a class
+        as long as it exists, so only classes that appeared since the last
+        such task are checked and scored. ``None`` when no node is feasible.
+        """
+        classes = self.classes
+        assert classes is not None
+        ssn = self.ssn
+        req = task.init_resreq
+        part = classes.partition(plan)
+        signature = (plan.token, task.template, request_key(req))
+        view = self.answers.get(signature)
+        if view is None:
+            if len(self.answers) >= _MAX_SIGNATURES:
+                self.answers.clear()
+            view = self.answers[signature] = ClassAnswers()
+
+        def ask(rep: NodeInfo) -> tuple[bool, float] | None:
+            if first_insufficient(req, rep) is not None or not ssn.predicate_nodes(task, [rep]):
+                return None
+            return req.less_equal(rep.idle), ssn.node_scores(task, [rep]).get(rep.name, 0.0)
+
+        best_idle = best_future = _NEG_INF
+        idle: list[Hashable] = []
+        future: list[Hashable] = []
+        for key, (fits_now, score) in view.update(part, classes.nodes, ask).items():
+            if fits_now:
+                if score > best_idle:
+                    best_idle, idle = score, [key]
+                elif score == best_idle:
+                    idle.append(key)
+            elif score > best_future:
+                best_future, future = score, [key]
+            elif score == best_future:
+                future.append(key)
+        chosen = idle or future
+        if not chosen:
+            return None
+        groups = [part.classes[key] for key in chosen]
+        count = sum(len(members) for members in groups)
+        rank = ssn.rng.randrange(count) if count > 1 else 0
+        return classes.nodes[classes.nth(groups, rank)]
 
     def record_failure(self, job: JobInfo, task: TaskInfo, errors: FitErrors) -> None:
         job.nodes_fit_errors[task.uid] = errors
@@ -121,7 +173,10 @@ class _Run:
             if not nominated and self.classes is not None:
                 plan = ssn.node_class_plan(task)
                 if plan is not None:
-                    chosen = _choose_by_class(ssn, task, self.classes, plan, explain=not cache.has_failures(task))
+                    if plan.pointwise:
+                        chosen = self.choose_remembered(task, plan)
+                    if chosen is None:
+                        chosen = _choose_by_class(ssn, task, self.classes, plan, explain=not cache.has_failures(task))
             if isinstance(chosen, FitErrors):
                 self.record_failure(job, task, chosen)
                 if job.need_continue_allocating(self.roles_failed(job)):

@@ -15,8 +15,8 @@ plugin's key function gives the same value for both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 import attrs
 from sortedcontainers import SortedList
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.resource import Resource
 
-__all__ = ["NodeClassKey", "NodeClassPlan", "NodeClasses", "resource_key"]
+__all__ = ["ClassAnswers", "NodeClassKey", "NodeClassPlan", "NodeClasses", "resource_key"]
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -47,6 +49,10 @@ class NodeClassKey:
     token: Hashable
     #: The part of a node that matters to the plugin for this task.
     key: Callable[[NodeInfo], Hashable]
+    #: Whether a node's score is the same whichever other nodes are scored with it (no
+    #: normalising over the candidates); then a class's answers are remembered across tasks
+    #: with the same template and request.
+    pointwise: bool = False
 
 
 @attrs.frozen
@@ -55,6 +61,8 @@ class NodeClassPlan:
 
     token: tuple[Hashable, ...]
     keys: tuple[Callable[[NodeInfo], Hashable], ...]
+    #: Whether every plugin's scores are pointwise (see :attr:`NodeClassKey.pointwise`).
+    pointwise: bool = False
 
 
 def _resource(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
@@ -77,7 +85,7 @@ def resource_key(node: NodeInfo) -> Hashable:
 class _Partition:
     """The classes of one plan: class key -> positions of its nodes, ascending."""
 
-    __slots__ = ("classes", "key_of", "keys", "seen")
+    __slots__ = ("changes", "classes", "key_of", "keys", "seen")
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], seen: int) -> None:
         self.keys = plan.keys
@@ -91,6 +99,8 @@ class _Partition:
                 members.append(position)
         self.classes: dict[Hashable, SortedList[int]] = {key: SortedList(members) for key, members in grouped.items()}
         self.seen = seen
+        #: Keys of the classes that appeared or emptied since the grouping was made, in order.
+        self.changes: list[Hashable] = []
 
     def class_key(self, node: NodeInfo) -> Hashable:
         return (resource_key(node), tuple(key(node) for key in self.keys))
@@ -104,10 +114,12 @@ class _Partition:
         members.remove(position)
         if not members:
             del self.classes[old]
+            self.changes.append(old)
         self.key_of[position] = new
         target = self.classes.get(new)
         if target is None:
             self.classes[new] = SortedList((position,))
+            self.changes.append(new)
         else:
             target.add(position)
 
@@ -175,3 +187,44 @@ class NodeClasses:
             else:
                 low = middle + 1
         return low
+
+
+class ClassAnswers(Generic[T]):
+    """One task signature's answer for every current class of a grouping, worked out once per class.
+
+    Valid only for answers that depend on the class alone (a pointwise plan,
+    tasks of one template and request): a class keeps its answer while it
+    exists, and a class that appears is asked about when :meth:`update` runs.
+    """
+
+    __slots__ = ("answers", "part", "seen")
+
+    def __init__(self) -> None:
+        self.part: _Partition | None = None
+        self.seen = 0
+        #: Class key -> answer, for the classes whose answer is not ``None``.
+        self.answers: dict[Hashable, T] = {}
+
+    def update(
+        self, part: _Partition, nodes: Sequence[NodeInfo], ask: Callable[[NodeInfo], T | None]
+    ) -> dict[Hashable, T]:
+        """Bring the answers up to date with ``part`` (asking ``ask`` about one node of each new class)."""
+        answers = self.answers
+        classes = part.classes
+        if part is not self.part:
+            self.part = part
+            answers.clear()
+            keys: Iterable[Hashable] = list(classes)
+        elif self.seen < len(part.changes):
+            keys = set(part.changes[self.seen :])
+        else:
+            return answers
+        self.seen = len(part.changes)
+        for key in keys:
+            members = classes.get(key)
+            answer = ask(nodes[members[0]]) if members is not None else None
+            if answer is None:
+                answers.pop(key, None)
+            else:
+                answers[key] = answer
+        return answers

@@ -158,4 +158,4 @@ def _no_key(node: NodeInfo) -> None:
     return None
 
 
-_CLASS_KEY: Final = NodeClassKey("resources", _no_key)
+_CLASS_KEY: Final = NodeClassKey("resources", _no_key, pointwise=True)

@@ -61,13 +61,15 @@ def random_cluster(seed: int) -> FakeCache:
     cache = FakeCache()
     cache.add_queue(build_queue("default", weight=1))
     cache.add_queue(build_queue("q2", weight=rng.randint(1, 3)))
+    # Without PreferNoSchedule taints (and preferred affinity) scores are pointwise: class answers are remembered.
+    prefer_taints = rng.random() < 0.4
     count = rng.randint(3, 14)
     for i in range(count):
         cpu, memory = rng.choice(SHAPES)
         taints: list[Taint] = []
         if rng.random() < 0.2:
             taints.append(Taint("dedicated", "gpu", "NoSchedule"))
-        if rng.random() < 0.2:
+        if prefer_taints and rng.random() < 0.3:
             taints.append(Taint("spot", "true", "PreferNoSchedule"))
         cache.add_node(
             build_node(
