@@ -632,6 +632,7 @@ class Session:
             return None
         tokens: list[Hashable] = []
         keys: list[Callable[[NodeInfo], Hashable]] = []
+        pointwise = True
         for plugin, fn in entries:
             try:
                 answer = fn(task)
@@ -641,7 +642,8 @@ class Session:
                 return None
             tokens.append((plugin, answer.token))
             keys.append(_guarded_key(plugin, answer.key))
-        return NodeClassPlan(tuple(tokens), tuple(keys))
+            pointwise = pointwise and answer.pointwise
+        return NodeClassPlan(tuple(tokens), tuple(keys), pointwise)
 
     def has_scorers(self) -> bool:
         """Whether any plugin scores nodes."""
