@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from volcanolib import cli
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
@@ -126,6 +128,21 @@ def test_readme_links_into_the_docs_resolve() -> None:
     readme = ROOT / "README.md"
     assert links(readme), "the README links to the documentation pages"
     assert not broken_links(readme, ROOT)
+
+
+def test_quickstart_output_in_the_docs_is_what_the_command_prints(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["simulate", "examples/quickstart.yaml"]) == 0
+    printed = capsys.readouterr().out
+    readme = re.search(
+        r"^```text\n(Scenario: quickstart.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S | re.M
+    )
+    assert readme is not None and readme.group(1) == printed
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    sample = re.search(r"^\$ volcanolib simulate examples/quickstart.yaml\n(.*?)^```", page, re.S | re.M)
+    assert sample is not None and sample.group(1) == printed
 
 
 def test_slugs_follow_python_markdown() -> None:
