@@ -98,10 +98,11 @@ class _Run:
                 self.answers.clear()
             view = self.answers[signature] = ClassAnswers()
 
-        def ask(rep: NodeInfo) -> tuple[bool, float] | None:
-            if first_insufficient(req, rep) is not None or not ssn.predicate_nodes(task, [rep]):
-                return None
-            return req.less_equal(rep.idle), ssn.node_scores(task, [rep]).get(rep.name, 0.0)
+        def ask(reps: list[NodeInfo]) -> list[tuple[bool, float] | None]:
+            fitting = [rep for rep in reps if first_insufficient(req, rep) is None]
+            passed = ssn.predicate_nodes(task, fitting) if fitting else []
+            scores = ssn.node_scores(task, passed) if passed else {}
+            return [(req.less_equal(rep.idle), scores[rep.name]) if rep.name in scores else None for rep in reps]
 
         best_idle = best_future = _NEG_INF
         idle: list[Hashable] = []

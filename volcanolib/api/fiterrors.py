@@ -81,7 +81,12 @@ class FitErrors:
 
     def reasons(self) -> list[str]:
         """Every per-node reason, once per node that gave it."""
-        return [reason for err in self.nodes.values() for reason in err.reasons]
+        if not self._groups:
+            return [reason for err in self._nodes.values() for reason in err.reasons]
+        final: dict[str, Sequence[str]] = {name: err.reasons for name, err in self._nodes.items()}
+        for _, names, reasons in self._groups:
+            final.update(dict.fromkeys(names, reasons))
+        return [reason for reasons in final.values() for reason in reasons]
 
     def error(self) -> str:
         """The summary: ``"0/3 nodes are available: 2 Insufficient cpu, 1 ..."``."""
@@ -91,7 +96,7 @@ class FitErrors:
             head = f"0/{self.total_nodes} nodes are available"
         else:
             head = ALL_NODES_UNAVAILABLE
-        if not self.nodes:
+        if not self._nodes and not any(names for _, names, _ in self._groups):
             return head if head.endswith(".") else head + "."
         return f"{head}: {', '.join(reason_histogram(self.reasons()))}."
 

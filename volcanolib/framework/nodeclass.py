@@ -15,6 +15,7 @@ plugin's key function gives the same value for both.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
@@ -177,6 +178,8 @@ class NodeClasses:
         """The ``rank``-th smallest position (from 0) among disjoint groups of positions."""
         if len(groups) == 1:
             return int(groups[0][rank])
+        if len(groups) > 4:
+            return int(sorted(itertools.chain.from_iterable(groups))[rank])
         low = min(int(g[0]) for g in groups)
         high = max(int(g[-1]) for g in groups)
         # The smallest position p with more than ``rank`` members at or below it.
@@ -206,9 +209,15 @@ class ClassAnswers(Generic[T]):
         self.answers: dict[Hashable, T] = {}
 
     def update(
-        self, part: _Partition, nodes: Sequence[NodeInfo], ask: Callable[[NodeInfo], T | None]
+        self,
+        part: _Partition,
+        nodes: Sequence[NodeInfo],
+        ask: Callable[[list[NodeInfo]], Sequence[T | None]],
     ) -> dict[Hashable, T]:
-        """Bring the answers up to date with ``part`` (asking ``ask`` about one node of each new class)."""
+        """Bring the answers up to date with ``part``.
+
+        :param ask: answers for one node of each new class, in the order given.
+        """
         answers = self.answers
         classes = part.classes
         if part is not self.part:
@@ -220,11 +229,16 @@ class ClassAnswers(Generic[T]):
         else:
             return answers
         self.seen = len(part.changes)
+        new: list[Hashable] = []
         for key in keys:
-            members = classes.get(key)
-            answer = ask(nodes[members[0]]) if members is not None else None
-            if answer is None:
-                answers.pop(key, None)
+            if key in classes:
+                new.append(key)
             else:
-                answers[key] = answer
+                answers.pop(key, None)
+        if new:
+            for key, answer in zip(new, ask([nodes[classes[key][0]] for key in new]), strict=True):
+                if answer is None:
+                    answers.pop(key, None)
+                else:
+                    answers[key] = answer
         return answers
