@@ -12,12 +12,13 @@ from typing import Any
 
 import attrs
 
+from volcanolib.api.cluster import ClusterInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.cache.protocol import Cache
 from volcanolib.errors import ConfigError, PluginError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
-from volcanolib.framework.dispatch import compile_tables
-from volcanolib.framework.registry import PluginHost, Registry
+from volcanolib.framework.dispatch import Tables, compile_tables
+from volcanolib.framework.registry import PluginHost, Registry, one_line
 from volcanolib.framework.session import Session
 
 __all__ = ["CycleResult", "Scheduler"]
@@ -79,22 +80,54 @@ class Scheduler:
         self._config_mtime: float | None = None
         self._config_error: str | None = None
         self._cycle = 0
-        if isinstance(config, os.PathLike):
-            self._config_path = Path(config)
-            parsed = load_config(self._config_path)
-            self._config_mtime = self._mtime()
-        elif isinstance(config, str):
-            parsed = parse_config(config)
-        else:
-            parsed = config or DEFAULT_CONFIG
+        source = str(config) if isinstance(config, os.PathLike) else None
+        try:
+            if isinstance(config, os.PathLike):
+                self._config_path = Path(config)
+                self._config_mtime = self._mtime()
+                parsed = load_config(self._config_path)
+            elif isinstance(config, str):
+                parsed = parse_config(config)
+            else:
+                parsed = config or DEFAULT_CONFIG
+        except ConfigError:
+            raise
+        except Exception as exc:  # e.g. a file that is not UTF-8 text
+            raise ConfigError(f"cannot load: {one_line(exc)}", source=source) from None
         self._install(parsed)
 
     def _install(self, config: SchedulerConfig) -> None:
+        """Build the plugins and actions of a configuration and check it; install it only if all is well.
+
+        :raises ConfigError: for an invalid configuration, including action
+            arguments of the wrong type (found by running the actions once
+            over an empty cluster).
+        :raises PluginError: when a plugin or action cannot be loaded.
+        """
         host = PluginHost(config, self.registry)
         tables = compile_tables(host)
+        self._check_actions(config, host, tables)
         self.config = config
         self.host = host
         self.tables = tables
+
+    def _check_actions(self, config: SchedulerConfig, host: PluginHost, tables: Tables) -> None:
+        """Run every action over an empty session, so that it reads (and checks) its arguments now.
+
+        Actions read their ``configurations`` arguments when they run; a bad
+        one would otherwise fail every cycle. Only a :class:`ConfigError` is
+        fatal here: with no jobs, nodes or queues an action has nothing else
+        to get wrong, and plugins are not opened.
+        """
+        ssn = Session(self.cache, config, tables, host.plugins, seed=self.seed, uid="config-check", clock=self.clock)
+        ssn.load(ClusterInfo())
+        for action in host.actions:
+            try:
+                action.execute(ssn)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key=exc.key, source=exc.source or config.source) from None
+            except Exception as exc:
+                log.debug("action %s over an empty cluster: %s", action.name, one_line(exc))
 
     def _mtime(self) -> float | None:
         try:
@@ -105,8 +138,11 @@ class Scheduler:
     def reload_config(self) -> bool:
         """Reload the configuration file if it changed.
 
-        An invalid new file keeps the last good configuration running; the
-        error is logged once per change of the file.
+        An invalid new file (whatever the failure: unreadable, bad YAML, an
+        unknown or broken plugin, bad arguments) keeps the last good
+        configuration running. The error is logged once: an unchanged file is
+        not read again, and a change that fails the same way is not logged
+        again. :attr:`config_error` says why the file was refused.
 
         :returns: whether a new configuration was installed.
         """
@@ -119,9 +155,15 @@ class Scheduler:
         try:
             config = load_config(self._config_path)
             self._install(config)
-        except (ConfigError, PluginError) as exc:
-            self._config_error = str(exc)
-            log.error("keeping the last good configuration: %s", exc)
+        except Exception as exc:
+            if isinstance(exc, (ConfigError, PluginError)):
+                message = str(exc)
+            else:
+                message = str(ConfigError(f"cannot load: {one_line(exc)}", source=str(self._config_path)))
+            message = " ".join(message.split("\n"))
+            if message != self._config_error:
+                log.error("keeping the last good configuration: %s", message)
+            self._config_error = message
             return False
         self._config_error = None
         log.info("configuration reloaded from %s", self._config_path)
@@ -201,11 +243,17 @@ class Scheduler:
         """Run a cycle every period until ``stop`` is set.
 
         The next cycle starts one period after the previous one finished; the
-        configuration file is checked for changes before each cycle.
+        configuration file is checked for changes before each cycle. A cycle
+        that fails outright (a cache or an action raising, not a plugin) is
+        logged and the next cycle runs on a fresh snapshot.
         """
         while not stop.is_set():
             self.reload_config()
-            result = self.run_once()
-            if on_cycle is not None:
-                on_cycle(result)
+            try:
+                result = self.run_once()
+            except Exception:  # a failing cache or action: report it, the next cycle starts afresh
+                log.exception("scheduling cycle failed")
+            else:
+                if on_cycle is not None:
+                    on_cycle(result)
             stop.wait(self.period)

@@ -151,6 +151,19 @@ class Registry:
             found[name] = Provider(name, f"{cls.__module__}:{cls.__qualname__}", None, cls)
         return {name: p for name, p in sorted(found.items()) if name not in self.blocked}
 
+    @staticmethod
+    def _load(provider: Provider, what: str) -> Any:
+        """Import a provider's class; any failure is one line naming it, its distribution and the error."""
+        try:
+            return provider.load()
+        except Exception as exc:
+            origin = f" from distribution {provider.distribution!r}" if provider.distribution else ""
+            if what == "plugin":  # the error's prefix names the plugin
+                message = f"cannot import {provider.target}{origin}: {one_line(exc)}"
+                raise PluginConfigError(message, plugin=provider.name) from exc
+            message = f"cannot import {what} {provider.name!r} ({provider.target}){origin}: {one_line(exc)}"
+            raise PluginConfigError(message) from exc
+
     def plugins(self) -> Mapping[str, Provider]:
         """Installed plugins by name."""
         return self._plugins
@@ -164,6 +177,8 @@ class Registry:
 
         :raises PluginNotFoundError: naming the installed plugins, and the
             distribution to install when the plugin is a contrib one.
+        :raises PluginConfigError: when the plugin's module cannot be
+            imported, naming the plugin, its distribution and the error.
         """
         provider = self._plugins.get(name)
         if provider is None:
@@ -174,18 +189,23 @@ class Registry:
                     f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution (pip install {CONTRIB_DISTRIBUTION})"
                 )
             raise PluginNotFoundError(f"unknown plugin {name!r}{hint}; installed plugins: {installed}")
-        return provider.load()  # type: ignore[no-any-return]
+        return self._load(provider, "plugin")  # type: ignore[no-any-return]
 
     def action(self, name: str) -> Action:
         """A new instance of an installed action.
 
         :raises PluginNotFoundError: naming the installed actions.
+        :raises PluginConfigError: when the action cannot be imported or built.
         """
         provider = self._actions.get(name)
         if provider is None:
             installed = ", ".join(self._actions) or "none"
             raise PluginNotFoundError(f"unknown action {name!r}; installed actions: {installed}")
-        action: Action = provider.load()()
+        cls = self._load(provider, "action")
+        try:
+            action: Action = cls()
+        except Exception as exc:
+            raise PluginConfigError(f"cannot build action {name!r}: {one_line(exc)}") from exc
         return action
 
 
@@ -197,7 +217,8 @@ class PluginHost:
 
     :raises ConfigError: when the configuration names an unknown plugin or
         action, or a plugin refuses its arguments.
-    :raises PluginConfigError: when a plugin's hooks do not match the specs.
+    :raises PluginConfigError: when a plugin's hooks do not match the specs,
+        or a plugin or action cannot be imported.
     """
 
     def __init__(self, config: SchedulerConfig, registry: Registry | None = None) -> None:
@@ -219,6 +240,12 @@ class PluginHost:
                     if exc.source is None:
                         raise ConfigError(exc.message, key=exc.key, source=config.source) from None
                     raise
+                except Exception as exc:
+                    raise ConfigError(
+                        f"plugin {option.name!r} refused its arguments: {one_line(exc)}",
+                        key=f"{key}.arguments",
+                        source=config.source,
+                    ) from exc
                 self._register(instance, option.name)
                 self.plugins[option.name] = instance
         try:
@@ -248,6 +275,12 @@ class PluginHost:
         if plugin is None:
             return []
         return [c.name for c in self.pm.get_hookcallers(plugin) or ()]
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def hooks_of(cls: type[Any]) -> list[str]:
