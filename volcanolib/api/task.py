@@ -146,10 +146,32 @@ class TaskInfo:
 
     def clone(self) -> TaskInfo:
         """Return a copy with its own status and placement (the request is shared, it never changes)."""
-        return attrs.evolve(self)
+        # Field by field: snapshots clone every task each session, and this is several times faster
+        # than attrs.evolve. A test checks that every field is copied.
+        new = _new_task(TaskInfo)
+        new.uid = self.uid
+        new.name = self.name
+        new.namespace = self.namespace
+        new.job = self.job
+        new.resreq = self.resreq
+        new.status = self.status
+        new.node_name = self.node_name
+        new.priority = self.priority
+        new.preemptable = self.preemptable
+        new.role = self.role
+        new.template = self.template
+        new.creation_timestamp = self.creation_timestamp
+        new.pod = self.pod
+        new.last_transaction = self.last_transaction
+        new.best_effort = self.best_effort
+        new.key = self.key
+        return new
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status}, node={self.node_name or '-'})"
+
+
+_new_task: Final = object.__new__
 
 
 def task_priority(pod: Pod, spec_priority: int | None) -> int:

@@ -111,3 +111,19 @@ def test_node_refuses_wrong_node_and_duplicates() -> None:
 def test_node_without_pods_gets_kubelet_default() -> None:
     node = NodeInfo("n", Resource.from_list({"cpu": "1"}))
     assert node.pod_capacity == 110 and node.idle.get(PODS) == 110
+
+
+def test_task_clone_copies_every_field() -> None:
+    import attrs
+
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.testing import build_task
+
+    task = build_task("t-0", job="j", role="w", node="n1", status=S.RUNNING, priority=7, labels={"a": "b"})
+    task.last_transaction = ("n0", S.ALLOCATED)
+    copy = task.clone()
+    # Every field, whatever fields are added later, must be copied.
+    for field in attrs.fields(TaskInfo):
+        assert getattr(copy, field.name) == getattr(task, field.name), field.name
+    copy.status = S.RELEASING
+    assert task.status is S.RUNNING
