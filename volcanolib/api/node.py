@@ -20,6 +20,11 @@ _RELEASING = TaskStatus.RELEASING
 _PIPELINED = TaskStatus.PIPELINED
 
 
+def _row(status: TaskStatus) -> int:
+    """Which row of the accounting table a status falls in."""
+    return 1 if status is _PIPELINED else 2 if status is _RELEASING else 0
+
+
 @attrs.frozen
 class Taint:
     """A node taint."""
@@ -116,6 +121,17 @@ class NodeInfo:
 
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed (remove, then add)."""
+        key = task.key
+        old = self._accounted.get(key)
+        if (
+            old is not None
+            and self.tasks.get(key) is task
+            and task.node_name == self.name
+            and _row(old) == _row(task.status)
+        ):
+            # Same accounting row (Binding -> Bound, Allocated -> Binding ...): only the status changes.
+            self._accounted[key] = task.status
+            return
         self.remove_task(task)
         self.add_task(task)
 
