@@ -61,7 +61,7 @@ class _Run:
         self.memo = FitMemo(self.nodes, ssn.node_log)
         #: Nodes grouped into classes the plugins treat alike, when they say how.
         self.classes = NodeClasses(self.nodes, ssn.node_log) if classes_enabled else None
-        #: Per task signature (plan, template, request): each class's fit and score, for pointwise plans.
+        #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
         self.answers: dict[Hashable, ClassAnswers[tuple[bool, float]]] = {}
         #: Per job uid: its pending tasks not yet tried, in task order.
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -82,16 +82,16 @@ class _Run:
     def choose_remembered(self, task: TaskInfo, plan: NodeClassPlan) -> NodeInfo | None:
         """:func:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
 
-        Tasks of one template and request get the same answers from a class
-        as long as it exists, so only classes that appeared since the last
-        such task are checked and scored. ``None`` when no node is feasible.
+        Tasks with the same plan token and request get the same answers from
+        a class as long as it exists, so only classes that appeared since the
+        last such task are checked and scored. ``None`` when no node is feasible.
         """
         classes = self.classes
         assert classes is not None
         ssn = self.ssn
         req = task.init_resreq
         part = classes.partition(plan)
-        signature = (plan.token, task.template, request_key(req))
+        signature = (plan.token, request_key(req))
         view = self.answers.get(signature)
         if view is None:
             if len(self.answers) >= _MAX_SIGNATURES:

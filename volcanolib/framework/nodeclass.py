@@ -46,13 +46,15 @@ class NodeClassKey:
     on the node.
     """
 
-    #: Equal tokens mean equal key functions; the grouping is kept per token.
+    #: Equal tokens mean equal key functions, and equal answers for tasks with equal
+    #: requests on nodes of one class; the grouping (and, for pointwise plans, each
+    #: class's answers) is kept per token.
     token: Hashable
     #: The part of a node that matters to the plugin for this task.
     key: Callable[[NodeInfo], Hashable]
     #: Whether a node's score is the same whichever other nodes are scored with it (no
     #: normalising over the candidates); then a class's answers are remembered across tasks
-    #: with the same template and request.
+    #: with the same tokens and request.
     pointwise: bool = False
 
 
@@ -196,7 +198,7 @@ class ClassAnswers(Generic[T]):
     """One task signature's answer for every current class of a grouping, worked out once per class.
 
     Valid only for answers that depend on the class alone (a pointwise plan,
-    tasks of one template and request): a class keeps its answer while it
+    tasks of one plan token and request): a class keeps its answer while it
     exists, and a class that appears is asked about when :meth:`update` runs.
     """
 
