@@ -485,11 +485,18 @@ class NodeOrderPlugin:
         request between calls and refreshed only for the nodes whose pods
         changed; the normalised scores are computed over ``nodes``.
         """
-        if not nodes or self._ssn is None:
+        if not nodes or self._ssn is None or self._pods is None:
             return {}
-        base = self._base_scores(task)
         total: dict[str, float] | None = None
-        if len(nodes) != len(ssn.node_list):
+        if len(nodes) * _FEW_NODES < len(ssn.node_list):
+            # A few nodes (one per class, say): score them directly, leaving the per-request cache alone.
+            sig = self._signature(task)
+            usage = self._pods.usage
+            base: Mapping[str, float] = {}
+            total = {n.name: self._base_score(sig, n, usage(n.name)) for n in nodes}
+        else:
+            base = self._base_scores(task)
+        if total is None and len(nodes) != len(ssn.node_list):
             names = list(map(_NODE_NAME, nodes))
             try:
                 total = dict(zip(names, map(base.__getitem__, names), strict=True))
@@ -584,6 +591,8 @@ def _untolerated_prefer_taints(tolerations: Sequence[Mapping[str, Any]], node: N
 
 
 _MAX_INT: Final = 2**63 - 1
+#: A batch smaller than the cluster by this factor is scored directly rather than through the cache.
+_FEW_NODES: Final = 8
 
 
 def _round_half_away(value: float) -> int:
