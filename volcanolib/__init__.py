@@ -32,6 +32,7 @@ from volcanolib.errors import (
     VolcanolibError,
 )
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
+from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Statement
@@ -75,6 +76,7 @@ __all__ = [
     "SchedulerConfig",
     "Session",
     "Statement",
+    "NodeClassKey",
     "Status",
     "StatusUpdater",
     "Taint",

@@ -100,6 +100,11 @@ class Preempt:
 
     * ``predicateErrorCacheEnable`` (bool, default true): reuse a node's
       predicate failure for later tasks of the same role of a job.
+    * ``nodeClassesEnable`` (bool, default true; volcanolib's own): check
+      and score one node per class of alike nodes when every plugin that
+      checks or scores nodes says how to group them (``node_class_key``),
+      and pass over nodes with nothing to evict where the task does not fit
+      as they are. The decisions are the same either way.
     * ``enableTopologyAwarePreemption`` (bool, default false): choose the
       node the Kubernetes way: dry-run the evictions on candidate nodes,
       keep the smallest victim set of each (victims that are not needed are
