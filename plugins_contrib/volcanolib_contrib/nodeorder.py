@@ -148,6 +148,8 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
+        #: Node class keys by task template (what they read is fixed for a template within a session).
+        self._class_keys: dict[str, NodeClassKey] = {}
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -544,6 +546,9 @@ class NodeOrderPlugin:
                 return None
         if self.spread_weight and pod is not None and pod.topology_spread_constraints:
             return None
+        found = self._class_keys.get(task.template)
+        if found is not None:
+            return found
         tolerations = _prefer_tolerations(task) if self.taint_weight and self._prefer_tainted else None
         terms = self._preferred_terms(task) if self.node_affinity_weight else None
         if terms is not None and not terms.terms:
@@ -571,7 +576,9 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        return NodeClassKey(token, key, pointwise=tolerations is None and terms is None)
+        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None)
+        self._class_keys[task.template] = found
+        return found
 
 
 def _prefer_tolerations(task: TaskInfo) -> list[Mapping[str, Any]]:

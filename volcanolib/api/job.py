@@ -181,12 +181,36 @@ class JobInfo:
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping counts and the allocated total exact."""
-        if task.uid in self.tasks:
-            self._unindex(task)
+        old = task.status
+        uid = task.uid
+        if uid not in self.tasks or old is status:
             task.status = status
-            self._index(task)
-        else:
-            task.status = status
+            return
+        index = self.task_status_index
+        bucket = index.get(old)
+        if bucket is not None:
+            bucket.pop(uid, None)
+            if not bucket:
+                del index[old]
+        task.status = status
+        bucket = index.get(status)
+        if bucket is None:
+            bucket = index[status] = {}
+        bucket[uid] = task
+        was = in_statuses(old, ALLOCATED_STATUSES)
+        now = in_statuses(status, ALLOCATED_STATUSES)
+        if was != now:
+            if now:
+                self.allocated.add(task.resreq)
+            else:
+                self.allocated.sub_unchecked(task.resreq)
+        counts = self._role_counts[task.role]
+        counts[old] -= 1
+        counts[status] = counts.get(status, 0) + 1
+        if task.best_effort and (old is _PENDING or status is _PENDING):
+            delta = 1 if status is _PENDING else -1
+            self._pending_best_effort += delta
+            self._role_pending_be[task.role] = self._role_pending_be.get(task.role, 0) + delta
 
     def _index(self, task: TaskInfo) -> None:
         status = task.status

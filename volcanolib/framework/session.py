@@ -264,6 +264,7 @@ class Session:
         self._score_entries = self._per_node_and_batch("node_order", "batch_node_order")
         self._best_node = combine.first_not_none("best_node", t("best_node"))
         self._class_entries = self._node_class_entries()
+        self._plans: dict[tuple[NodeClassKey, ...], NodeClassPlan] = {}
         self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
             "preemptable", t("preemptable")
         )
@@ -630,9 +631,7 @@ class Session:
         entries = self._class_entries
         if entries is None:
             return None
-        tokens: list[Hashable] = []
-        keys: list[Callable[[NodeInfo], Hashable]] = []
-        pointwise = True
+        answers: list[NodeClassKey] = []
         for plugin, fn in entries:
             try:
                 answer = fn(task)
@@ -640,10 +639,20 @@ class Session:
                 raise combine.plugin_failure(plugin, "node_class_key", exc) from exc
             if answer is None:
                 return None
-            tokens.append((plugin, answer.token))
-            keys.append(_guarded_key(plugin, answer.key))
-            pointwise = pointwise and answer.pointwise
-        return NodeClassPlan(tuple(tokens), tuple(keys), pointwise)
+            answers.append(answer)
+        # Plugins usually hand out the same keys for alike tasks: make each plan once.
+        found = self._plans.get(tuple(answers))
+        if found is not None:
+            return found
+        plan = NodeClassPlan(
+            tuple((plugin, answer.token) for (plugin, _), answer in zip(entries, answers, strict=True)),
+            tuple(_guarded_key(plugin, answer.key) for (plugin, _), answer in zip(entries, answers, strict=True)),
+            all(answer.pointwise for answer in answers),
+        )
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[tuple(answers)] = plan
+        return plan
 
     def has_scorers(self) -> bool:
         """Whether any plugin scores nodes."""
@@ -688,6 +697,10 @@ class Session:
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""
         return [self.nodes[n] for n in names if n in self.nodes]
+
+
+#: Node class plans remembered per session before starting over.
+_MAX_PLANS: Final = 1024
 
 
 def _guarded_key(plugin: str, key: Callable[[NodeInfo], Hashable]) -> Callable[[NodeInfo], Hashable]:
