@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
-import gc
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from volcanolib._gc import gc_paused
 from volcanolib.api.resource import Resource
 from volcanolib.errors import ManifestError, QuantityError
 
@@ -18,23 +17,6 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _timestamps: dict[str, float] = {}
 _resource_lists: dict[tuple[Any, ...], Resource] = {}
 _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)?$")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many objects.
-
-    Loading creates hundreds of thousands of small acyclic objects; the
-    collector would otherwise rescan them again and again (loading a
-    50,000-pod dump takes half the time without it).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Ref:
