@@ -136,6 +136,8 @@ class JobInfo:
     unschedulable_reason: str = ""
     schedule_start_timestamp: float | None = None
     _pending_best_effort: int = attrs.field(default=0, repr=False)
+    #: Tasks in :data:`READY_STATUSES`, kept as tasks move.
+    _ready: int = attrs.field(default=0, repr=False)
     # role -> status -> count; role -> count of pending best-effort tasks
     _role_counts: dict[str, dict[TaskStatus, int]] = attrs.field(factory=dict, repr=False)
     _role_pending_be: dict[str, int] = attrs.field(factory=dict, repr=False)
@@ -197,6 +199,7 @@ class JobInfo:
         if bucket is None:
             bucket = index[status] = {}
         bucket[uid] = task
+        self._ready += in_statuses(status, READY_STATUSES) - in_statuses(old, READY_STATUSES)
         was = in_statuses(old, ALLOCATED_STATUSES)
         now = in_statuses(status, ALLOCATED_STATUSES)
         if was != now:
@@ -220,6 +223,8 @@ class JobInfo:
         bucket[task.uid] = task
         if in_statuses(status, ALLOCATED_STATUSES):
             self.allocated.add(task.resreq)
+        if in_statuses(status, READY_STATUSES):
+            self._ready += 1
         counts = self._role_counts.get(task.role)
         if counts is None:
             counts = self._role_counts[task.role] = {}
@@ -237,6 +242,8 @@ class JobInfo:
                 del self.task_status_index[status]
         if in_statuses(status, ALLOCATED_STATUSES):
             self.allocated.sub_unchecked(task.resreq)
+        if in_statuses(status, READY_STATUSES):
+            self._ready -= 1
         counts = self._role_counts[task.role]
         counts[status] -= 1
         if status is _PENDING and task.best_effort:
@@ -256,6 +263,7 @@ class JobInfo:
             role_counts={},
             role_pending_be={},
             pending_best_effort=0,
+            ready=0,
         )
         for task in self.tasks.values():
             job.add_task_info(task.clone())
@@ -275,7 +283,7 @@ class JobInfo:
 
     def ready_task_num(self) -> int:
         """Tasks in an allocated status or Succeeded."""
-        return self.count(READY_STATUSES)
+        return self._ready
 
     def pending_best_effort_task_num(self) -> int:
         """Pending tasks with an empty request."""

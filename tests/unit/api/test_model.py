@@ -127,3 +127,21 @@ def test_task_clone_copies_every_field() -> None:
         assert getattr(copy, field.name) == getattr(task, field.name), field.name
     copy.status = S.RELEASING
     assert task.status is S.RUNNING
+
+
+def test_ready_count_follows_every_status_move() -> None:
+    import random
+
+    from volcanolib.api.task import READY_STATUSES
+
+    rng = random.Random(7)
+    statuses = list(S)
+    job = job_with([rng.choice(statuses) for _ in range(12)])
+    for _ in range(300):
+        task = rng.choice(list(job.tasks.values()))
+        job.update_task_status(task, rng.choice(statuses))
+        assert job.ready_task_num() == job.count(READY_STATUSES)
+        assert job.clone().ready_task_num() == job.ready_task_num()
+    victim = next(iter(job.tasks.values()))
+    job.delete_task_info(victim)
+    assert job.ready_task_num() == job.count(READY_STATUSES)
