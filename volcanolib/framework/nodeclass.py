@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.resource import Resource
 
-__all__ = ["ClassAnswers", "NodeClassKey", "NodeClassPlan", "NodeClasses", "resource_key"]
+__all__ = ["ClassAnswers", "NodeClassKey", "NodeClassPlan", "NodeClasses", "resource_key", "static_resource_key"]
 
 T = TypeVar("T")
 
@@ -69,30 +69,31 @@ class NodeClassPlan:
 
 
 def _resource(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    # Scalars in their own order: nodes whose scalars were added in another order only land in
+    # different classes (more classes, same answers), and sorting on every change costs more.
     scalars = r.scalars
-    return (r.milli_cpu, r.memory, tuple(sorted(scalars.items())) if scalars else ())
+    return (r.milli_cpu, r.memory, tuple(scalars.items()) if scalars else ())
+
+
+def static_resource_key(node: NodeInfo) -> Hashable:
+    """The resources of a node that do not change within a session."""
+    return (_resource(node.allocatable), _resource(node.capability))
 
 
 def resource_key(node: NodeInfo) -> Hashable:
-    """Everything about a node's resources that a placement decision may read."""
-    return (
-        _resource(node.allocatable),
-        _resource(node.capability),
-        _resource(node.idle),
-        _resource(node.used),
-        _resource(node.releasing),
-        _resource(node.pipelined),
-    )
+    """The resources of a node that change as tasks come and go."""
+    return (_resource(node.idle), _resource(node.used), _resource(node.releasing), _resource(node.pipelined))
 
 
 class _Partition:
     """The classes of one plan: class key -> positions of its nodes, ascending."""
 
-    __slots__ = ("changes", "classes", "key_of", "keys", "seen")
+    __slots__ = ("changes", "classes", "key_of", "keys", "seen", "static")
 
-    def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], seen: int) -> None:
+    def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
         self.keys = plan.keys
-        self.key_of: list[Hashable] = [self.class_key(node) for node in nodes]
+        self.static = static
+        self.key_of: list[Hashable] = [self.class_key(position, node) for position, node in enumerate(nodes)]
         grouped: dict[Hashable, list[int]] = {}
         for position, key in enumerate(self.key_of):
             members = grouped.get(key)
@@ -105,12 +106,12 @@ class _Partition:
         #: Keys of the classes that appeared or emptied since the grouping was made, in order.
         self.changes: list[Hashable] = []
 
-    def class_key(self, node: NodeInfo) -> Hashable:
-        return (resource_key(node), tuple(key(node) for key in self.keys))
+    def class_key(self, position: int, node: NodeInfo) -> Hashable:
+        return (self.static[position], resource_key(node), tuple([key(node) for key in self.keys]))
 
     def move(self, position: int, node: NodeInfo) -> None:
         old = self.key_of[position]
-        new = self.class_key(node)
+        new = self.class_key(position, node)
         if new == old:
             return
         members = self.classes[old]
@@ -138,7 +139,7 @@ class NodeClasses:
     :param log: names of changed nodes, appended to as nodes change.
     """
 
-    __slots__ = ("_log", "_parts", "_position", "nodes")
+    __slots__ = ("_log", "_parts", "_position", "_static", "nodes")
 
     #: Plans remembered before the grouping starts over.
     MAX_PLANS: Final = 64
@@ -148,6 +149,11 @@ class NodeClasses:
         self._position = {node.name: i for i, node in enumerate(nodes)}
         self._log = log
         self._parts: dict[tuple[Hashable, ...], _Partition] = {}
+        # Equal static keys are interned, so comparing class keys mostly compares small objects by identity.
+        interned: dict[Hashable, Hashable] = {}
+        self._static: list[Hashable] = [
+            interned.setdefault(static_resource_key(n), static_resource_key(n)) for n in nodes
+        ]
 
     def position(self, name: str) -> int | None:
         """A node's place in :attr:`nodes`, or ``None`` for a node not among them."""
@@ -164,7 +170,7 @@ class NodeClasses:
         if part is None:
             if len(self._parts) >= self.MAX_PLANS:
                 self._parts.clear()
-            part = self._parts[plan.token] = _Partition(plan, self.nodes, len(log))
+            part = self._parts[plan.token] = _Partition(plan, self.nodes, self._static, len(log))
         elif part.seen < len(log):
             nodes = self.nodes
             where = self._position
