@@ -384,6 +384,27 @@ def run_scenario(
         open session, before the first action of every session.
     :raises ConfigError: when the configuration names an unknown plugin or action.
     """
+    # Results build hundreds of thousands of small objects; the collector would rescan them all.
+    with gc_paused():
+        return _run_scenario(
+            scenario,
+            sessions=sessions,
+            seed=seed,
+            registry=registry,
+            score_pods=score_pods,
+            on_session_open=on_session_open,
+        )
+
+
+def _run_scenario(
+    scenario: Scenario,
+    *,
+    sessions: int | None,
+    seed: int,
+    registry: Registry | None,
+    score_pods: Iterable[str] | None,
+    on_session_open: SessionHook | None,
+) -> SimulationResult:
     count = sessions if sessions is not None else scenario.sessions
     if count < 1:
         raise ManifestError(f"sessions must be at least 1, got {count}")
