@@ -62,7 +62,7 @@ class _Run:
         #: Nodes grouped into classes the plugins treat alike, when they say how.
         self.classes = NodeClasses(self.nodes, ssn.node_log) if classes_enabled else None
         #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
-        self.answers: dict[Hashable, ClassAnswers[tuple[bool, float]]] = {}
+        self.answers: dict[Hashable, ClassAnswers] = {}
         #: Per job uid: its pending tasks not yet tried, in task order.
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
@@ -104,22 +104,11 @@ class _Run:
             scores = ssn.node_scores(task, passed) if passed else {}
             return [(req.less_equal(rep.idle), scores[rep.name]) if rep.name in scores else None for rep in reps]
 
-        best_idle = best_future = _NEG_INF
-        idle: list[Hashable] = []
-        future: list[Hashable] = []
-        for key, (fits_now, score) in view.update(part, classes.nodes, ask).items():
-            if fits_now:
-                if score > best_idle:
-                    best_idle, idle = score, [key]
-                elif score == best_idle:
-                    idle.append(key)
-            elif score > best_future:
-                best_future, future = score, [key]
-            elif score == best_future:
-                future.append(key)
-        chosen = idle or future
-        if not chosen:
+        view.update(part, classes.nodes, ask)
+        best = view.best()
+        if best is None:
             return None
+        chosen = best[1]
         groups = [part.classes[key] for key in chosen]
         count = sum(len(members) for members in groups)
         rank = ssn.rng.randrange(count) if count > 1 else 0

@@ -17,18 +17,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final
 
 import attrs
-from sortedcontainers import SortedList
+from sortedcontainers import SortedDict, SortedList
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.resource import Resource
 
-__all__ = ["ClassAnswers", "NodeClassKey", "NodeClassPlan", "NodeClasses", "resource_key", "static_resource_key"]
-
-T = TypeVar("T")
+__all__ = [
+    "Answer",
+    "ClassAnswers",
+    "NodeClassKey",
+    "NodeClassPlan",
+    "NodeClasses",
+    "resource_key",
+    "static_resource_key",
+]
 
 
 @attrs.frozen
@@ -200,53 +206,84 @@ class NodeClasses:
         return low
 
 
-class ClassAnswers(Generic[T]):
+#: A class's answer for a task: (the task fits the node's idle resources now, the node's score).
+Answer = tuple[bool, float]
+
+
+class ClassAnswers:
     """One task signature's answer for every current class of a grouping, worked out once per class.
 
     Valid only for answers that depend on the class alone (a pointwise plan,
     tasks of one plan token and request): a class keeps its answer while it
     exists, and a class that appears is asked about when :meth:`update` runs.
+    Answers are kept in order, so the best is found without looking at
+    every class.
     """
 
-    __slots__ = ("answers", "part", "seen")
+    __slots__ = ("answers", "by_answer", "part", "seen")
 
     def __init__(self) -> None:
         self.part: _Partition | None = None
         self.seen = 0
         #: Class key -> answer, for the classes whose answer is not ``None``.
-        self.answers: dict[Hashable, T] = {}
+        self.answers: dict[Hashable, Answer] = {}
+        #: Answer -> the keys of the classes that gave it, in answer order.
+        self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
+
+    def _drop(self, key: Hashable) -> None:
+        old = self.answers.pop(key, None)
+        if old is not None:
+            keys = self.by_answer[old]
+            keys.discard(key)
+            if not keys:
+                del self.by_answer[old]
+
+    def _set(self, key: Hashable, answer: Answer) -> None:
+        self._drop(key)
+        self.answers[key] = answer
+        keys = self.by_answer.get(answer)
+        if keys is None:
+            self.by_answer[answer] = {key}
+        else:
+            keys.add(key)
 
     def update(
         self,
         part: _Partition,
         nodes: Sequence[NodeInfo],
-        ask: Callable[[list[NodeInfo]], Sequence[T | None]],
-    ) -> dict[Hashable, T]:
+        ask: Callable[[list[NodeInfo]], Sequence[Answer | None]],
+    ) -> None:
         """Bring the answers up to date with ``part``.
 
         :param ask: answers for one node of each new class, in the order given.
         """
-        answers = self.answers
         classes = part.classes
         if part is not self.part:
             self.part = part
-            answers.clear()
+            self.answers.clear()
+            self.by_answer.clear()
             keys: Iterable[Hashable] = list(classes)
         elif self.seen < len(part.changes):
             keys = set(part.changes[self.seen :])
         else:
-            return answers
+            return
         self.seen = len(part.changes)
         new: list[Hashable] = []
         for key in keys:
             if key in classes:
                 new.append(key)
             else:
-                answers.pop(key, None)
+                self._drop(key)
         if new:
             for key, answer in zip(new, ask([nodes[classes[key][0]] for key in new]), strict=True):
                 if answer is None:
-                    answers.pop(key, None)
+                    self._drop(key)
                 else:
-                    answers[key] = answer
-        return answers
+                    self._set(key, answer)
+
+    def best(self) -> tuple[Answer, set[Hashable]] | None:
+        """The best answer (fitting idle resources first, then the highest score) and its classes."""
+        if not self.by_answer:
+            return None
+        answer, keys = self.by_answer.peekitem(-1)
+        return answer, keys
