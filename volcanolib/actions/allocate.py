@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 
 #: Task signatures whose class answers are remembered before starting over.
 _MAX_SIGNATURES: Final = 4096
-_NEG_INF: Final = float("-inf")
 
 
 class _Run:
