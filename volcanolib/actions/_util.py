@@ -375,11 +375,48 @@ def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
     return job.queue in ssn.queues
 
 
-def _victim_compare(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
+class _JobKeys:
+    """Job order while a victim queue is built: each job's key worked out once, then live again.
+
+    Nothing changes while the queue is being built, so remembering keys is
+    exact; after :meth:`thaw`, comparisons see jobs as they are, as victims
+    are evicted one by one. Without a key-based job order, always live.
+    """
+
+    __slots__ = ("frozen", "key", "live", "memo")
+
+    def __init__(self, ssn: Session) -> None:
+        self.key = ssn.job_key_by_plugins
+        self.live = ssn.compare_jobs_by_plugins
+        self.memo: dict[str, Any] = {}
+        self.frozen = self.key is not None
+
+    def compare(self, left: JobInfo, right: JobInfo) -> int:
+        if not self.frozen:
+            return self.live(left, right)
+        assert self.key is not None
+        memo = self.memo
+        lk = memo.get(left.uid, _MISSING)
+        if lk is _MISSING:
+            lk = memo[left.uid] = self.key(left)
+        rk = memo.get(right.uid, _MISSING)
+        if rk is _MISSING:
+            rk = memo[right.uid] = self.key(right)
+        return -1 if lk < rk else (1 if lk > rk else 0)
+
+    def thaw(self) -> None:
+        self.frozen = False
+        self.memo.clear()
+
+
+_MISSING: Final = object()
+
+
+def _victim_compare(ssn: Session, preemptor: TaskInfo, job_keys: _JobKeys) -> Callable[[TaskInfo, TaskInfo], int]:
     jobs = ssn.jobs
     queues = ssn.queues
     compare_tasks = ssn.compare_tasks
-    compare_jobs = ssn.compare_jobs_by_plugins
+    compare_jobs = job_keys.compare
     victim_queues = ssn.compare_victim_queues
     preemptor_job = jobs.get(preemptor.job)
 
@@ -417,7 +454,10 @@ def build_victims_queue(ssn: Session, victims: Iterable[TaskInfo], preemptor: Ta
     the job the plugins' job order would serve last goes first (no
     creation-time tie-break), then the reverse task order.
     """
-    return PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor)), victims)
+    job_keys = _JobKeys(ssn)
+    queue = PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor, job_keys)), victims)
+    job_keys.thaw()
+    return queue
 
 
 def merge_into(stmt: Statement, other: Statement) -> None:

@@ -223,7 +223,8 @@ class Session:
                     merged.append((option.name, keys[option.name], True))
                 elif option.name in cmps:
                     merged.append((option.name, cmps[option.name], False))
-        if all(is_key for _, _, is_key in merged):
+        self._key_based[hook] = all(is_key for _, _, is_key in merged)
+        if self._key_based[hook]:
             key = combine.key_tuple(
                 f"{hook}_key", ((tuple((p, f) for p, f, _ in merged)),), fallback_key, self._order_failed
             )
@@ -240,13 +241,17 @@ class Session:
 
     def _compile(self) -> None:
         t = self._table
+        self._key_based: dict[str, bool] = {}
         self._order_faults: set[tuple[str | None, str | None]] = set()
         #: Compare two jobs (<0: left first). Rule ``first_nonzero``, then creation time and uid.
         self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
         #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
-        self.compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int] = self._order(
-            "job_order", _no_opinion, _no_key
-        )[0]
+        by_plugins, plugins_key = self._order("job_order", _no_opinion, _no_key)
+        self.compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int] = by_plugins
+        #: The key behind :attr:`compare_jobs_by_plugins` when every plugin orders jobs by a key, else ``None``.
+        self.job_key_by_plugins: Callable[[JobInfo], Any] | None = (
+            plugins_key if self._key_based.get("job_order") else None
+        )
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
         self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
