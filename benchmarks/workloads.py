@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -101,10 +101,9 @@ def _fresh(path: Path, *sources: Path) -> bool:
     return all(mtime >= source.stat().st_mtime for source in sources)
 
 
-def _atomic_write(path: Path, write: Any) -> None:
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` then move the file into place, so a half-written file is never left behind."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.tmp"))
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -87,6 +87,8 @@ def parse_documents(text: str, *, source: str | None = None) -> list[Any]:
 
 
 def _parse(text: str, source: str | None) -> list[Any]:
+    if text[:1] == "\ufeff":  # a byte order mark: json refuses it, YAML skips it
+        text = text[1:]
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
