@@ -375,48 +375,62 @@ def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
     return job.queue in ssn.queues
 
 
-class _JobKeys:
-    """Job order while a victim queue is built: each job's key worked out once, then live again.
+class _FrozenOrder:
+    """Job and task order while a victim queue is built: each key worked out once, then live again.
 
     Nothing changes while the queue is being built, so remembering keys is
-    exact; after :meth:`thaw`, comparisons see jobs as they are, as victims
-    are evicted one by one. Without a key-based job order, always live.
+    exact; after :meth:`thaw`, comparisons see jobs and tasks as they are, as
+    victims are evicted one by one. An order that is not key-based is always
+    compared live.
     """
 
-    __slots__ = ("frozen", "key", "live", "memo")
+    __slots__ = ("frozen", "job_key", "jobs", "live_jobs", "live_tasks", "task_key", "tasks")
 
     def __init__(self, ssn: Session) -> None:
-        self.key = ssn.job_key_by_plugins
-        self.live = ssn.compare_jobs_by_plugins
-        self.memo: dict[str, Any] = {}
-        self.frozen = self.key is not None
+        self.job_key = ssn.job_key_by_plugins
+        self.task_key = ssn.task_key if ssn.order_by_key("task_order") else None
+        self.live_jobs = ssn.compare_jobs_by_plugins
+        self.live_tasks = ssn.compare_tasks
+        self.jobs: dict[str, Any] = {}
+        self.tasks: dict[str, Any] = {}
+        self.frozen = True
 
-    def compare(self, left: JobInfo, right: JobInfo) -> int:
-        if not self.frozen:
-            return self.live(left, right)
-        assert self.key is not None
-        memo = self.memo
-        lk = memo.get(left.uid, _MISSING)
-        if lk is _MISSING:
-            lk = memo[left.uid] = self.key(left)
-        rk = memo.get(right.uid, _MISSING)
-        if rk is _MISSING:
-            rk = memo[right.uid] = self.key(right)
-        return -1 if lk < rk else (1 if lk > rk else 0)
+    def compare_jobs(self, left: JobInfo, right: JobInfo) -> int:
+        key = self.job_key
+        if not self.frozen or key is None:
+            return self.live_jobs(left, right)
+        return _compare_memo(self.jobs, key, left, right)
+
+    def compare_tasks(self, left: TaskInfo, right: TaskInfo) -> int:
+        key = self.task_key
+        if not self.frozen or key is None:
+            return self.live_tasks(left, right)
+        return _compare_memo(self.tasks, key, left, right)
 
     def thaw(self) -> None:
         self.frozen = False
-        self.memo.clear()
+        self.jobs.clear()
+        self.tasks.clear()
+
+
+def _compare_memo(memo: dict[str, Any], key: Callable[[Any], Any], left: Any, right: Any) -> int:
+    lk = memo.get(left.uid, _MISSING)
+    if lk is _MISSING:
+        lk = memo[left.uid] = key(left)
+    rk = memo.get(right.uid, _MISSING)
+    if rk is _MISSING:
+        rk = memo[right.uid] = key(right)
+    return -1 if lk < rk else (1 if lk > rk else 0)
 
 
 _MISSING: Final = object()
 
 
-def _victim_compare(ssn: Session, preemptor: TaskInfo, job_keys: _JobKeys) -> Callable[[TaskInfo, TaskInfo], int]:
+def _victim_compare(ssn: Session, preemptor: TaskInfo, order: _FrozenOrder) -> Callable[[TaskInfo, TaskInfo], int]:
     jobs = ssn.jobs
     queues = ssn.queues
-    compare_tasks = ssn.compare_tasks
-    compare_jobs = job_keys.compare
+    compare_tasks = order.compare_tasks
+    compare_jobs = order.compare_jobs
     victim_queues = ssn.compare_victim_queues
     preemptor_job = jobs.get(preemptor.job)
 
@@ -454,9 +468,9 @@ def build_victims_queue(ssn: Session, victims: Iterable[TaskInfo], preemptor: Ta
     the job the plugins' job order would serve last goes first (no
     creation-time tie-break), then the reverse task order.
     """
-    job_keys = _JobKeys(ssn)
-    queue = PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor, job_keys)), victims)
-    job_keys.thaw()
+    order = _FrozenOrder(ssn)
+    queue = PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor, order)), victims)
+    order.thaw()
     return queue
 
 
