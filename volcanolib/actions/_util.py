@@ -469,9 +469,23 @@ def build_victims_queue(ssn: Session, victims: Iterable[TaskInfo], preemptor: Ta
     creation-time tie-break), then the reverse task order.
     """
     order = _FrozenOrder(ssn)
-    queue = PriorityQueue(functools.cmp_to_key(_victim_compare(ssn, preemptor, order)), victims)
-    order.thaw()
-    return queue
+    return _VictimQueue(order, functools.cmp_to_key(_victim_compare(ssn, preemptor, order)), victims)
+
+
+class _VictimQueue(PriorityQueue[TaskInfo]):
+    """A victim queue whose order stays frozen until its first victim is taken (nothing changed before)."""
+
+    __slots__ = ("_order",)
+
+    def __init__(self, order: _FrozenOrder, key: Callable[[TaskInfo], Any], items: Iterable[TaskInfo]) -> None:
+        self._order = order
+        super().__init__(key, items)
+
+    def pop(self) -> TaskInfo:
+        """Remove and return the first victim; later comparisons see jobs and tasks as they are then."""
+        item = super().pop()
+        self._order.thaw()
+        return item
 
 
 def merge_into(stmt: Statement, other: Statement) -> None:
