@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="S,M", help="comma-separated sizes for the workloads (default S,M)")
     parser.add_argument("--format", dest="formats", default="yaml", help="yaml, json, or yaml,json (default yaml)")
     parser.add_argument("--seed", type=int, default=1, help="the workload generator's and the scheduler's seed")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run each workload N times (fresh processes); report the median session"
+    )
     parser.add_argument("--out", type=Path, help="the JSON file to write (default under bench-results/)")
     parser.add_argument("--profile", type=Path, help="write a cProfile .prof of each workload's session")
     parser.add_argument("--generated", type=Path, default=GENERATED, help="where workload files are generated")
@@ -78,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown suite {token!r} (expected ordering, all, W1..W4 or a size S, M, L)")
     if sizes and not workloads:
         parser.error("sizes given without a workload (e.g. W1 M)")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
     formats = _split(args.formats)
     for fmt in formats:
         if fmt not in FORMATS:
@@ -105,7 +110,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"running {workload}-{size} ({fmt}) ...", file=sys.stderr, flush=True)
             try:
                 record = run_workload(
-                    workload, size, seed=args.seed, fmt=fmt, profile=profile, directory=args.generated
+                    workload,
+                    size,
+                    seed=args.seed,
+                    fmt=fmt,
+                    profile=profile,
+                    directory=args.generated,
+                    repeat=args.repeat,
                 )
             except BenchmarkError as exc:
                 print(f"error: {exc}", file=sys.stderr)

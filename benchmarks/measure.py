@@ -31,7 +31,20 @@ _NOT_ACTIONS = frozenset({"load", "snapshot", "open", "close", "session"})
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB (``ru_maxrss``)."""
+    """This process's peak resident set size so far, in MiB.
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``, the high-water
+    mark of the current program image: ``ru_maxrss`` survives ``exec``, so in
+    a subprocess it would start at the size of the parent at ``fork``.
+    Elsewhere it is ``ru_maxrss``.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)

@@ -145,24 +145,8 @@ def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml
     return json_path
 
 
-def run_workload(
-    workload: str,
-    size: str,
-    *,
-    seed: int = 1,
-    fmt: str = "yaml",
-    profile: Path | None = None,
-    directory: Path = GENERATED,
-) -> dict[str, Any]:
-    """Run one workload in a fresh ``python -m benchmarks.measure`` subprocess; return its record.
-
-    The record gets ``anchor_seconds``, ``anchor_estimated``, ``anchor_binds``
-    and ``ratio`` (our session time divided by Volcano's; below 1 is faster)
-    when the workload has a Volcano anchor.
-
-    :raises BenchmarkError: when the subprocess fails (its last error line is quoted).
-    """
-    path = ensure_workload(workload, size, seed=seed, fmt=fmt, directory=directory)
+def _measure_once(path: Path, workload: str, size: str, seed: int, fmt: str, profile: Path | None) -> dict[str, Any]:
+    """One ``python -m benchmarks.measure`` subprocess on ``path``; its record."""
     with tempfile.TemporaryDirectory(prefix="volcanolib-bench-") as tmp:
         result_path = Path(tmp) / "result.json"
         command = [
@@ -192,6 +176,40 @@ def run_workload(
             last = lines[-1].strip() if lines else f"exit status {proc.returncode}"
             raise BenchmarkError(f"{workload}-{size} ({fmt}) failed: {last}")
         record: dict[str, Any] = json.loads(result_path.read_text())
+    return record
+
+
+def run_workload(
+    workload: str,
+    size: str,
+    *,
+    seed: int = 1,
+    fmt: str = "yaml",
+    profile: Path | None = None,
+    directory: Path = GENERATED,
+    repeat: int = 1,
+) -> dict[str, Any]:
+    """Run one workload in fresh ``python -m benchmarks.measure`` subprocesses; return its record.
+
+    With ``repeat`` above 1 the workload runs that many times, each in its
+    own subprocess, and the record is the run with the median session time,
+    with every run's ``load_seconds`` and ``session_seconds`` listed in
+    ``load_seconds_runs`` and ``session_seconds_runs``. The record gets
+    ``anchor_seconds``, ``anchor_estimated``, ``anchor_binds`` and ``ratio``
+    (our session time divided by Volcano's; below 1 is faster) when the
+    workload has a Volcano anchor.
+
+    :raises BenchmarkError: when a subprocess fails (its last error line is quoted).
+    """
+    if repeat < 1:
+        raise BenchmarkError(f"repeat must be at least 1, got {repeat}")
+    path = ensure_workload(workload, size, seed=seed, fmt=fmt, directory=directory)
+    runs = [_measure_once(path, workload, size, seed, fmt, profile if i == 0 else None) for i in range(repeat)]
+    ordered = sorted(runs, key=lambda r: float(r["session_seconds"]))
+    record = ordered[(len(ordered) - 1) // 2]
+    record["repeats"] = repeat
+    record["load_seconds_runs"] = [r["load_seconds"] for r in runs]
+    record["session_seconds_runs"] = [r["session_seconds"] for r in runs]
     anchor = ANCHORS.get((workload, size))
     record["anchor_seconds"] = anchor.seconds if anchor else None
     record["anchor_estimated"] = anchor.estimated if anchor else None

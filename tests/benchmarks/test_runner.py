@@ -43,6 +43,8 @@ RECORD_FIELDS = {
     "python",
     "anchor_seconds",
     "ratio",
+    "repeats",
+    "session_seconds_runs",
 }
 
 
