@@ -147,6 +147,7 @@ _UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f#&*!|>'%@`?\\]")
 #: libyaml refuses implicit keys longer than 1024 characters: runs with long scalars go through the event loop.
 _LONG_QUOTED = re.compile(r'"[^"\n]{512,}"')
 _LONG_TOKEN: Final = 512
+_CHUNK_CHARS: Final = 1 << 20
 _MARKER: Final = "__volcanolib_flow_lines_"
 _ENTRY: Final = '["\\u0000",'  # JSON for a list starting with "\0", which the text cannot hold
 
@@ -204,7 +205,26 @@ def _refuse(text: str) -> Any:
 
 
 def _translate_run(run: str) -> list[Any] | None:
-    """The flow mappings of a run of ``- {...}`` lines, read as JSON; ``None`` when YAML might read them otherwise."""
+    """The flow mappings of a run of ``- {...}`` lines, read as JSON; ``None`` when YAML might read them otherwise.
+
+    The run is rewritten a megabyte or so at a time, which keeps the
+    intermediate strings small.
+    """
+    items: list[Any] = []
+    start = 0
+    while start < len(run):
+        end = run.find("\n", start + _CHUNK_CHARS)
+        end = len(run) if end < 0 else end + 1
+        chunk = _translate_chunk(run[start:end])
+        if chunk is None:
+            return None
+        items.extend(chunk)
+        start = end
+    return items
+
+
+def _translate_chunk(run: str) -> list[Any] | None:
+    """:func:`_translate_run` on whole lines."""
     if not run.isascii() or "\\" in run:
         return None
     bare = _QUOTED.sub('""', run)

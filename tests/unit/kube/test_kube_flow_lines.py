@@ -276,3 +276,25 @@ def test_random_readable_lines_take_the_fast_path_and_agree(
     assert _documents._load_flow_lines(text) is not None, odd
     fast, slow = _both(text)
     assert fast == slow
+
+
+def test_a_long_run_is_rewritten_a_chunk_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, fast_path_calls: list[bool]
+) -> None:
+    monkeypatch.setattr(_documents, "_CHUNK_CHARS", 300)
+    text = "objects:\n" + _lines(100)
+    fast, slow = _both(text)
+    assert fast_path_calls == [True]
+    assert fast == slow
+    assert len(parse_documents(text)[0]["objects"]) == 100
+
+
+def test_one_odd_line_in_a_late_chunk_sends_the_run_to_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch, fast_path_calls: list[bool]
+) -> None:
+    monkeypatch.setattr(_documents, "_CHUNK_CHARS", 300)
+    text = "objects:\n" + _lines(90) + "- {v: yes}\n" + _lines(9, 90)
+    fast, slow = _both(text)
+    assert fast_path_calls == [False]
+    assert fast == slow
+    assert parse_documents(text)[0]["objects"][90] == {"v": True}
