@@ -61,6 +61,10 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def soak(session: nox.Session) -> None:
-    """Long-running and scale tests kept out of the default run."""
+    """Long-running and scale tests kept out of the default run, then the soak (200 cycles of 1,000 nodes).
+
+    Arguments after ``--`` go to benchmarks/soak.py (e.g. ``nox -s soak -- --cycles 50``).
+    """
     session.install(*INSTALL)
-    session.run("python", "-m", "pytest", "-m", "slow", "--runslow", *session.posargs)
+    session.run("python", "-m", "pytest", "-m", "slow", "--runslow")
+    session.run("python", "benchmarks/soak.py", *session.posargs)

@@ -67,6 +67,8 @@ class InMemoryCache:
     :param binder: binds tasks; by default every bind succeeds.
     :param evictor: evicts tasks; by default every eviction succeeds.
     :param status_updater: receives PodGroup and Queue status, if given.
+    :param max_events: how many of the latest events :attr:`events` keeps
+        (``None``: all of them; a long-running scheduler would grow without bound).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class InMemoryCache:
         evictor: Evictor | None = None,
         status_updater: StatusUpdater | None = None,
         default_queue: str = "default",
+        max_events: int | None = 10_000,
     ) -> None:
         self._lock = threading.RLock()
         self.binder: Binder = binder or AcceptAll()
@@ -89,8 +92,9 @@ class InMemoryCache:
         self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
         self._priority_classes: dict[str, int] = {}
         self._global_default: str | None = None
-        #: Events recorded so far, oldest first.
+        #: Events recorded so far, oldest first (the latest ``max_events`` of them).
         self.events: list[CacheEvent] = []
+        self.max_events = max_events
 
     # ------------------------------------------------------------------ nodes
 
@@ -281,7 +285,11 @@ class InMemoryCache:
     # ------------------------------------------------------------------ effectors
 
     def _record(self, kind: str, obj: str, reason: str, message: str) -> None:
-        self.events.append(CacheEvent(kind, obj, reason, message))
+        events = self.events
+        events.append(CacheEvent(kind, obj, reason, message))
+        limit = self.max_events
+        if limit is not None and len(events) > 2 * limit:
+            del events[: len(events) - limit]
 
     def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         job = self._jobs.get(task.job)

@@ -260,3 +260,15 @@ def test_a_stale_session_cannot_bind_a_finished_task_or_onto_a_node_gone_not_rea
     assert binder.bound == {}
     assert [e.reason for e in cache.events] == ["FailedScheduling"]
     _assert_consistent(cache)
+
+
+@pytest.mark.parametrize(("limit", "kept"), [(5, range(5, 11)), (None, range(40, 41))])
+def test_the_cache_keeps_a_bounded_number_of_events(limit: int | None, kept: range) -> None:
+    cache = InMemoryCache(max_events=limit)
+    cache.add_node(build_node("n0", cpu="64", memory="64Gi"))
+    cache.add_pod_group(build_pod_group("a", min_member=1))
+    for t in range(40):
+        cache.add_task(build_task(f"a-t-{t}", job="a", cpu="1", memory="1Gi"))
+    Scheduler(cache, CONF).run_once()
+    assert len(cache.events) in kept
+    assert cache.events[-1].reason == "Scheduled"
