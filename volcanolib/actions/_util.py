@@ -376,24 +376,22 @@ def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
 
 
 class _FrozenOrder:
-    """Job and task order while a victim queue is built: each key worked out once, then live again.
+    """Job and task order for a victim queue: live, or (``frozen``) each key worked out once.
 
-    Nothing changes while the queue is being built, so remembering keys is
-    exact; after :meth:`thaw`, comparisons see jobs and tasks as they are, as
-    victims are evicted one by one. An order that is not key-based is always
-    compared live.
+    While a queue is being built nothing changes, so remembering keys is
+    exact. An order that is not key-based is always compared live.
     """
 
     __slots__ = ("frozen", "job_key", "jobs", "live_jobs", "live_tasks", "task_key", "tasks")
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, *, frozen: bool = True) -> None:
         self.job_key = ssn.job_key_by_plugins
         self.task_key = ssn.task_key if ssn.order_by_key("task_order") else None
         self.live_jobs = ssn.compare_jobs_by_plugins
         self.live_tasks = ssn.compare_tasks
         self.jobs: dict[str, Any] = {}
         self.tasks: dict[str, Any] = {}
-        self.frozen = True
+        self.frozen = frozen
 
     def compare_jobs(self, left: JobInfo, right: JobInfo) -> int:
         key = self.job_key
@@ -406,11 +404,6 @@ class _FrozenOrder:
         if not self.frozen or key is None:
             return self.live_tasks(left, right)
         return _compare_memo(self.tasks, key, left, right)
-
-    def thaw(self) -> None:
-        self.frozen = False
-        self.jobs.clear()
-        self.tasks.clear()
 
 
 def _compare_memo(memo: dict[str, Any], key: Callable[[Any], Any], left: Any, right: Any) -> int:
@@ -468,23 +461,99 @@ def build_victims_queue(ssn: Session, victims: Iterable[TaskInfo], preemptor: Ta
     the job the plugins' job order would serve last goes first (no
     creation-time tie-break), then the reverse task order.
     """
-    order = _FrozenOrder(ssn)
-    return _VictimQueue(order, functools.cmp_to_key(_victim_compare(ssn, preemptor, order)), victims)
+    victims = list(victims)
+    live = functools.cmp_to_key(_victim_compare(ssn, preemptor, _FrozenOrder(ssn, frozen=False)))
+    frozen = _victim_key(ssn, preemptor, victims)
+    if frozen is None:
+        frozen = functools.cmp_to_key(_victim_compare(ssn, preemptor, _FrozenOrder(ssn)))
+    return _VictimQueue(frozen, live, victims)
+
+
+class _Reversed:
+    """Orders values the other way round (a sort key for "last first")."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and bool(self.value == other.value)
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return bool(other.value < self.value)
+
+    def __gt__(self, other: _Reversed) -> bool:
+        return bool(other.value > self.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _victim_key(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) -> Callable[[TaskInfo], Any] | None:
+    """A sort key giving the victim order while nothing changes, when every order involved is key-based.
+
+    ``None`` when some order is a comparison (or a victim's queue is missing), then comparisons are used.
+    """
+    job_key = ssn.job_key_by_plugins
+    if job_key is None or not ssn.order_by_key("task_order") or not ssn.order_by_key("queue_order"):
+        return None
+    if ssn.has_victim_queue_order:
+        return None
+    jobs = ssn.jobs
+    queues = ssn.queues
+    by_queue = preemptor.job in jobs
+    if by_queue:
+        for victim in victims:
+            owner = jobs.get(victim.job)
+            if owner is not None and owner.queue not in queues:
+                return None
+    task_key = ssn.task_key
+    queue_key = ssn.queue_key
+    jobs_seen: dict[str, Any] = {}
+    queues_seen: dict[str, Any] = {}
+
+    def key(task: TaskInfo) -> Any:
+        job = jobs.get(task.job)
+        if job is None:
+            # A victim whose job left the session goes first, then by reverse task order.
+            return (0, _Reversed(((), (), task_key(task))))
+        jk = jobs_seen.get(job.uid, _MISSING)
+        if jk is _MISSING:
+            jk = jobs_seen[job.uid] = job_key(job)
+        qk: Any = ()
+        if by_queue:
+            qk = queues_seen.get(job.queue, _MISSING)
+            if qk is _MISSING:
+                qk = queues_seen[job.queue] = queue_key(queues[job.queue])
+        return (1, _Reversed((qk, jk, task_key(task))))
+
+    return key
 
 
 class _VictimQueue(PriorityQueue[TaskInfo]):
-    """A victim queue whose order stays frozen until its first victim is taken (nothing changed before)."""
+    """A victim queue ordered by ``frozen`` until its first victim is taken, by ``live`` after.
 
-    __slots__ = ("_order",)
+    Nothing changes before the first victim is taken, so a key worked out
+    once per item orders exactly as live comparisons would; the heap keeps
+    its arrangement when it switches.
+    """
 
-    def __init__(self, order: _FrozenOrder, key: Callable[[TaskInfo], Any], items: Iterable[TaskInfo]) -> None:
-        self._order = order
-        super().__init__(key, items)
+    __slots__ = ("_live",)
+
+    def __init__(
+        self, frozen: Callable[[TaskInfo], Any], live: Callable[[TaskInfo], Any], items: Iterable[TaskInfo]
+    ) -> None:
+        self._live: Callable[[TaskInfo], Any] | None = live
+        super().__init__(frozen, items)
 
     def pop(self) -> TaskInfo:
         """Remove and return the first victim; later comparisons see jobs and tasks as they are then."""
         item = super().pop()
-        self._order.thaw()
+        live = self._live
+        if live is not None:
+            self._live = None
+            self._key = live
+            self._heap = [(live(other), count, other) for _, count, other in self._heap]
         return item
 
 

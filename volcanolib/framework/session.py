@@ -262,6 +262,8 @@ class Session:
             "namespace_order", t("namespace_order"), _cmp, self._order_failed
         )
         victim_queue = combine.first_nonzero_args("victim_queue_order", t("victim_queue_order"), self._order_failed)
+        #: Whether some plugin orders victim queues (``victim_queue_order``).
+        self.has_victim_queue_order = any(fn for tier in t("victim_queue_order") for _, fn in tier)
         compare_queues = self.compare_queues
 
         def compare_victim_queues(left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
