@@ -15,8 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from volcanolib.api.node import Node, Taint
+from volcanolib.api.task import TaskInfo
 
 __all__ = [
+    "task_pod_affinity",
     "HOSTNAME_KEY",
     "MAX_NODE_SCORE",
     "UNSCHEDULABLE_TAINT_KEY",
@@ -513,3 +515,15 @@ def default_normalize(scores: dict[str, int], reverse: bool) -> None:
     for name, score in scores.items():
         value = MAX_NODE_SCORE * score // top
         scores[name] = MAX_NODE_SCORE - value if reverse else value
+
+
+def task_pod_affinity(task: TaskInfo, cache: dict[str, PodAffinity]) -> PodAffinity:
+    """A task's pod (anti-)affinity terms, parsed once per template into ``cache``."""
+    found = cache.get(task.template)
+    if found is None:
+        pod = task.pod
+        found = parse_pod_affinity(
+            pod.affinity if pod is not None else None, task.namespace, pod.labels if pod is not None else {}
+        )
+        cache[task.template] = found
+    return found

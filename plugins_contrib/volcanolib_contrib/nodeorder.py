@@ -186,14 +186,8 @@ class NodeOrderPlugin:
     # ------------------------------------------------------------------ parsed terms
 
     def _pod_affinity(self, task: TaskInfo) -> _k8s.PodAffinity:
-        found = self._affinities.get(task.template)
-        if found is None:
-            pod = task.pod
-            found = _k8s.parse_pod_affinity(
-                pod.affinity if pod is not None else None, task.namespace, pod.labels if pod is not None else {}
-            )
-            self._affinities[task.template] = found
-        return found
+        """The (anti-)affinity terms of a pod, parsed once per template."""
+        return _k8s.task_pod_affinity(task, self._affinities)
 
     def _has_affinity(self, task: TaskInfo) -> bool:
         pod = task.pod

@@ -278,15 +278,8 @@ class PredicatesPlugin:
         return spec
 
     def _pod_affinity_of(self, task: TaskInfo) -> _k8s.PodAffinity:
-        """The (anti-)affinity terms of a placed pod, parsed once per template."""
-        found = self._existing_affinity.get(task.template)
-        if found is None:
-            pod = task.pod
-            found = _k8s.parse_pod_affinity(
-                pod.affinity if pod is not None else None, task.namespace, pod.labels if pod is not None else {}
-            )
-            self._existing_affinity[task.template] = found
-        return found
+        """The (anti-)affinity terms of a pod, parsed once per template."""
+        return _k8s.task_pod_affinity(task, self._existing_affinity)
 
     def _has_required_anti(self, task: TaskInfo) -> bool:
         pod = task.pod

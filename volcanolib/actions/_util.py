@@ -41,6 +41,7 @@ __all__ = [
     "job_is_schedulable",
     "merge_into",
     "pod_priority",
+    "queue_overused",
     "request_key",
     "unpipeline",
     "validate_victims",
@@ -364,6 +365,16 @@ class PredicateCache:
 
 
 # ---------------------------------------------------------------------------- jobs, victims
+
+
+def queue_overused(ssn: Session, queue: QueueInfo, consequence: str) -> bool:
+    """Whether the plugins say the queue is overused (a plugin failure is recorded and counts as yes)."""
+    overused = True
+    with ssn.guard():
+        overused = ssn.overused(queue)
+    if overused:
+        log.debug("queue %s is overused, %s", queue.name, consequence)
+    return overused
 
 
 def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:

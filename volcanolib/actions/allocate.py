@@ -25,6 +25,7 @@ from volcanolib.actions._util import (
     first_insufficient,
     fits_future_idle,
     fits_idle,
+    queue_overused,
     request_key,
 )
 from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
@@ -346,11 +347,7 @@ class Allocate:
 
         while queues:
             queue = queues.pop()
-            overused = True
-            with ssn.guard():
-                overused = ssn.overused(queue)
-            if overused:
-                log.debug("queue %s is overused, leaving it out", queue.name)
+            if queue_overused(ssn, queue, "leaving it out"):
                 continue
             jobs = jobs_by_queue.get(queue.name)
             if not jobs:

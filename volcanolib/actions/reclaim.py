@@ -15,6 +15,7 @@ from volcanolib.actions._util import (
     fits_future_idle,
     job_is_schedulable,
     merge_into,
+    queue_overused,
     validate_victims,
 )
 from volcanolib.api.fiterrors import FitErrors
@@ -97,11 +98,7 @@ class Reclaim:
 
         while queues:
             queue = queues.pop()
-            overused = True
-            with ssn.guard():
-                overused = ssn.overused(queue)
-            if overused:
-                log.debug("queue %s is overused, it reclaims nothing", queue.name)
+            if queue_overused(ssn, queue, "it reclaims nothing"):
                 continue
             jobs_q = starving.get(queue.name)
             while jobs_q:
