@@ -91,6 +91,10 @@ def run_soak(
 ) -> dict[str, Any]:
     """Run the soak and return its figures.
 
+    The harness keeps books on live tasks only (a task leaves them when it
+    is collected or evicted, after its checks), so the memory it measures
+    is the scheduler's and the cache's, not a growing record of the past.
+
     :param arrivals: jobs arriving per cycle (default: one per 15 nodes).
     :raises SoakError: when a task is lost or bound twice, or the cache's
         bookkeeping is inconsistent.
@@ -109,20 +113,28 @@ def run_soak(
         cache.add_node(build_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110, scalars=scalars))
     scheduler = Scheduler(cache, CONF, seed=seed)
 
-    submitted: dict[str, str] = {}  # task uid -> job uid
+    live: dict[str, str] = {}  # task uid -> job uid, while the task is in the cache
     started_at: dict[str, int] = {}  # task uid -> cycle it started running
     lifetime: dict[str, int] = {}  # task uid -> cycles it runs
-    finished: set[str] = set()
-    evicted: set[str] = set()
     jobs_open: dict[str, set[str]] = {}  # job uid -> its task uids still in the cache
-    job_count = 0
+    submitted = finished = evicted = job_count = binds = checks = 0
     session_seconds: list[float] = []
-    traced_after_warmup = 0
-    checks = 0
+    traced: dict[int, float] = {}  # cycle -> traced MiB after it
     gc.collect()
     if trace_memory:
         tracemalloc.start()
     wall = time.perf_counter()
+
+    def leave(uid: str, *, bound: bool) -> None:
+        """A task leaves the books; a finished one must have been bound exactly once, an evicted one once."""
+        nonlocal binds
+        count = binder.bound.pop(uid, 0)
+        if count > 1 or (bound and count != 1):
+            raise SoakError(f"task {uid} was bound {count} times")
+        binds += count
+        del live[uid]
+        lifetime.pop(uid, None)
+        started_at.pop(uid, None)
 
     for cycle in range(cycles):
         # arrivals
@@ -157,7 +169,8 @@ def run_soak(
                     creation_timestamp=float(cycle),
                 )
                 cache.add_task(task)
-                submitted[task.uid] = f"default/{name}"
+                submitted += 1
+                live[task.uid] = f"default/{name}"
                 lifetime[task.uid] = run_for
                 uids.add(task.uid)
             jobs_open[f"default/{name}"] = uids
@@ -169,8 +182,9 @@ def run_soak(
 
         # the cluster between cycles: evicted pods go, bound pods start, running pods finish
         for task in cache.finish_evictions():
-            evicted.add(task.uid)
+            evicted += 1
             jobs_open[task.job].discard(task.uid)
+            leave(task.uid, bound=False)
         for task in cache.start_bound_tasks():
             started_at[task.uid] = cycle
         for uid, since in list(started_at.items()):
@@ -183,8 +197,8 @@ def run_soak(
             if all(t is not None and t.status is TaskStatus.SUCCEEDED for t in tasks):
                 for uid in uids:
                     cache.delete_task(uid)
-                    finished.add(uid)
-                    lifetime.pop(uid, None)
+                    finished += 1
+                    leave(uid, bound=True)
                 namespace, name = job_uid.split("/", 1)
                 cache.delete_pod_group(namespace, name)
                 del jobs_open[job_uid]
@@ -194,9 +208,9 @@ def run_soak(
             checks += 1
             if problems:
                 raise SoakError(f"cycle {cycle}: {problems[:5]}")
-        if trace_memory and cycle + 1 == warmup:
+        if trace_memory and (cycle + 1 == warmup or (check_every and (cycle + 1) % check_every == 0)):
             gc.collect()
-            traced_after_warmup = tracemalloc.get_traced_memory()[0]
+            traced[cycle + 1] = round(tracemalloc.get_traced_memory()[0] / 2**20, 2)
 
     wall = time.perf_counter() - wall
     gc.collect()
@@ -209,22 +223,19 @@ def run_soak(
     by_status: dict[str, int] = {}
     for task in present.values():
         by_status[str(task.status)] = by_status.get(str(task.status), 0) + 1
-    lost = set(submitted) - finished - evicted - set(present)
-    if lost:
-        raise SoakError(f"{len(lost)} task(s) lost, e.g. {sorted(lost)[:3]}")
-    if finished & set(present) or evicted & set(present) or finished & evicted:
-        raise SoakError("a task is counted twice")
+    if set(present) != set(live):
+        lost = sorted(set(live) - set(present))
+        raise SoakError(f"{len(lost)} task(s) lost, e.g. {lost[:3]}")
     twice = [uid for uid, n in binder.bound.items() if n != 1]
     if twice:
         raise SoakError(f"{len(twice)} task(s) bound more than once, e.g. {twice[:3]}")
-    unbound_finished = [uid for uid in finished if binder.bound.get(uid) != 1]
-    if unbound_finished:
-        raise SoakError(f"{len(unbound_finished)} finished task(s) never bound, e.g. {unbound_finished[:3]}")
-    if len(submitted) != len(finished) + len(evicted) + len(present):
+    binds += sum(binder.bound.values())
+    if submitted != finished + evicted + len(present):
         raise SoakError("counts do not add up")
     problems = cache.consistency_problems()
     if problems:
         raise SoakError(f"at the end: {problems[:5]}")
+    after_warmup = next((mib for cycle, mib in traced.items() if cycle >= warmup), 0.0)
 
     return {
         "cycles": cycles,
@@ -232,22 +243,23 @@ def run_soak(
         "seed": seed,
         "bind_failure": bind_failure,
         "jobs_submitted": job_count,
-        "tasks_submitted": len(submitted),
-        "tasks_finished": len(finished),
-        "tasks_evicted": len(evicted),
+        "tasks_submitted": submitted,
+        "tasks_finished": finished,
+        "tasks_evicted": evicted,
         "tasks_present": len(present),
         "tasks_present_by_status": dict(sorted(by_status.items())),
-        "binds": sum(binder.bound.values()),
+        "binds": binds,
         "bind_failures": binder.failures,
         "consistency_checks": checks + 1,
         "session_seconds_median": round(statistics.median(session_seconds), 4),
         "session_seconds_max": round(max(session_seconds), 4),
         "wall_seconds": round(wall, 2),
         "peak_rss_mib": round(_rss_mib(), 1),
-        "traced_mib_after_warmup": round(traced_after_warmup / 2**20, 2),
+        "tracemalloc": trace_memory,
+        "traced_mib_after_warmup": after_warmup,
         "traced_mib_end": round(traced_end / 2**20, 2),
         "traced_mib_peak": round(traced_peak / 2**20, 2),
-        "tracemalloc": trace_memory,
+        "traced_mib_by_cycle": {str(cycle): mib for cycle, mib in traced.items()},
     }
 
 

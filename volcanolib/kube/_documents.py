@@ -57,6 +57,10 @@ _CParser: Any = getattr(_cyaml, "CParser", None)
 HAVE_LIBYAML = _CParser is not None
 
 _NO_KEY: Any = object()
+#: How deeply mappings and lists may nest in a YAML document (Kubernetes objects need a few dozen levels).
+MAX_DEPTH: Final = 256
+#: How many values aliases to lists and mappings may add to one document once expanded.
+MAX_ALIASED: Final = 1_000_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -98,6 +102,9 @@ def _parse(text: str, source: str | None) -> list[Any]:
                 raise ManifestError(
                     f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
                 ) from None
+        except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+            if source is not None and source.endswith(".json"):
+                raise ManifestError(f"not valid JSON: {exc}", source=source) from None
     try:
         docs = list(_load_all(text))
     except yaml.YAMLError as exc:
@@ -107,6 +114,8 @@ def _parse(text: str, source: str | None) -> list[Any]:
         raise ManifestError(f"not valid YAML{where}: {problem}", source=source) from None
     except (TypeError, ValueError) as exc:  # e.g. an unhashable mapping key, a bad timestamp
         raise ManifestError(f"not valid YAML: {exc}", source=source) from None
+    except RecursionError:  # the pure-Python loader, without libyaml
+        raise ManifestError(f"not valid YAML: nested more than {MAX_DEPTH} levels deep", source=source) from None
     return [doc for doc in docs if doc is not None]
 
 
@@ -238,7 +247,7 @@ def _translate_chunk(run: str) -> list[Any] | None:
     body = text.replace("\n- ", "],\n" + _ENTRY)
     try:
         entries = json.loads(f"[{_ENTRY}{body[2:-1]}]]", parse_float=_json_float, parse_constant=_refuse)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting too deep for json; the event loop copes
         return None
     lines = run.count("\n")
     if len(entries) != lines:
@@ -330,6 +339,50 @@ def _splice(docs: list[Any], runs: dict[str, list[Any]]) -> bool:
     return len(found) == len(runs)
 
 
+def _measure(root: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """How many values ``root`` holds with every shared part counted each time, and how deeply it nests.
+
+    Iterative and memoised by id; a structure that contains itself counts
+    once. Stops with :class:`OverflowError` past :data:`MAX_DEPTH` levels.
+    """
+    found = known.get(id(root))
+    if found is not None:
+        return found
+    known[id(root)] = (1, 1)
+    stack: list[tuple[Any, Iterator[Any], list[int]]] = [(root, _children(root), [1, 1])]
+    while stack:
+        node, children, acc = stack[-1]
+        for value in children:
+            if value.__class__ is not list and value.__class__ is not dict:
+                acc[0] += 1
+                continue
+            seen = known.get(id(value))
+            if seen is None:
+                if len(stack) >= MAX_DEPTH:
+                    raise OverflowError
+                known[id(value)] = (1, 1)
+                stack.append((value, _children(value), [1, 1]))
+                break
+            acc[0] += seen[0]
+            acc[1] = max(acc[1], seen[1] + 1)
+        else:
+            stack.pop()
+            known[id(node)] = (acc[0], acc[1])
+            if stack:
+                parent = stack[-1][2]
+                parent[0] += acc[0]
+                parent[1] = max(parent[1], acc[1] + 1)
+    return known[id(root)]
+
+
+def _children(node: Any) -> Iterator[Any]:
+    return iter(node.values() if node.__class__ is dict else node)
+
+
+def _too_deep(event: Any) -> yaml.YAMLError:
+    return yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+
+
 class _EventBuilder:
     """Builds Python values from parser events, the way ``SafeLoader`` would."""
 
@@ -367,6 +420,9 @@ class _EventBuilder:
         merges: list[list[Any] | None] = []
         anchors = self.anchors
         document: Any = None
+        # What aliases to lists and mappings add to the document once expanded ("billion laughs").
+        sizes: dict[int, tuple[int, int]] = {}
+        expanded = 0
         try:
             while True:
                 event = get()
@@ -387,6 +443,8 @@ class _EventBuilder:
                     if event.anchor is not None:
                         anchors[event.anchor] = obj
                 elif cls is map_start:
+                    if len(stack) >= MAX_DEPTH:
+                        raise _too_deep(event)
                     new_map: dict[Any, Any] = {}
                     if event.anchor is not None:
                         anchors[event.anchor] = new_map
@@ -395,6 +453,8 @@ class _EventBuilder:
                     merges.append(None)
                     continue
                 elif cls is seq_start:
+                    if len(stack) >= MAX_DEPTH:
+                        raise _too_deep(event)
                     new_seq: list[Any] = []
                     if event.anchor is not None:
                         anchors[event.anchor] = new_seq
@@ -427,10 +487,24 @@ class _EventBuilder:
                             None, None, f"found undefined alias {event.anchor!r}", event.start_mark
                         )
                     obj = anchors[event.anchor]
+                    if obj.__class__ is list or obj.__class__ is dict:
+                        try:
+                            size, depth = _measure(obj, sizes)
+                        except OverflowError:
+                            raise _too_deep(event) from None
+                        if len(stack) + depth > MAX_DEPTH:
+                            raise _too_deep(event)
+                        expanded += size
+                        if expanded > MAX_ALIASED:
+                            raise yaml.composer.ComposerError(
+                                None, None, f"aliases expand to more than {MAX_ALIASED} values", event.start_mark
+                            )
                 elif cls is doc_end:
                     yield document
                     document = None
                     anchors.clear()
+                    sizes.clear()
+                    expanded = 0
                     continue
                 else:
                     continue

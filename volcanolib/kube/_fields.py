@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -14,6 +15,8 @@ from volcanolib.errors import ManifestError, QuantityError
 __all__ = ["Ref", "gc_paused"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+#: The largest integer (and quantity, in its unit) a manifest may hold: Kubernetes' int64.
+MAX_INT = 2**63 - 1
 _timestamps: dict[str, float] = {}
 _resource_lists: dict[tuple[Any, ...], Resource] = {}
 _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)?$")
@@ -94,7 +97,10 @@ def string(value: Any, ref: Ref, field: str, default: str = "") -> str:
 
 
 def integer(value: Any, ref: Ref, field: str, default: int, *, minimum: int | None = None) -> int:
-    """An integer field (a string of digits is accepted, as Kubernetes' int-or-string)."""
+    """An integer field (a string of digits is accepted, as Kubernetes' int-or-string).
+
+    Values beyond a 64-bit integer are refused, as Kubernetes would.
+    """
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -108,8 +114,15 @@ def integer(value: Any, ref: Ref, field: str, default: int, *, minimum: int | No
     else:
         number = value
     if minimum is not None and number < minimum:
-        ref.fail(f"must be at least {minimum}, got {number}", field)
+        ref.fail(f"must be at least {minimum}, got {_short(number)}", field)
+    if number > MAX_INT or number < -MAX_INT - 1:
+        ref.fail(f"out of range for a 64-bit integer: {_short(number)}", field)
     return number
+
+
+def _short(number: float) -> str:
+    text = str(number)
+    return text if len(text) <= 24 else f"{text[:10]}... ({len(text)} digits)"
 
 
 def boolean(value: Any, ref: Ref, field: str, default: bool | None) -> bool | None:
@@ -161,6 +174,9 @@ def resources(value: Any, ref: Ref, field: str) -> Resource:
         res = Resource.from_list(value, field=field)
     except QuantityError as exc:
         raise QuantityError(exc.message, source=ref.source, obj=ref.label, field=exc.field) from None
+    for name in res.all_names():
+        if res.get(name) > MAX_INT:  # Kubernetes keeps quantities in 64 bits (cpu in millicores)
+            raise QuantityError("quantity too large", source=ref.source, obj=ref.label, field=f"{field}.{name}")
     if key is not None and len(_resource_lists) < 10_000:
         _resource_lists[key] = res.clone()
     return res
@@ -199,6 +215,8 @@ def timestamp(value: Any, ref: Ref, field: str) -> float:
     if isinstance(value, _dt.date):
         return _seconds(_dt.datetime(value.year, value.month, value.day))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (isinstance(value, int) and abs(value) > MAX_INT) or not math.isfinite(value):
+            ref.fail(f"expected a time, got {_short(value)}", field)
         return float(value)
     ref.fail(f"expected an RFC 3339 time, got {_type_name(value)}", field)
 

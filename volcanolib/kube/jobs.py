@@ -55,6 +55,8 @@ GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
 JOB_NAME_KEY: Final = "volcano.sh/job-name"
 JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
 QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
+#: The most pods one Job may expand to (a larger ``replicas`` is refused rather than built).
+MAX_JOB_PODS: Final = 100_000
 JOB_VERSION_KEY: Final = "volcano.sh/job-version"
 TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
 RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
@@ -128,6 +130,8 @@ def expand_job(
     classes = priority_classes or {}
     tasks = _tasks(spec, ref, classes)
     total_replicas = sum(t.replicas for t in tasks)
+    if total_replicas > MAX_JOB_PODS:
+        ref.fail(f"{total_replicas} replicas: volcanolib expands at most {MAX_JOB_PODS} pods per Job", "spec.tasks")
     min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0, minimum=0)
     if min_available == 0:
         min_available = sum(t.min_available for t in tasks)
