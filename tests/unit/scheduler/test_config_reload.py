@@ -143,3 +143,14 @@ def test_a_cycle_that_fails_outright_does_not_stop_run() -> None:
 
     scheduler.run(stop, on_cycle=on_cycle)
     assert done == ["cycle-1", "cycle-3", "cycle-4"]
+
+
+def test_an_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    _write(conf, GOOD.encode(), 1_000_000)
+    scheduler = Scheduler(_cache(), conf, registry=REGISTRY)
+    host = scheduler.host
+    assert scheduler.reload_config() is False and scheduler.reload_config() is False
+    assert scheduler.host is host  # plugins are not rebuilt every cycle
+    _write(conf, GOOD.encode(), 1_000_100)
+    assert scheduler.reload_config() is True and scheduler.host is not host
