@@ -85,7 +85,7 @@ def _check_gangs(cache: InMemoryCache, result: CycleResult) -> None:
             assert count >= job.min_available, (job.uid, count, job.min_available)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=50)
 @given(spec=clusters, seed=st.integers(0, 2**16))
 def test_cycles_of_every_action_keep_the_invariants(spec: ClusterSpec, seed: int) -> None:
     CapacityGuard.violations.clear()
