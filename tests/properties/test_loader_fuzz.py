@@ -248,6 +248,8 @@ TEXTS = {
     + "objects: []\nexpect: {evictCount: *d5}\n",
     # a billion laughs: building an error message never ended
     "alias bomb": LAUGHS + "objects: []\nexpect: {evictCount: *l8}\n",
+    # an expected node score too large for a float raised OverflowError
+    "huge expected score": "objects: []\nexpect: {nodeScores: {ns/pod: {n1: 1" + "0" * 400 + "}}}\n",
     # json: RecursionError and a ValueError for a number too long to convert escaped
     "deep json": "[" * 5000 + "]" * 5000,
     "long number json": '{"objects": [], "sessions": 1' + "0" * 5000 + "}",

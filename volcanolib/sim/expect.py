@@ -123,7 +123,10 @@ class _Parser:
     def number(self, value: Any, field: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"expected a number, got {value!r}", field)
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float
+            raise self.fail("expected a number, got an integer too large", field) from None
 
 
 def parse_expect(data: Any, *, source: str | None = None) -> Expectation:
