@@ -76,9 +76,11 @@ class Cluster:
     newest_timestamp: float = 0.0
 
     def to_cache(self, cache: InMemoryCache | None = None, *, default_queue: str = "default") -> InMemoryCache:
-        """Feed every object to a cache (a new :class:`InMemoryCache` by default) and return it.
+        """Feed copies of every object to a cache (a new :class:`InMemoryCache` by default) and return it.
 
-        Nodes keep their order, which is the order sessions see them in.
+        Nodes keep their order, which is the order sessions see them in. The
+        cache changes its own copies as it schedules, so the cluster stays as
+        loaded and can feed any number of caches.
         """
         cache = cache if cache is not None else InMemoryCache(default_queue=default_queue)
         with f.gc_paused():
@@ -89,13 +91,13 @@ class Cluster:
         for pc in self.priority_classes:
             cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
         for queue in self.queues:
-            cache.add_queue(queue)
+            cache.add_queue(queue.clone())
         for node in self.nodes:
             cache.add_node(node)
         for pg in self.pod_groups:
-            cache.add_pod_group(pg)
+            cache.add_pod_group(pg.clone())
         for task in self.tasks:
-            cache.add_task(task)
+            cache.add_task(task.clone())
 
 
 def _api_group(api_version: str) -> str:

@@ -73,6 +73,22 @@ def test_sessions_complete_binds_and_evictions_in_between(objects: Objects, writ
     assert result.cache.get_task("ns1-old") is None
 
 
+def test_a_loaded_scenario_can_run_again(objects: Objects, write: Write, registry: Registry) -> None:
+    # Binds, evictions and phase changes happen on the cache's copies: the loaded cluster stays as it was.
+    o = objects
+    conf = {"actions": "evictmarked, firstfit", "tiers": []}
+    running = o["pod"]("old", "pg0", labels={"evict": "yes"}, nodeName="n1", status={"phase": "Running"})
+    loaded = load_scenario([write(scenario(o, o["group"]("pg0", 1, "Running"), running, conf=conf, sessions=2))])
+    before = [(task.key, task.status, task.node_name) for task in loaded.cluster.tasks]
+    phases = [pg.phase for pg in loaded.cluster.pod_groups]
+    first = run_scenario(loaded, registry=registry)
+    assert first.evictions == ["ns1/old"] and len(first.binds) == 2
+    assert [(task.key, task.status, task.node_name) for task in loaded.cluster.tasks] == before
+    assert [pg.phase for pg in loaded.cluster.pod_groups] == phases
+    second = run_scenario(loaded, registry=registry)
+    assert to_json(second) == to_json(first)
+
+
 def test_sessions_option_overrides_the_scenario(objects: Objects, write: Write, registry: Registry) -> None:
     path = write(scenario(objects, sessions=3))
     assert simulate([path], registry=registry).sessions == 3
