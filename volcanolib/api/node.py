@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -20,9 +20,13 @@ _RELEASING = TaskStatus.RELEASING
 _PIPELINED = TaskStatus.PIPELINED
 
 
+_ROW_PIPELINED: Final = 1
+_ROW_RELEASING: Final = 2
+
+
 def _row(status: TaskStatus) -> int:
     """Which row of the accounting table a status falls in."""
-    return 1 if status is _PIPELINED else 2 if status is _RELEASING else 0
+    return _ROW_PIPELINED if status is _PIPELINED else _ROW_RELEASING if status is _RELEASING else 0
 
 
 @attrs.frozen
@@ -123,15 +127,22 @@ class NodeInfo:
         """Re-account a task whose status changed (remove, then add)."""
         key = task.key
         old = self._accounted.get(key)
-        if (
-            old is not None
-            and self.tasks.get(key) is task
-            and task.node_name == self.name
-            and _row(old) == _row(task.status)
-        ):
-            # Same accounting row (Binding -> Bound, Allocated -> Binding ...): only the status changes.
-            self._accounted[key] = task.status
-            return
+        if old is not None and self.tasks.get(key) is task and task.node_name == self.name:
+            status = task.status
+            before = _row(old)
+            after = _row(status)
+            if before == after:
+                # Same accounting row (Binding -> Bound, Allocated -> Binding ...): only the status changes.
+                self._accounted[key] = status
+                return
+            if before != _ROW_PIPELINED and after != _ROW_PIPELINED:
+                # Into or out of Releasing: idle and used stay, only the releasing column moves.
+                if after == _ROW_RELEASING:
+                    self.releasing.add(task.resreq)
+                else:
+                    self.releasing.sub_unchecked(task.resreq)
+                self._accounted[key] = status
+                return
         self.remove_task(task)
         self.add_task(task)
 

@@ -152,6 +152,7 @@ class DrfPlugin:
         self.arguments = arguments
         self.total = Resource()
         self._total_names: list[str] = []
+        self._total_dims: list[tuple[str, float]] = []
         self.jobs: dict[str, _Attr] = {}
         self.hierarchy = False
         self.total_allocated = Resource()
@@ -163,14 +164,9 @@ class DrfPlugin:
         """The dominant resource and the dominant share of an allocation against the cluster total."""
         best = 0.0
         dominant = ""
-        total = self.total
-        for name in self._total_names:
-            cap = total.get(name)
-            used = allocated.get(name)
-            if cap == 0:
-                value = 0.0 if used == 0 else 1.0
-            else:
-                value = used / cap
+        for name, cap in self._total_dims:
+            # The cluster total lists only dimensions of at least MIN_RESOURCE: ``cap`` is never 0.
+            value = allocated.get(name) / cap
             if value > best:
                 best = value
                 dominant = name
@@ -191,6 +187,7 @@ class DrfPlugin:
         """Compute every job's allocation and share (and the queue tree with hierarchy on)."""
         self.total = ssn.total_resource.clone()
         self._total_names = self.total.names()
+        self._total_dims = [(name, self.total.get(name)) for name in self._total_names]
         self.jobs = {}
         self.hierarchy = ssn.hierarchy_enabled(self.name)
         self.total_allocated = Resource()

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.resource import INFINITE, Mode, Resource, exceeded_part, res_max
+from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
@@ -99,18 +99,27 @@ class QueueAttr:
 
     def update_share(self) -> None:
         """Recompute :attr:`share` from :attr:`allocated` and :attr:`deserved`."""
-        best = 0.0
+        # Over the dimensions deserved lists with at least MIN_RESOURCE (so never a zero divisor).
         allocated = self.allocated
         deserved = self.deserved
-        for name in deserved.names():
-            cap = deserved.get(name)
-            used = allocated.get(name)
-            if cap == 0:
-                value = 0.0 if used == 0 else 1.0
-            else:
-                value = used / cap
+        best = 0.0
+        cap = deserved.milli_cpu
+        if cap >= MIN_RESOURCE:
+            value = allocated.milli_cpu / cap
             if value > best:
                 best = value
+        cap = deserved.memory
+        if cap >= MIN_RESOURCE:
+            value = allocated.memory / cap
+            if value > best:
+                best = value
+        if deserved.scalars:
+            used = allocated.scalars
+            for name, cap in deserved.scalars.items():
+                if cap >= MIN_RESOURCE:
+                    value = used.get(name, 0) / cap
+                    if value > best:
+                        best = value
         self.share = best
 
 

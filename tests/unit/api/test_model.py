@@ -96,6 +96,27 @@ def test_node_accounting_by_status() -> None:
     assert node.idle == node.allocatable and node.used == Resource(0, 0, {PODS: 0})
 
 
+def test_node_accounting_after_status_moves_equals_a_fresh_count() -> None:
+    import random
+
+    rng = random.Random(11)
+    statuses = [S.PENDING, S.ALLOCATED, S.PIPELINED, S.BINDING, S.BOUND, S.RUNNING, S.RELEASING]
+    node = build_node("n1", cpu="64", memory="64Gi", pods=20)
+    tasks = [build_task(f"t-{i}", node="n1", cpu=f"{rng.randint(1, 3)}", status=rng.choice(statuses)) for i in range(8)]
+    for task in tasks:
+        node.add_task(task)
+    for _ in range(400):
+        task = rng.choice(tasks)
+        task.status = rng.choice(statuses)
+        node.update_task(task)
+        fresh = build_node("n1", cpu="64", memory="64Gi", pods=20)
+        for other in tasks:
+            fresh.add_task(other)
+        columns = ("idle", "used", "releasing", "pipelined")
+        assert [getattr(node, c) for c in columns] == [getattr(fresh, c) for c in columns]
+        assert node.accounted_status(task) is task.status
+
+
 def test_node_refuses_wrong_node_and_duplicates() -> None:
     node = build_node("n1")
     with pytest.raises(ResourceError):
