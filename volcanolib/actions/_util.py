@@ -137,6 +137,28 @@ def fits_future_idle(task: TaskInfo, node: NodeInfo) -> bool:
     return first_insufficient(task.init_resreq, node) is None
 
 
+def fits_future_idle_after_evicting(task: TaskInfo, node: NodeInfo, victim: TaskInfo) -> bool:
+    """Whether the task would fit the node's future idle once ``victim`` (placed there) is evicted.
+
+    Evicting moves the victim's request into the node's releasing
+    resources; the answer is the one :func:`fits_future_idle` gives after
+    that eviction.
+    """
+    req, extra = task.init_resreq, victim.resreq
+    idle, rel, pip = node.idle, node.releasing, node.pipelined
+    if not _le(req.milli_cpu, idle.milli_cpu + (rel.milli_cpu + extra.milli_cpu) - pip.milli_cpu):
+        return False
+    if not _le(req.memory, idle.memory + (rel.memory + extra.memory) - pip.memory):
+        return False
+    if req.scalars:
+        i, r, p, e = idle.scalars, rel.scalars, pip.scalars, extra.scalars
+        for name, v in req.scalars.items():
+            released = r.get(name, 0) + e[name] if name in e else r.get(name, 0)
+            if not _le(v, i.get(name, 0) + released - p.get(name, 0)):
+                return False
+    return True
+
+
 def fits_idle(task: TaskInfo, node: NodeInfo) -> bool:
     """Whether the task's request fits the node's idle resources now."""
     return task.init_resreq.less_equal(node.idle)
@@ -500,10 +522,14 @@ class _Reversed:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _victim_key(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) -> Callable[[TaskInfo], Any] | None:
-    """A sort key giving the victim order while nothing changes, when every order involved is key-based.
+def _victim_key_parts(
+    ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]
+) -> tuple[Callable[[TaskInfo], Any], Callable[[TaskInfo], Any]] | None:
+    """The two parts of the victim key: ``(queue key, job key)`` of a victim's job, and the task key.
 
-    ``None`` when some order is a comparison (or a victim's queue is missing), then comparisons are used.
+    The first part is ``_MISSING`` for a victim whose job left the session.
+    ``None`` when some order is a comparison (or a victim's queue is
+    missing), then comparisons are used.
     """
     job_key = ssn.job_key_by_plugins
     if job_key is None or not ssn.order_by_key("task_order") or not ssn.order_by_key("queue_order"):
@@ -518,16 +544,14 @@ def _victim_key(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) 
             owner = jobs.get(victim.job)
             if owner is not None and owner.queue not in queues:
                 return None
-    task_key = ssn.task_key
     queue_key = ssn.queue_key
     jobs_seen: dict[str, Any] = {}
     queues_seen: dict[str, Any] = {}
 
-    def key(task: TaskInfo) -> Any:
+    def job_part(task: TaskInfo) -> Any:
         job = jobs.get(task.job)
         if job is None:
-            # A victim whose job left the session goes first, then by reverse task order.
-            return (0, _Reversed(((), (), task_key(task))))
+            return _MISSING
         jk = jobs_seen.get(job.uid, _MISSING)
         if jk is _MISSING:
             jk = jobs_seen[job.uid] = job_key(job)
@@ -536,9 +560,58 @@ def _victim_key(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) 
             qk = queues_seen.get(job.queue, _MISSING)
             if qk is _MISSING:
                 qk = queues_seen[job.queue] = queue_key(queues[job.queue])
-        return (1, _Reversed((qk, jk, task_key(task))))
+        return (qk, jk)
+
+    return job_part, ssn.task_key
+
+
+def _victim_key(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) -> Callable[[TaskInfo], Any] | None:
+    """A sort key giving the victim order while nothing changes, when every order involved is key-based.
+
+    ``None`` when some order is a comparison (or a victim's queue is missing), then comparisons are used.
+    """
+    parts = _victim_key_parts(ssn, preemptor, victims)
+    if parts is None:
+        return None
+    job_part, task_key = parts
+
+    def key(task: TaskInfo) -> Any:
+        part = job_part(task)
+        if part is _MISSING:
+            # A victim whose job left the session goes first, then by reverse task order.
+            return (0, _Reversed(((), (), task_key(task))))
+        return (1, _Reversed((*part, task_key(task))))
 
     return key
+
+
+def first_victim(ssn: Session, victims: Sequence[TaskInfo], preemptor: TaskInfo) -> TaskInfo | None:
+    """The victim :func:`build_victims_queue` would give first, found without ordering the others.
+
+    Only the victims of the jobs that go first have their task key taken.
+    ``None`` when there is no victim, or when some order is a comparison
+    (then only the queue knows).
+    """
+    if not victims:
+        return None
+    parts = _victim_key_parts(ssn, preemptor, victims)
+    if parts is None:
+        return None
+    job_part, task_key = parts
+    keys = [job_part(victim) for victim in victims]
+    top = [i for i, part in enumerate(keys) if part is _MISSING]
+    if not top:
+        # The queue serves the largest (queue key, job key, task key) first, the earliest of equals.
+        best = max(keys)
+        top = [i for i, part in enumerate(keys) if part == best]
+    chosen = top[0]
+    if len(top) > 1:
+        chosen_key = task_key(victims[chosen])
+        for i in top[1:]:
+            candidate = task_key(victims[i])
+            if candidate > chosen_key:
+                chosen, chosen_key = i, candidate
+    return victims[chosen]
 
 
 class _VictimQueue(PriorityQueue[TaskInfo]):

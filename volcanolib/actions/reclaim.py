@@ -12,7 +12,9 @@ from volcanolib.actions._util import (
     VictimNodes,
     build_victims_queue,
     discard_quietly,
+    first_victim,
     fits_future_idle,
+    fits_future_idle_after_evicting,
     job_is_schedulable,
     merge_into,
     queue_overused,
@@ -151,11 +153,16 @@ class Reclaim:
                 continue
             node_stmt = ssn.statement()
             try:
-                order = build_victims_queue(ssn, victims, task)
-                while order:
-                    node_stmt.evict(order.pop(), REASON)
-                    if fits_future_idle(task, node):
-                        break
+                first = first_victim(ssn, victims, task)
+                if first is not None and fits_future_idle_after_evicting(task, node, first):
+                    # The first victim in victim order makes room alone: the others need no order.
+                    node_stmt.evict(first, REASON)
+                else:
+                    order = build_victims_queue(ssn, victims, task)
+                    while order:
+                        node_stmt.evict(order.pop(), REASON)
+                        if fits_future_idle(task, node):
+                            break
                 if fits_future_idle(task, node):
                     node_stmt.pipeline(task, node.name)
                     merge_into(stmt, node_stmt)
