@@ -149,13 +149,16 @@ class Reclaim:
             if not cache.filter(ssn, task, [node], FitErrors(), for_preempt=True):
                 continue
             victims = ssn.reclaimable(task, candidates) or []
-            if not validate_victims(task, node, victims):
-                continue
+            # When the first victim in victim order makes room alone, the others need no order
+            # (and evicting them all would make room too).
+            first = first_victim(ssn, victims, task)
+            if first is None or not fits_future_idle_after_evicting(task, node, first):
+                first = None
+                if not validate_victims(task, node, victims):
+                    continue
             node_stmt = ssn.statement()
             try:
-                first = first_victim(ssn, victims, task)
-                if first is not None and fits_future_idle_after_evicting(task, node, first):
-                    # The first victim in victim order makes room alone: the others need no order.
+                if first is not None:
                     node_stmt.evict(first, REASON)
                 else:
                     order = build_victims_queue(ssn, victims, task)
