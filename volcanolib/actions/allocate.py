@@ -28,7 +28,7 @@ from volcanolib.actions._util import (
     queue_overused,
     request_key,
 )
-from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
+from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -258,9 +258,9 @@ def _choose_by_class(
         failed = errors.nodes
         for rep in fitting:
             reasons = failed[rep.name].reasons
-            errors.set_group_error(task.key, [nodes[p].name for p in members_of[rep.name]], reasons)
+            errors.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
         for lacking, members in short:
-            errors.set_group_error(task.key, [nodes[p].name for p in members], (insufficient(lacking),))
+            errors.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
         return errors
     if len(group) == 1 and len(members_of[group[0].name]) == 1:
         return group[0]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, overload
 
-__all__ = ["ALL_NODES_UNAVAILABLE", "FitError", "FitErrors", "reason_histogram"]
+if TYPE_CHECKING:
+    from volcanolib.api.node import NodeInfo
+
+__all__ = ["ALL_NODES_UNAVAILABLE", "FitError", "FitErrors", "NodeNames", "reason_histogram"]
 
 ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 NODE_RESOURCE_FIT_FAILED = "node(s) resource fit failed"
@@ -20,6 +24,41 @@ def insufficient(resource_name: str) -> str:
 def reason_histogram(reasons: Iterable[str]) -> list[str]:
     """Count equal reasons and return ``["<count> <reason>", ...]`` sorted as text."""
     return sorted(f"{count} {reason}" for reason, count in Counter(reasons).items())
+
+
+class NodeNames(Sequence[str]):
+    """The names of some nodes, given by their places in a node list, read only when asked for.
+
+    A class of a thousand nodes failing the same way is recorded at the cost
+    of copying its positions; the names are looked up if someone reads them.
+
+    :param nodes: the node list (it must not change while this is read).
+    :param positions: places in ``nodes``; they are copied.
+    """
+
+    __slots__ = ("_nodes", "_positions")
+
+    def __init__(self, nodes: Sequence[NodeInfo], positions: Iterable[int]) -> None:
+        self._nodes = nodes
+        self._positions = list(positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._nodes[p].name for p in self._positions[index]]
+        return self._nodes[self._positions[index]].name
+
+    def __iter__(self) -> Iterator[str]:
+        nodes = self._nodes
+        return (nodes[p].name for p in self._positions)
 
 
 class FitError:

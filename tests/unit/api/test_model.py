@@ -166,3 +166,21 @@ def test_ready_count_follows_every_status_move() -> None:
     victim = next(iter(job.tasks.values()))
     job.delete_task_info(victim)
     assert job.ready_task_num() == job.count(READY_STATUSES)
+
+
+def test_node_names_read_like_a_list_of_the_nodes_at_recording_time() -> None:
+    from volcanolib.api.fiterrors import FitErrors, NodeNames
+
+    nodes = [build_node(f"n{i}") for i in range(5)]
+    positions = [4, 0, 2]
+    names = NodeNames(nodes, positions)
+    positions.append(1)  # the positions were copied
+    assert list(names) == ["n4", "n0", "n2"] and len(names) == 3
+    assert names[1] == "n0" and names[-1] == "n2" and names[1:] == ["n0", "n2"]
+    assert "n2" in names and "n1" not in names
+    errors = FitErrors(total_nodes=5)
+    errors.set_group_error("t", names, ["Insufficient cpu"])
+    errors.set_group_error("t", NodeNames(nodes, [2, 3]), ["Insufficient memory"])
+    assert errors.error() == "0/5 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."
+    assert sorted(errors.nodes) == ["n0", "n2", "n3", "n4"]
+    assert errors.nodes["n2"].reasons == ["Insufficient memory"]
