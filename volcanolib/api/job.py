@@ -99,7 +99,24 @@ class PodGroup:
 
     def clone(self) -> PodGroup:
         """Return a copy whose status (phase, conditions, counts) can change independently."""
-        return attrs.evolve(self, conditions=[attrs.evolve(c) for c in self.conditions])
+        pg = _new_object(PodGroup)
+        pg.name = self.name
+        pg.namespace = self.namespace
+        pg.min_member = self.min_member
+        pg.queue = self.queue
+        pg.priority_class_name = self.priority_class_name
+        pg.min_resources = self.min_resources
+        pg.min_task_member = self.min_task_member
+        pg.phase = self.phase
+        pg.conditions = [attrs.evolve(c) for c in self.conditions] if self.conditions else []
+        pg.running = self.running
+        pg.succeeded = self.succeeded
+        pg.failed = self.failed
+        pg.annotations = self.annotations
+        pg.labels = self.labels
+        pg.creation_timestamp = self.creation_timestamp
+        pg.uid = self.uid
+        return pg
 
     def status_key(self) -> tuple[object, ...]:
         """The status without its conditions, for change detection."""
@@ -252,21 +269,40 @@ class JobInfo:
 
     def clone(self) -> JobInfo:
         """Return a copy with cloned tasks and PodGroup status (used by snapshots)."""
-        job = attrs.evolve(
-            self,
-            pod_group=self.pod_group.clone(),
-            tasks={},
-            task_status_index={},
-            allocated=Resource(),
-            total_request=Resource(),
-            nodes_fit_errors={},
-            role_counts={},
-            role_pending_be={},
-            pending_best_effort=0,
-            ready=0,
-        )
-        for task in self.tasks.values():
-            job.add_task_info(task.clone())
+        # Field by field, the counts copied rather than counted again: snapshots clone every job
+        # each session. The status index is rebuilt in task order, as adding the tasks one by one
+        # would build it. A test checks that every field is copied.
+        job = _new_object(JobInfo)
+        job.uid = self.uid
+        job.pod_group = self.pod_group.clone()
+        job.name = self.name
+        job.namespace = self.namespace
+        job.queue = self.queue
+        job.min_available = self.min_available
+        job.task_min_available = self.task_min_available
+        job.task_min_available_total = self.task_min_available_total
+        job.priority = self.priority
+        job.preemptable = self.preemptable
+        job.creation_timestamp = self.creation_timestamp
+        tasks = {uid: task.clone() for uid, task in self.tasks.items()}
+        job.tasks = tasks
+        index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        for uid, task in tasks.items():
+            bucket = index.get(task.status)
+            if bucket is None:
+                bucket = index[task.status] = {}
+            bucket[uid] = task
+        job.task_status_index = index
+        job.allocated = self.allocated.clone()
+        job.total_request = self.total_request.clone()
+        job.nodes_fit_errors = {}
+        job.job_fit_errors = self.job_fit_errors
+        job.unschedulable_reason = self.unschedulable_reason
+        job.schedule_start_timestamp = self.schedule_start_timestamp
+        job._pending_best_effort = self._pending_best_effort
+        job._ready = self._ready
+        job._role_counts = {role: counts.copy() for role, counts in self._role_counts.items()}
+        job._role_pending_be = self._role_pending_be.copy()
         return job
 
     # ------------------------------------------------------------------ counts
@@ -411,3 +447,7 @@ class JobInfo:
 
     def __repr__(self) -> str:
         return f"Job({self.uid}, min={self.min_available}, tasks={len(self.tasks)}, phase={self.pod_group.phase})"
+
+
+#: Allocates an instance without running ``__init__`` (clones set every field themselves).
+_new_object: Final = object.__new__

@@ -184,3 +184,54 @@ def test_node_names_read_like_a_list_of_the_nodes_at_recording_time() -> None:
     assert errors.error() == "0/5 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."
     assert sorted(errors.nodes) == ["n0", "n2", "n3", "n4"]
     assert errors.nodes["n2"].reasons == ["Insufficient memory"]
+
+
+def test_job_clone_equals_the_job_built_again_from_its_tasks() -> None:
+    import random
+
+    import attrs
+
+    from volcanolib.api.job import PodGroupCondition
+
+    rng = random.Random(3)
+    statuses = list(S)
+    job = job_with(
+        [rng.choice(statuses) for _ in range(10)], roles=[rng.choice(["ps", "worker", ""]) for _ in range(10)]
+    )
+    job.pod_group.conditions.append(PodGroupCondition("Scheduled", "True", "tasks", ""))
+    job.job_fit_errors = "why"
+    job.schedule_start_timestamp = 5.0
+    for round_ in range(60):
+        task = rng.choice(list(job.tasks.values()))
+        job.update_task_status(task, rng.choice(statuses))
+        if round_ % 20 == 19:
+            job.delete_task_info(task)
+        copy = job.clone()
+        fresh = JobInfo.from_pod_group(job.pod_group)
+        for t in job.tasks.values():
+            fresh.add_task_info(t.clone())
+        for field in attrs.fields(JobInfo):
+            if field.name in ("tasks", "task_status_index", "pod_group", "nodes_fit_errors"):
+                continue
+            if field.name in ("job_fit_errors", "schedule_start_timestamp"):
+                assert getattr(copy, field.name) == getattr(job, field.name), field.name
+            elif field.name == "_role_counts":
+                nonzero = [
+                    {r: {s: n for s, n in c.items() if n} for r, c in x._role_counts.items()} for x in (copy, fresh)
+                ]
+                assert {r: c for r, c in nonzero[0].items() if c} == nonzero[1], field.name
+            elif field.name == "_role_pending_be":
+                assert {r: n for r, n in copy._role_pending_be.items() if n} == fresh._role_pending_be, field.name
+            else:
+                assert getattr(copy, field.name) == getattr(fresh, field.name), field.name
+        # The status index lists the tasks in task order, as building the job again does.
+        assert [(s, list(b)) for s, b in copy.task_status_index.items()] == [
+            (s, list(b)) for s, b in fresh.task_status_index.items()
+        ]
+        assert all(copy.tasks[uid] is t for b in copy.task_status_index.values() for uid, t in b.items())
+        assert all(copy.tasks[uid] is not job.tasks[uid] for uid in job.tasks)
+        assert copy.pod_group is not job.pod_group and copy.pod_group.conditions == job.pod_group.conditions
+        assert copy.pod_group.conditions[0] is not job.pod_group.conditions[0]
+        for field in attrs.fields(type(job.pod_group)):
+            assert getattr(copy.pod_group, field.name) == getattr(job.pod_group, field.name), field.name
+        assert copy.nodes_fit_errors == {}
