@@ -304,3 +304,62 @@ def test_most_allocated_prefers_the_fuller_node() -> None:
     ssn = session(only(mostrequested=1), nodes, [pod_task("p1", job="j", cpu="1", memory="1G")])
     # n1: cpu 50, memory 10^9 * 100 // 4Gi = 23 -> 36; n2: 25 and 11 -> 18.
     assert scores(ssn, "default/p1") == {"n1": 36, "n2": 18}
+
+
+def test_node_request_sums_stay_exact_whenever_they_are_first_read() -> None:
+    import random
+
+    from volcanolib_contrib._nodepods import Usage
+
+    from volcanolib.api.task import TaskStatus
+
+    rng = random.Random(9)
+    nodes = [node(f"n{i}", "64", "256Gi", scalars={"nvidia.com/gpu": "8"}) for i in range(6)]
+    tasks = []
+    for i in range(30):
+        placed = rng.random() < 0.5
+        gpu = {"nvidia.com/gpu": str(rng.randint(1, 2))} if rng.random() < 0.3 else None
+        cpu = None if rng.random() < 0.1 else f"{rng.randint(1, 4)}"
+        tasks.append(
+            pod_task(
+                f"t{i}",
+                job=f"j{i % 5}",
+                node=f"n{rng.randrange(6)}" if placed else "",
+                status=TaskStatus.RUNNING if placed else None,
+                cpu=cpu,
+                scalars=gpu,
+            )
+        )
+    ssn = session(only(leastrequested=1, balancedresource=1), nodes, tasks)
+    pods = ssn.plugins["nodeorder"]._pods
+    all_tasks = [t for job in ssn.jobs.values() for t in job.tasks.values()]
+    for _ in range(8):
+        stmt = ssn.statement()
+        for _ in range(6):
+            task = rng.choice(all_tasks)
+            target = rng.choice(ssn.node_list)
+            if task.status is TaskStatus.PENDING:
+                if rng.random() < 0.5:
+                    stmt.allocate(task, target)
+                else:
+                    stmt.pipeline(task, target.name)
+            elif task.status is TaskStatus.RUNNING:
+                stmt.evict(task, "test")
+            if rng.random() < 0.3:
+                pods.usage(rng.choice(ssn.node_list).name)  # some nodes are counted early
+        if rng.random() < 0.4:
+            stmt.discard()
+        else:
+            stmt.commit()
+    for n in ssn.node_list:
+        recount = Usage()
+        for task in pods.pods(n):
+            recount.apply(task, 1)
+        kept = pods.usage(n.name)
+        assert (kept.cpu, kept.memory, kept.nz_cpu, kept.nz_memory) == (
+            recount.cpu,
+            recount.memory,
+            recount.nz_cpu,
+            recount.nz_memory,
+        )
+        assert {k: v for k, v in kept.scalars.items() if v} == {k: v for k, v in recount.scalars.items() if v}

@@ -73,14 +73,8 @@ class NodePods:
         self.epoch = 0
         #: Names of the nodes whose pods changed, in order (one entry per change).
         self.changes: list[str] = []
-        self._usage: dict[str, Usage] | None = None
-        if track_usage:
-            usage: dict[str, Usage] = {}
-            for node in ssn.node_list:
-                u = usage[node.name] = Usage()
-                for task in node.tasks.values():
-                    u.apply(task, 1)
-            self._usage = usage
+        # A node's request sums are counted from its pods when first asked for, then kept in step.
+        self._usage: dict[str, Usage] | None = {} if track_usage else None
 
     # ------------------------------------------------------------------ queries
 
@@ -105,6 +99,10 @@ class NodePods:
         u = self._usage.get(name)
         if u is None:
             u = self._usage[name] = Usage()
+            node = self.nodes.get(name)
+            if node is not None:
+                for task in self.pods(node):
+                    u.apply(task, 1)
         return u
 
     # ------------------------------------------------------------------ events
@@ -119,7 +117,9 @@ class NodePods:
         if gone:
             gone.discard(task.key)
         if self._usage is not None:
-            self.usage(name).apply(task, 1)
+            u = self._usage.get(name)
+            if u is not None:
+                u.apply(task, 1)
         self.epoch += 1
         self.changes.append(name)
 
@@ -132,6 +132,8 @@ class NodePods:
         if task.key in node.tasks:
             self.evicted.setdefault(name, set()).add(task.key)
         if self._usage is not None:
-            self.usage(name).apply(task, -1)
+            u = self._usage.get(name)
+            if u is not None:
+                u.apply(task, -1)
         self.epoch += 1
         self.changes.append(name)

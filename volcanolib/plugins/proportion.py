@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
-from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
@@ -184,14 +184,13 @@ class ProportionPlugin:
 
     @staticmethod
     def _add_job(attr: QueueAttr, job: JobInfo) -> None:
-        for status, bucket in job.task_status_index.items():
-            if in_statuses(status, ALLOCATED_STATUSES):
-                for task in bucket.values():
-                    attr.allocated.add(task.resreq)
-                    attr.request.add(task.resreq)
-            elif status is _PENDING:
-                for task in bucket.values():
-                    attr.request.add(task.resreq)
+        # The job keeps the sum of its allocated tasks' requests.
+        attr.allocated.add(job.allocated)
+        attr.request.add(job.allocated)
+        pending = job.task_status_index.get(_PENDING)
+        if pending:
+            for task in pending.values():
+                attr.request.add(task.resreq)
         phase = job.pod_group.phase
         min_resources = job.pod_group.min_resources
         if phase is PodGroupPhase.INQUEUE:
