@@ -419,12 +419,15 @@ def call_all(hook: str, table: Table) -> Callable[..., None]:
 
         return call_one
 
+    fns = tuple(fn for _, fn in entries)
+
     def call(*args: Any) -> None:
-        for index, (_, fn) in enumerate(entries):
+        for fn in fns:
             try:
                 fn(*args)
             except Exception as exc:
-                _call_rest(entries, index, hook, args, exc)
+                # Entries are distinct (a plugin is configured once), so the first equal one is this one.
+                _call_rest(entries, fns.index(fn), hook, args, exc)
 
     return call
 
