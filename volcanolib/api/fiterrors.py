@@ -23,7 +23,11 @@ def insufficient(resource_name: str) -> str:
 
 def reason_histogram(reasons: Iterable[str]) -> list[str]:
     """Count equal reasons and return ``["<count> <reason>", ...]`` sorted as text."""
-    return sorted(f"{count} {reason}" for reason, count in Counter(reasons).items())
+    return _histogram(Counter(reasons))
+
+
+def _histogram(counts: Counter[str]) -> list[str]:
+    return sorted(f"{count} {reason}" for reason, count in counts.items())
 
 
 class NodeNames(Sequence[str]):
@@ -41,6 +45,16 @@ class NodeNames(Sequence[str]):
     def __init__(self, nodes: Sequence[NodeInfo], positions: Iterable[int]) -> None:
         self._nodes = nodes
         self._positions = list(positions)
+
+    @property
+    def node_list(self) -> Sequence[NodeInfo]:
+        """The node list the positions refer to."""
+        return self._nodes
+
+    @property
+    def positions(self) -> Sequence[int]:
+        """The places in :attr:`node_list` (do not change them)."""
+        return self._positions
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -137,7 +151,37 @@ class FitErrors:
             head = ALL_NODES_UNAVAILABLE
         if not self._nodes and not any(names for _, names, _ in self._groups):
             return head if head.endswith(".") else head + "."
-        return f"{head}: {', '.join(reason_histogram(self.reasons()))}."
+        counts = self._disjoint_counts()
+        if counts is None:
+            counts = Counter(self.reasons())
+        return f"{head}: {', '.join(_histogram(counts))}."
+
+    def _disjoint_counts(self) -> Counter[str] | None:
+        """The reason counts when only groups of distinct nodes of one node list were recorded, else ``None``.
+
+        Then no record overrides another, and each group counts its reasons once per node.
+        """
+        groups = self._groups
+        if self._nodes or not groups:
+            return None
+        first = groups[0][1]
+        if not isinstance(first, NodeNames):
+            return None
+        nodes = first.node_list
+        seen: set[int] = set()
+        total = 0
+        counts: Counter[str] = Counter()
+        for _, names, reasons in groups:
+            if not isinstance(names, NodeNames) or names.node_list is not nodes:
+                return None
+            size = len(names)
+            if not size:
+                continue
+            seen.update(names.positions)
+            total += size
+            for reason in reasons:
+                counts[reason] += size
+        return counts if len(seen) == total else None
 
     __str__ = error
 

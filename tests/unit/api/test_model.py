@@ -235,3 +235,31 @@ def test_job_clone_equals_the_job_built_again_from_its_tasks() -> None:
         for field in attrs.fields(type(job.pod_group)):
             assert getattr(copy.pod_group, field.name) == getattr(job.pod_group, field.name), field.name
         assert copy.nodes_fit_errors == {}
+
+
+def test_fit_error_summary_of_node_groups_counts_as_node_by_node() -> None:
+    import random
+
+    from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames
+
+    rng = random.Random(2)
+    nodes = [build_node(f"n{i}") for i in range(12)]
+    reasons = ["Insufficient cpu", "Insufficient memory", "node(s) had taints", "node(s) didn't match"]
+    for trial in range(300):
+        grouped = FitErrors(total_nodes=12)
+        one_by_one = FitErrors(total_nodes=12)
+        shuffled = list(range(12))
+        rng.shuffle(shuffled)
+        cuts = sorted(rng.sample(range(13), rng.randint(1, 4)))
+        overlapping = trial % 3 == 0
+        for start, end in zip(cuts, [*cuts[1:], 12], strict=False):
+            positions = shuffled[start:end] if not overlapping else rng.sample(range(12), rng.randint(0, 5))
+            why = rng.sample(reasons, rng.randint(1, 2))
+            grouped.set_group_error("t", NodeNames(nodes, positions), why)
+            for p in positions:
+                one_by_one.set_node_error(FitError("t", nodes[p].name, why))
+        if trial % 5 == 0:
+            extra = FitError("t", "n3", ["node(s) were unschedulable"])
+            grouped.set_node_error(extra)
+            one_by_one.set_node_error(extra)
+        assert grouped.error() == one_by_one.error()
