@@ -157,6 +157,14 @@ def job_order_key(ssn: Session, job: JobInfo) -> Any:
     when a job enters a priority queue; a job's key must not change while it
     is queued (it is popped, changed and pushed back).
 
+    A plugin whose key for a job depends only on that job (its fields, its
+    tasks' statuses, and the plugin's own state changed by ``on_allocate`` /
+    ``on_deallocate`` of that job's tasks) may say so with the class
+    attribute ``job_order_key_is_local = True``. When every plugin giving a
+    job key says so, the session reuses a job's key until one of its tasks
+    changes status or fires an event (victim ordering asks for many keys of
+    unchanged jobs).
+
     :param job: the job.
     :returns: a value comparable with other jobs' keys; smaller goes first.
         No opinion is a constant (``0``).

@@ -71,6 +71,9 @@ def _no_opinion(left: Any, right: Any) -> int:
     return 0
 
 
+_MISSING: Final = object()
+
+
 def _no_key(item: Any) -> tuple[Any, ...]:
     return ()
 
@@ -237,6 +240,26 @@ class Session:
         compare = combine.first_nonzero(hook, (entries,), fallback, self._order_failed)
         return compare, functools.cmp_to_key(compare)
 
+    def _job_keys_are_local(self) -> bool:
+        names = {hook.plugin for tier in self._tables.get("job_order_key", ()) for hook in tier}
+        return all(getattr(self.plugins.get(name), "job_order_key_is_local", False) is True for name in names)
+
+    @staticmethod
+    def _remembered(key: Callable[[JobInfo], Any], memo: dict[str, Any]) -> Callable[[JobInfo], Any]:
+        def remembered(job: JobInfo) -> Any:
+            value = memo.get(job.uid, _MISSING)
+            if value is _MISSING:
+                value = memo[job.uid] = key(job)
+            return value
+
+        return remembered
+
+    def _forget_job_key(self, task: TaskInfo) -> None:
+        """A task of the job changed: its plugins' job keys must be taken again."""
+        memo = self._job_keys
+        if memo:
+            memo.pop(task.job, None)
+
     def _order_failed(self, err: PluginError) -> None:
         """An order plugin failed: it abstains from that comparison; recorded once per plugin and hook."""
         if (err.plugin, err.hook) not in self._order_faults:
@@ -256,6 +279,12 @@ class Session:
         self.job_key_by_plugins: Callable[[JobInfo], Any] | None = (
             plugins_key if self._key_based.get("job_order") else None
         )
+        # Jobs' keys by uid while none of their tasks changed, when every plugin's key depends on
+        # its job alone (``job_order_key_is_local``).
+        self._job_keys: dict[str, Any] | None = None
+        if self.job_key_by_plugins is not None and self._job_keys_are_local():
+            self._job_keys = {}
+            self.job_key_by_plugins = self._remembered(plugins_key, self._job_keys)
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
         self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
@@ -417,15 +446,22 @@ class Session:
     def fire_allocate(self, task: TaskInfo) -> None:
         """Tell every plugin that a task took resources (``on_allocate``); log its node as changed."""
         self.node_log.append(task.node_name)
-        self._on_allocate(Event(task))
+        try:
+            self._on_allocate(Event(task))
+        finally:
+            self._forget_job_key(task)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
         """Tell every plugin that a task gave resources back (``on_deallocate``); log its node as changed."""
         self.node_log.append(task.node_name)
-        self._on_deallocate(Event(task))
+        try:
+            self._on_deallocate(Event(task))
+        finally:
+            self._forget_job_key(task)
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Change a task's status through its job, keeping the job's counts exact."""
+        self._forget_job_key(task)
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, status)

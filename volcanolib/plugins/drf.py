@@ -147,6 +147,9 @@ class DrfPlugin:
     """
 
     name: ClassVar[str] = "drf"
+    #: The job order key reads only the job's own dominant share:
+    #: the session may reuse it until one of the job's tasks changes.
+    job_order_key_is_local: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

@@ -83,6 +83,9 @@ class GangPlugin:
     """
 
     name: ClassVar[str] = "gang"
+    #: The job order key reads only whether the job is ready:
+    #: the session may reuse it until one of the job's tasks changes.
+    job_order_key_is_local: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

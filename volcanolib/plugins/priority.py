@@ -42,6 +42,9 @@ class PriorityPlugin:
     """
 
     name: ClassVar[str] = "priority"
+    #: The job order key reads only the job's priority:
+    #: the session may reuse it until one of the job's tasks changes.
+    job_order_key_is_local: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

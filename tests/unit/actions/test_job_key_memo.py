@@ -1,0 +1,68 @@
+"""Job keys remembered between a job's changes must order exactly as keys taken afresh."""
+
+from __future__ import annotations
+
+import pytest
+from test_node_classes import PREEMPT, decisions
+
+from volcanolib.api.job import PodGroupPhase
+from volcanolib.plugins.gang import GangPlugin
+from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
+
+CONF = """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+"""
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_remembered_job_keys_decide_like_fresh_ones(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    remembered = decisions(seed, True, PREEMPT)
+    monkeypatch.setattr(GangPlugin, "job_order_key_is_local", False)
+    assert decisions(seed, True, PREEMPT) == remembered
+
+
+def _session() -> FakeCache:
+    cache = FakeCache()
+    cache.add_node(build_node("n1", "8", "16Gi"))
+    cache.add_pod_group(build_pod_group("j", min_member=2, phase=PodGroupPhase.INQUEUE))
+    for k in range(2):
+        cache.add_task(build_task(f"j-{k}", job="j", cpu="2"))
+    return cache
+
+
+def test_a_job_key_is_taken_again_once_a_task_of_the_job_changes() -> None:
+    ssn = open_session(_session(), CONF)
+    try:
+        job = ssn.jobs["default/j"]
+        plugins = [ssn.plugins[name] for name in ("priority", "gang", "drf")]
+
+        def fresh() -> tuple[object, ...]:
+            return tuple(plugin.job_order_key(ssn, job) for plugin in plugins)
+
+        before = ssn.job_key_by_plugins(job)
+        assert before == fresh() and ssn._job_keys == {job.uid: before}
+        stmt = ssn.statement()
+        for task in list(job.tasks.values()):
+            stmt.allocate(task, ssn.nodes["n1"])
+            assert ssn.job_key_by_plugins(job) == fresh()
+        assert ssn.job_key_by_plugins(job) != before  # ready now, and a larger drf share
+        stmt.discard()
+        assert ssn.job_key_by_plugins(job) == fresh() == before
+    finally:
+        ssn.close()
+
+
+def test_keys_are_not_remembered_unless_every_key_plugin_says_they_are_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    ssn = open_session(_session(), CONF)
+    assert ssn._job_keys is not None
+    ssn.close()
+    monkeypatch.setattr(GangPlugin, "job_order_key_is_local", False)
+    ssn = open_session(_session(), CONF)
+    assert ssn._job_keys is None
+    ssn.close()
