@@ -362,11 +362,18 @@ class Session:
         :raises PluginError: when a plugin fails in ``on_session_open``.
         """
         self.load(self.cache.snapshot())
-        self._on_open()
+        try:
+            self._on_open()
+        finally:
+            # A key taken while plugins were still preparing may be out of date.
+            if self._job_keys:
+                self._job_keys.clear()
 
     def load(self, snapshot: ClusterInfo) -> None:
         """Adopt a snapshot as this session's state (without calling plugins)."""
         self.jobs = snapshot.jobs
+        if self._job_keys:
+            self._job_keys.clear()
         self.nodes = snapshot.nodes
         self.node_list = snapshot.node_list
         self.queues = snapshot.queues

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from test_node_classes import PREEMPT, decisions
 
+from volcanolib import Registry, hookimpl
 from volcanolib.api.job import PodGroupPhase
+from volcanolib.api.task import TaskStatus
+from volcanolib.framework.session import Session
 from volcanolib.plugins.gang import GangPlugin
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
@@ -66,3 +69,33 @@ def test_keys_are_not_remembered_unless_every_key_plugin_says_they_are_local(mon
     ssn = open_session(_session(), CONF)
     assert ssn._job_keys is None
     ssn.close()
+
+
+class EarlyAsker:
+    """Asks for job keys while the session opens, before drf (a later tier) has prepared."""
+
+    name = "early-asker"
+    job_order_key_is_local = True
+
+    def __init__(self, arguments: object) -> None:
+        pass
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        assert ssn.job_key_by_plugins is not None
+        for job in ssn.jobs.values():
+            ssn.job_key_by_plugins(job)
+
+
+def test_keys_taken_while_the_session_opens_are_not_kept() -> None:
+    cache = _session()
+    cache.add_pod_group(build_pod_group("busy", min_member=1, phase=PodGroupPhase.RUNNING))
+    cache.add_task(build_task("busy-0", job="busy", cpu="2", node="n1", status=TaskStatus.RUNNING))
+    conf = CONF.replace("  - name: gang\n", "  - name: gang\n  - name: early-asker\n")
+    ssn = open_session(cache, conf, registry=Registry(plugins={"early-asker": EarlyAsker}))
+    try:
+        busy = ssn.jobs["default/busy"]
+        # drf's share of the running job is known only once drf has opened.
+        assert ssn.job_key_by_plugins(busy)[-1] == ssn.plugins["drf"].job_share(busy.uid) > 0
+    finally:
+        ssn.close()
