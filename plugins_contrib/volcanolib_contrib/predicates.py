@@ -257,9 +257,11 @@ class PredicatesPlugin:
         if pods is None:
             return
         pods.deallocated(task)
-        node = ssn.nodes.get(task.node_name)
-        if node is not None:
-            self._refresh_full(node)
+        # A node only loses a pod here: one that was not full stays so.
+        if task.node_name in self._full:
+            node = ssn.nodes.get(task.node_name)
+            if node is not None:
+                self._refresh_full(node)
         self._anti_pods.pop(task.key, None)
 
     def _refresh_full(self, node: NodeInfo) -> None:

@@ -598,12 +598,22 @@ def first_victim(ssn: Session, victims: Sequence[TaskInfo], preemptor: TaskInfo)
     if parts is None:
         return None
     job_part, task_key = parts
-    keys = [job_part(victim) for victim in victims]
-    top = [i for i, part in enumerate(keys) if part is _MISSING]
-    if not top:
-        # The queue serves the largest (queue key, job key, task key) first, the earliest of equals.
-        best = max(keys)
-        top = [i for i, part in enumerate(keys) if part == best]
+    # The queue serves victims whose job left the session first; then the largest
+    # (queue key, job key, task key), the earliest of equals.
+    gone: list[int] = []
+    top: list[int] = []
+    best: Any = None
+    for i, victim in enumerate(victims):
+        part = job_part(victim)
+        if part is _MISSING:
+            gone.append(i)
+        elif not top or part > best:
+            best = part
+            top = [i]
+        elif part == best:
+            top.append(i)
+    if gone:
+        top = gone
     chosen = top[0]
     if len(top) > 1:
         chosen_key = task_key(victims[chosen])
