@@ -14,8 +14,6 @@ import logging
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from sortedcontainers import SortedList
-
 from volcanolib.actions._util import (
     NODE_CLASSES_KEY,
     PREDICATE_ERROR_CACHE_KEY,
@@ -237,9 +235,9 @@ def _choose_by_class(
     """
     req = task.init_resreq
     nodes = classes.nodes
-    members_of: dict[str, SortedList[int]] = {}
+    members_of: dict[str, list[int]] = {}
     fitting: list[NodeInfo] = []
-    short: list[tuple[str, SortedList[int]]] = []
+    short: list[tuple[str, list[int]]] = []
     for members in classes.classes(plan).values():
         rep = nodes[members[0]]
         lacking = first_insufficient(req, rep)

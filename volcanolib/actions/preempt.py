@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from sortedcontainers import SortedList
-
 from volcanolib.actions._util import (
     NODE_CLASSES_KEY,
     PREDICATE_ERROR_CACHE_KEY,
@@ -257,7 +255,7 @@ class _PreemptRun:
         part = self.classes.partition(plan)
         nodes = self.classes.nodes
         reps: list[NodeInfo] = []
-        members_of: dict[str, SortedList[int]] = {}
+        members_of: dict[str, list[int]] = {}
         for members in part.classes.values():
             rep = nodes[members[0]]
             reps.append(rep)
@@ -273,7 +271,7 @@ class _PreemptRun:
         index.refresh()
         key_of = part.key_of
         for score in sorted(levels, reverse=True):
-            whole: list[SortedList[int]] = []
+            whole: list[list[int]] = []
             only_victims: set[Hashable] = set()
             for rep in levels[score]:
                 members = members_of[rep.name]

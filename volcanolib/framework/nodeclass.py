@@ -15,12 +15,13 @@ plugin's key function gives the same value for both.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
-from sortedcontainers import SortedDict, SortedList
+from sortedcontainers import SortedDict
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class NodeClassKey:
     """A plugin's statement of what it looks at on a node when placing one task.
 
@@ -107,7 +108,9 @@ class _Partition:
                 grouped[key] = [position]
             else:
                 members.append(position)
-        self.classes: dict[Hashable, SortedList[int]] = {key: SortedList(members) for key, members in grouped.items()}
+        # Positions were added in ascending order; plain lists kept sorted with bisect are cheaper
+        # than sorted containers for the small classes most nodes end up in.
+        self.classes: dict[Hashable, list[int]] = grouped
         self.seen = seen
         #: Keys of the classes that appeared or emptied since the grouping was made, in order.
         self.changes: list[Hashable] = []
@@ -121,17 +124,17 @@ class _Partition:
         if new == old:
             return
         members = self.classes[old]
-        members.remove(position)
+        del members[bisect.bisect_left(members, position)]
         if not members:
             del self.classes[old]
             self.changes.append(old)
         self.key_of[position] = new
         target = self.classes.get(new)
         if target is None:
-            self.classes[new] = SortedList((position,))
+            self.classes[new] = [position]
             self.changes.append(new)
         else:
-            target.add(position)
+            bisect.insort(target, position)
 
 
 class NodeClasses:
@@ -165,7 +168,7 @@ class NodeClasses:
         """A node's place in :attr:`nodes`, or ``None`` for a node not among them."""
         return self._position.get(name)
 
-    def classes(self, plan: NodeClassPlan) -> dict[Hashable, SortedList[int]]:
+    def classes(self, plan: NodeClassPlan) -> dict[Hashable, list[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""
         return self.partition(plan).classes
 
@@ -188,7 +191,7 @@ class NodeClasses:
         return part
 
     @staticmethod
-    def nth(groups: Sequence[SortedList[int]], rank: int) -> int:
+    def nth(groups: Sequence[Sequence[int]], rank: int) -> int:
         """The ``rank``-th smallest position (from 0) among disjoint groups of positions."""
         if len(groups) == 1:
             return int(groups[0][rank])
@@ -199,7 +202,7 @@ class NodeClasses:
         # The smallest position p with more than ``rank`` members at or below it.
         while low < high:
             middle = (low + high) // 2
-            if sum(g.bisect_right(middle) for g in groups) > rank:
+            if sum(bisect.bisect_right(g, middle) for g in groups) > rank:
                 high = middle
             else:
                 low = middle + 1
