@@ -92,6 +92,31 @@ def resource_key(node: NodeInfo) -> Hashable:
     return (_resource(node.idle), _resource(node.used), _resource(node.releasing), _resource(node.pipelined))
 
 
+class _ClassKey:
+    """A class key whose hash is worked out once.
+
+    Class keys are nested tuples; the dictionaries and sets that track
+    classes hash the same key many times, and a tuple does not keep its hash.
+    """
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, _ClassKey) and self.hash == other.hash and bool(self.value == other.value)
+        )
+
+    def __repr__(self) -> str:
+        return f"_ClassKey({self.value!r})"
+
+
 class _Partition:
     """The classes of one plan: class key -> positions of its nodes, ascending."""
 
@@ -116,7 +141,7 @@ class _Partition:
         self.changes: list[Hashable] = []
 
     def class_key(self, position: int, node: NodeInfo) -> Hashable:
-        return (self.static[position], resource_key(node), tuple([key(node) for key in self.keys]))
+        return _ClassKey((self.static[position], resource_key(node), tuple([key(node) for key in self.keys])))
 
     def move(self, position: int, node: NodeInfo) -> None:
         old = self.key_of[position]

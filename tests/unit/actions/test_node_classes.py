@@ -184,3 +184,12 @@ def test_nth_counts_across_groups_in_node_order() -> None:
     groups = [SortedList([1, 5, 9]), SortedList([2, 3]), SortedList([7])]
     merged = sorted(p for g in groups for p in g)
     assert [NodeClasses.nth(groups, r) for r in range(len(merged))] == merged
+
+
+def test_class_keys_compare_by_value_and_keep_their_hash() -> None:
+    from volcanolib.framework.nodeclass import _ClassKey
+
+    a, b, c = _ClassKey((1, (2.0, "x"))), _ClassKey((1, (2.0, "x"))), _ClassKey((1, (2.0, "y")))
+    assert a == b and hash(a) == hash(b) == hash((1, (2.0, "x")))
+    assert a != c and a != (1, (2.0, "x"))
+    assert {a: 1}[b] == 1 and c not in {a: 1}
