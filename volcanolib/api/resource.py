@@ -344,6 +344,24 @@ class Resource:
         """
         return not self.exceeding_dimensions(rr, req)
 
+    def fits_with(self, req: Resource, limit: Resource) -> bool:
+        """Whether this resource plus ``req`` stays within ``limit``, as :meth:`less_equal_with_dimension` compares.
+
+        The same answer as ``self.clone().add(req).less_equal_with_dimension(limit, req)``,
+        without building the sum (quota plugins ask this for every task).
+        """
+        if req.milli_cpu >= MIN_RESOURCE and self.milli_cpu + req.milli_cpu > limit.milli_cpu:
+            return False
+        if req.memory >= MIN_RESOURCE and self.memory + req.memory > limit.memory:
+            return False
+        if req.scalars:
+            used = self.scalars
+            cap = limit.scalars
+            for name, v in req.scalars.items():
+                if name != PODS and v >= MIN_RESOURCE and used.get(name, 0) + v > cap.get(name, 0):
+                    return False
+        return True
+
     def exceeding_dimensions(self, rr: Resource, req: Resource) -> list[str]:
         """Return the dimensions ``req`` asks for on which this resource exceeds ``rr``."""
         out = []

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.resource import INFINITE, MIN_RESOURCE, PODS, Mode, Resource, exceeded_part, res_max
+from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.registry import hookimpl
@@ -121,21 +121,6 @@ class QueueAttr:
                     if value > best:
                         best = value
         self.share = best
-
-
-def _within(allocated: Resource, request: Resource, deserved: Resource) -> bool:
-    """``(allocated + request).less_equal_with_dimension(deserved, request)``, without building the sum."""
-    if request.milli_cpu >= MIN_RESOURCE and allocated.milli_cpu + request.milli_cpu > deserved.milli_cpu:
-        return False
-    if request.memory >= MIN_RESOURCE and allocated.memory + request.memory > deserved.memory:
-        return False
-    if request.scalars:
-        used = allocated.scalars
-        cap = deserved.scalars
-        for name, v in request.scalars.items():
-            if name != PODS and v >= MIN_RESOURCE and used.get(name, 0) + v > cap.get(name, 0):
-                return False
-    return True
 
 
 def _capability(queue: QueueInfo) -> Resource | None:
@@ -316,7 +301,7 @@ class ProportionPlugin:
         attr = self.queue_attrs.get(queue.name)
         if attr is None:
             return True
-        return _within(attr.allocated, request, attr.deserved)
+        return attr.allocated.fits_with(request, attr.deserved)
 
     @hookimpl
     def allocatable(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:

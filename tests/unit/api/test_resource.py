@@ -135,3 +135,18 @@ def test_infinite_compares_equal_to_itself() -> None:
 def test_to_quantities_round_trip() -> None:
     res = Resource.from_list({"cpu": "1500m", "memory": "2Gi", GPU: "1", PODS: "3"})
     assert Resource.from_list(res.to_quantities()) == res
+
+
+def test_fits_with_is_the_sum_compared_on_the_requested_dimensions() -> None:
+    import random
+
+    rng = random.Random(4)
+
+    def resource() -> Resource:
+        scalars = {name: rng.choice([0, 0.05, 1000, 2000]) for name in ("nvidia.com/gpu", PODS) if rng.random() < 0.6}
+        return Resource(rng.choice([0, 0.05, 500, 1000, 4000]), rng.choice([0, 1 << 30, 4 << 30]), scalars)
+
+    for _ in range(2000):
+        allocated, request, deserved = resource(), resource(), resource()
+        expected = allocated.clone().add(request).less_equal_with_dimension(deserved, request)
+        assert allocated.fits_with(request, deserved) is expected

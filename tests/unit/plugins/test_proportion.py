@@ -296,21 +296,3 @@ def test_pipelined_and_releasing_tasks_are_not_requested() -> None:
     assert view is not None
     assert view["request"] == {"cpu": "2", "memory": "2Gi", "pods": "2"}
     assert view["allocated"]["cpu"] == "1"
-
-
-def test_within_deserved_is_the_sum_compared_on_the_requested_dimensions() -> None:
-    import random
-
-    from volcanolib.api.resource import PODS, Resource
-    from volcanolib.plugins.proportion import _within
-
-    rng = random.Random(4)
-
-    def resource() -> Resource:
-        scalars = {name: rng.choice([0, 0.05, 1000, 2000]) for name in ("nvidia.com/gpu", PODS) if rng.random() < 0.6}
-        return Resource(rng.choice([0, 0.05, 500, 1000, 4000]), rng.choice([0, 1 << 30, 4 << 30]), scalars)
-
-    for _ in range(2000):
-        allocated, request, deserved = resource(), resource(), resource()
-        expected = allocated.clone().add(request).less_equal_with_dimension(deserved, request)
-        assert _within(allocated, request, deserved) is expected
