@@ -20,7 +20,13 @@ import attrs
 import pytest
 
 from volcanolib import ConfigError, Scheduler
-from volcanolib.framework.arguments import NAME, ArgumentSpec, argument_specs, declared_arguments, parse_arguments
+from volcanolib.framework.arguments import (
+    NAME_PLACEHOLDER,
+    ArgumentSpec,
+    argument_specs,
+    declared_arguments,
+    parse_arguments,
+)
 from volcanolib.framework.config import HOOK_SWITCHES, KNOWN_SWITCHES, OFF_BY_DEFAULT
 from volcanolib.framework.registry import BUILTIN_ACTIONS, BUILTIN_PLUGINS, CONTRIB_PLUGINS, Registry
 from volcanolib.testing import FakeCache
@@ -136,7 +142,7 @@ def _bad_arguments(owned: Owned) -> tuple[str, str]:
         return f"{{{spec.key}: {BAD_VALUES[spec.type_name]!r}}}", spec.key
     # A key family is read for the names listed in another argument.
     names = next(s for s in argument_specs(owned.declaration) if s.field == spec.names)
-    key = spec.key.replace(NAME, "example.com/gpu")
+    key = spec.key.replace(NAME_PLACEHOLDER, "example.com/gpu")
     return f"{{{names.key}: 'example.com/gpu', {key}: {BAD_VALUES[spec.type_name]!r}}}", key
 
 

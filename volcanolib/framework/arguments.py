@@ -47,6 +47,7 @@ import attrs
 from volcanolib.errors import ConfigError
 
 __all__ = [
+    "NAME_PLACEHOLDER",
     "ArgumentSpec",
     "NoArguments",
     "argument",
@@ -67,7 +68,7 @@ A = TypeVar("A")
 #: The attrs metadata key under which :func:`argument` stores its declaration.
 _META: Final = "volcanolib.argument"
 #: The placeholder of a per-name key.
-NAME: Final = "<name>"
+NAME_PLACEHOLDER: Final = "<name>"
 
 
 # ---------------------------------------------------------------------- scalar parsers
@@ -166,8 +167,8 @@ def argument_per_name(*, key: str, names: str, default: T, doc: str) -> Mapping[
     :param key: the key, with ``<name>`` where the name goes.
     :param names: the attribute name of a ``str`` field declared before this one.
     """
-    if NAME not in key:
-        raise ValueError(f"a per-name argument key needs {NAME!r}: {key!r}")
+    if NAME_PLACEHOLDER not in key:
+        raise ValueError(f"a per-name argument key needs {NAME_PLACEHOLDER!r}: {key!r}")
     declared = _Declared(key, default, doc, None, names)
     return attrs.field(factory=lambda: types.MappingProxyType({}), metadata={_META: declared})
 
@@ -273,7 +274,9 @@ def parse_arguments(cls: type[A], mapping: Mapping[str, Any], *, owner: str = ""
             values[spec.field] = _value(spec, spec.key, mapping, owner)
             continue
         listed = (name.strip() for name in values[spec.names].split(","))
-        per_name = {name: _value(spec, spec.key.replace(NAME, name), mapping, owner) for name in listed if name}
+        per_name = {
+            name: _value(spec, spec.key.replace(NAME_PLACEHOLDER, name), mapping, owner) for name in listed if name
+        }
         values[spec.field] = types.MappingProxyType(per_name)
     return cls(**values)
 
