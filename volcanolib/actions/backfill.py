@@ -50,7 +50,8 @@ class Backfill:
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""
         ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        nodes = ssn.node_list
+        placement = ssn.placement
+        nodes = placement.nodes
         for task in self._pick_tasks(ssn):
             job = ssn.jobs[task.job]
             with ssn.guard(job):
@@ -63,11 +64,11 @@ class Backfill:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
                 errors = FitErrors(total_nodes=len(nodes))
-                feasible = ssn.predicate_nodes(task, nodes, fit_errors=errors)
+                feasible = placement.feasible(task, fit_errors=errors)
                 if not feasible:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
-                chosen = ssn.best_node(task, feasible)
+                chosen = placement.best(task, feasible)
                 if chosen is None:
                     continue
                 try:
