@@ -28,10 +28,7 @@ __all__ = [
     "PriorityQueue",
     "build_victims_queue",
     "discard_quietly",
-    "job_is_schedulable",
     "merge_into",
-    "pod_priority",
-    "queue_overused",
     "unpipeline",
     "validate_victims",
 ]
@@ -95,25 +92,6 @@ class PriorityQueue(Generic[T]):
 
 
 # ---------------------------------------------------------------------------- jobs, victims
-
-
-def queue_overused(ssn: Session, queue: QueueInfo, consequence: str) -> bool:
-    """Whether the plugins say the queue is overused (a plugin failure is recorded and counts as yes)."""
-    overused = True
-    with ssn.guard():
-        overused = ssn.overused(queue)
-    if overused:
-        log.debug("queue %s is overused, %s", queue.name, consequence)
-    return overused
-
-
-def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
-    """Volcano's common job filter: admitted (not Pending), valid, and its queue exists."""
-    if job.is_pending():
-        return False
-    if not ssn.job_valid(job).ok:
-        return False
-    return job.queue in ssn.queues
 
 
 class _FrozenOrder:
@@ -381,18 +359,6 @@ def unpipeline(ssn: Session, task: TaskInfo) -> None:
         node.remove_task(task)
     ssn.fire_deallocate(task)
     task.node_name = ""
-
-
-def pod_priority(task: TaskInfo) -> int:
-    """The pod's own priority (``spec.priority``), else the task priority."""
-    pod = task.pod
-    if pod is not None and pod.manifest is not None:
-        spec = pod.manifest.get("spec")
-        if isinstance(spec, dict):
-            value = spec.get("priority")
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return task.priority
 
 
 def discard_quietly(ssn: Session, stmt: Statement, job: JobInfo | None = None) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import NODE_CLASSES_KEY, PREDICATE_ERROR_CACHE_KEY, PriorityQueue, queue_overused
+from volcanolib.actions._util import NODE_CLASSES_KEY, PREDICATE_ERROR_CACHE_KEY, PriorityQueue
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
@@ -192,7 +192,7 @@ class Allocate:
 
         while queues:
             queue = queues.pop()
-            if queue_overused(ssn, queue, "leaving it out"):
+            if ssn.queue_overused(queue):
                 continue
             jobs = jobs_by_queue.get(queue.name)
             if not jobs:

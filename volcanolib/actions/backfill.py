@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable, unpipeline
+from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, unpipeline
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
@@ -86,7 +86,7 @@ class Backfill:
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
                 for task in job.tasks_in(TaskStatus.PIPELINED):

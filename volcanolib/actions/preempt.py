@@ -20,9 +20,7 @@ from volcanolib.actions._util import (
     PriorityQueue,
     build_victims_queue,
     discard_quietly,
-    job_is_schedulable,
     merge_into,
-    pod_priority,
     validate_victims,
 )
 from volcanolib.api.job import JobInfo
@@ -166,7 +164,7 @@ class _PreemptRun:
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job) or not ssn.job_starving(job):
+                if not ssn.job_schedulable(job) or not ssn.job_starving(job):
                     continue
                 jobs = starving.get(job.queue)
                 if jobs is None:
@@ -251,8 +249,8 @@ class _PreemptRun:
             return False
         if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return True
-        priority = pod_priority(preemptor)
-        return not any(pod_priority(t) < priority and _terminating_by_preemption(t) for t in list(node.tasks.values()))
+        priority = preemptor.pod_priority
+        return not any(t.pod_priority < priority and _terminating_by_preemption(t) for t in list(node.tasks.values()))
 
     def _fits(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
         ssn = self.ssn
@@ -441,7 +439,7 @@ def _terminating_by_preemption(task: TaskInfo) -> bool:
 def _candidate_rank(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, int, int, float]:
     """Smaller is better: least important top victim, smallest priority sum, fewest victims, latest start."""
     victims = candidate[1]
-    priorities = [pod_priority(v) for v in victims]
+    priorities = [v.pod_priority for v in victims]
     top = max(priorities)
     earliest = min(v.creation_timestamp for v, p in zip(victims, priorities, strict=True) if p == top)
     return (top, sum(p + _PRIORITY_OFFSET for p in priorities), len(victims), -earliest)

@@ -11,9 +11,7 @@ from volcanolib.actions._util import (
     build_victims_queue,
     discard_quietly,
     first_victim,
-    job_is_schedulable,
     merge_into,
-    queue_overused,
     validate_victims,
 )
 from volcanolib.api.job import JobInfo
@@ -81,7 +79,7 @@ class Reclaim:
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 if job.queue not in seen:
                     seen.add(job.queue)
@@ -96,7 +94,7 @@ class Reclaim:
 
         while queues:
             queue = queues.pop()
-            if queue_overused(ssn, queue, "it reclaims nothing"):
+            if ssn.queue_overused(queue):
                 continue
             jobs_q = starving.get(queue.name)
             while jobs_q:

@@ -761,6 +761,23 @@ class Session:
         """Whether ``left`` is scheduled before ``right``."""
         return self.compare_jobs(left, right) < 0
 
+    def job_schedulable(self, job: JobInfo) -> bool:
+        """Volcano's common job filter for actions: admitted (not Pending), valid, and its queue exists."""
+        if job.is_pending():
+            return False
+        if not self.job_valid(job).ok:
+            return False
+        return job.queue in self.queues
+
+    def queue_overused(self, queue: QueueInfo) -> bool:
+        """Whether the plugins say a queue is overused; a plugin failure is recorded and counts as yes."""
+        overused = True
+        with self.guard():
+            overused = self.overused(queue)
+        if overused:
+            log.debug("queue %s is overused", queue.name)
+        return overused
+
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""
         return [self.nodes[n] for n in names if n in self.nodes]
