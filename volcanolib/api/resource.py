@@ -34,6 +34,7 @@ __all__ = [
     "res_max",
     "res_min",
     "share",
+    "tolerant_le",
     "total",
 ]
 
@@ -59,8 +60,12 @@ _ZERO = Mode.ZERO
 _INF = Mode.INFINITY
 
 
-def _le(left: float, right: float) -> bool:
+def tolerant_le(left: float, right: float) -> bool:
+    """Volcano's "less or equal" for one dimension: ``left <= right`` within :data:`MIN_RESOURCE`."""
     return left < right or abs(left - right) < MIN_RESOURCE
+
+
+_le = tolerant_le
 
 
 def _is_scalar_name(name: str) -> bool:
@@ -130,6 +135,17 @@ class Resource:
             if amount < 0:
                 raise QuantityError(f"negative quantity {raw!r}", field=where)
         return res
+
+    def key(self) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+        """A hashable form of the vector: equal keys mean equal vectors.
+
+        Scalars keep their own order, so two equal vectors whose scalars were
+        added in another order may give different keys; callers use keys to
+        share work between equal requests, where that only costs a little
+        sharing.
+        """
+        scalars = self.scalars
+        return (self.milli_cpu, self.memory, tuple(scalars.items()) if scalars else ())
 
     def clone(self) -> Resource:
         """Return an independent copy."""
