@@ -406,9 +406,9 @@ class _PreemptRun:
         the queue, the future idle resources and every predicate, against the
         pods that stay); then, in the same order, each is spared if the task
         still fits without evicting it, so the set returned fits. ``None`` when
-        the task does not fit even with every victim gone (a pod that stays
-        still rejects it, say); an empty list when it fits without evicting
-        anything.
+        the plugins allow no victim on the node, or when the task does not fit
+        even with every victim gone (a pod that stays still rejects it, say);
+        an empty list when it fits without evicting anything.
         """
         allowed = self._victims(preemptor, node, victim_filter)
         if not allowed:
