@@ -341,6 +341,12 @@ class _PreemptRun:
         victim_filter: TaskFilter,
         nodes: Sequence[NodeInfo],
     ) -> bool:
+        """Dry-run the evictions on candidate nodes, then evict on the best one and pipeline ``preemptor`` there.
+
+        A node is a candidate when some set of at least one victim makes the
+        preemptor pass there (:meth:`_select_victims`); when no node is one,
+        nothing is evicted and the preemptor is not pipelined.
+        """
         ssn = self.ssn
         total = len(nodes)
         wanted = self._candidate_count(total)
@@ -375,8 +381,13 @@ class _PreemptRun:
     ) -> list[TaskInfo] | None:
         """The smallest victim set that makes ``preemptor`` fit ``node``, found by dry runs.
 
-        Victims are removed in victim order until the task fits; then, in the
-        same order, each is spared if the task still fits without evicting it.
+        Victims are removed in victim order until the task fits (:meth:`_trial`:
+        the queue, the future idle resources and every predicate, against the
+        pods that stay); then, in the same order, each is spared if the task
+        still fits without evicting it, so the set returned fits. ``None`` when
+        the plugins allow no victim on the node, or when the task does not fit
+        even with every victim gone (a pod that stays still rejects it, say);
+        an empty list when it fits without evicting anything.
         """
         allowed = self._victims(preemptor, node, victim_filter)
         if not allowed:
@@ -400,9 +411,18 @@ class _PreemptRun:
         return victims
 
     def _trial(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo, evicted: Sequence[TaskInfo]) -> bool:
-        """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed."""
+        """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed.
+
+        The evictions are tentative: the plugins see them through the
+        deallocate events (the predicates drop the pods from the node, so
+        inter-pod anti-affinity and host ports are checked against the pods
+        that stay, as Volcano's dry run removes them from its node copy), and
+        every predicate runs again. Undoing them restores each task's status
+        and its record of the last undone decision, as a dry run on copies
+        would leave them.
+        """
         ssn = self.ssn
-        before = [(task, task.status) for task in evicted]
+        before = [(task, task.status, task.last_transaction) for task in evicted]
         trial = ssn.statement()
         try:
             for task in evicted:
@@ -410,7 +430,8 @@ class _PreemptRun:
             return self._fits(queue, preemptor, node)
         finally:
             trial.discard()
-            for task, status in before:
+            for task, status, last in before:
+                task.last_transaction = last
                 if task.status is not status:
                     ssn.set_task_status(task, status)
                     placed = ssn.nodes.get(task.node_name)
