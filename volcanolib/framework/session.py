@@ -478,9 +478,13 @@ class Session:
             task.status = status
 
     def record_plugin_error(self, err: PluginError, job: JobInfo | None = None) -> None:
-        """Record a plugin failure; the scheduler reports it and carries on."""
+        """Record a plugin failure; the scheduler reports it and carries on.
+
+        It is logged as a warning: the cycle goes on, the job being scheduled
+        keeps the state it had, and the failure is listed in the cycle's result.
+        """
         self.plugin_errors.append(err)
-        log.error("%s%s", f"job {job.uid}: " if job is not None else "", err)
+        log.warning("%s%s", f"job {job.uid}: " if job is not None else "", err)
 
     @contextmanager
     def guard(self, job: JobInfo | None = None, stmt: Statement | None = None) -> Iterator[None]:
