@@ -148,7 +148,8 @@ class Session:
     :meth:`prioritize_nodes`, :meth:`best_node`.
     """
 
-    # Combined answers named after their hooks, filled from the hooks' declarations by _compile.
+    # Combined answers named after their hooks, filled from the hooks' declarations by _compile. A new hook
+    # whose rule is in combine.BUILDERS needs only its declaration in hookspecs and its type here.
     #: ``pre_predicate``: the first failure in tier order, else success.
     pre_predicate: Callable[[TaskInfo], Status]
     #: ``predicate`` (or ``batch_predicate`` about one node): the first failure in tier order, naming its plugin.
