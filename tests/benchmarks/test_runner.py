@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the benchmarks package lives beside volcanolib, uninstalled
@@ -153,3 +154,13 @@ def test_json_dump_gives_the_yaml_result(tmp_path: Path, workload: str) -> None:
     from_json = run_scenario(load_scenario([json_path]), sessions=1, seed=1)
     assert from_json.to_dict() == from_yaml.to_dict()
     assert from_yaml.binds or from_yaml.evictions
+
+
+def test_generated_workloads_use_the_default_tiers() -> None:
+    from benchmarks import gen_workload
+    from volcanolib.framework.config import DEFAULT_CONFIG, parse_config
+
+    scenario = yaml.safe_load(gen_workload.header("x", "enqueue, allocate, preempt"))
+    config = parse_config(scenario["scheduler"])
+    assert config.actions == ("enqueue", "allocate", "preempt")
+    assert config.tiers == DEFAULT_CONFIG.tiers

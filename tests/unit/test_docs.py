@@ -37,18 +37,3 @@ def test_every_hook_docstring_names_its_rule_or_gate() -> None:
         doc = inspect.getdoc(getattr(hookspecs, name)) or ""
         assert "Rule:" in doc or "rule" in doc.lower(), name
         assert ":returns:" in doc, name
-
-
-def test_hookspec_module_is_mostly_documentation() -> None:
-    source = Path(hookspecs.__file__).read_text().splitlines()
-    doc_lines = 0
-    in_doc = False
-    for line in source:
-        stripped = line.strip()
-        quotes = stripped.count('"""')
-        if in_doc or quotes:
-            doc_lines += 1
-        if quotes == 1:
-            in_doc = not in_doc
-    code = [line for line in source if line.strip() and not line.strip().startswith("#")]
-    assert doc_lines / len(code) >= 0.5
