@@ -6,11 +6,9 @@ Nothing here is public API; the actions are the only callers.
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sortedcontainers import SortedList
 
@@ -18,6 +16,8 @@ from volcanolib.api.fiterrors import FitError, FitErrors, insufficient
 from volcanolib.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError
+from volcanolib.framework.queues import PriorityQueue
+from volcanolib.framework.queues import is_schedulable as job_is_schedulable
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -55,54 +55,6 @@ T = TypeVar("T")
 PREDICATE_ERROR_CACHE_KEY: Final = "predicateErrorCacheEnable"
 #: The action argument that switches checking one node per class of alike nodes (volcanolib's own).
 NODE_CLASSES_KEY: Final = "nodeClassesEnable"
-
-
-class PriorityQueue(Generic[T]):
-    """A binary heap ordered by a key taken when an item is pushed.
-
-    The key is computed once per push, so an item whose order changes must
-    be popped, changed and pushed again (never changed while queued). Items
-    with equal keys come out in push order, which keeps runs reproducible.
-    A key made with :func:`functools.cmp_to_key` compares live, like
-    Volcano's comparator-based queue.
-
-    Runtime complexity: ``push`` and ``pop`` are O(log n).
-
-    >>> q = PriorityQueue[str](len)
-    >>> for word in ("ccc", "a", "bb", "b"):
-    ...     q.push(word)
-    >>> [q.pop() for _ in range(len(q))]
-    ['a', 'b', 'bb', 'ccc']
-    """
-
-    __slots__ = ("_counter", "_heap", "_key")
-
-    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
-        self._key = key
-        self._counter = itertools.count()
-        self._heap: list[tuple[Any, int, T]] = [(key(item), next(self._counter), item) for item in items]
-        heapq.heapify(self._heap)
-
-    def push(self, item: T) -> None:
-        """Add an item."""
-        heapq.heappush(self._heap, (self._key(item), next(self._counter), item))
-
-    def pop(self) -> T:
-        """Remove and return the first item.
-
-        :raises IndexError: when the queue is empty.
-        """
-        return heapq.heappop(self._heap)[2]
-
-    def empty(self) -> bool:
-        """Whether the queue holds no item."""
-        return not self._heap
-
-    def __len__(self) -> int:
-        return len(self._heap)
-
-    def __bool__(self) -> bool:
-        return bool(self._heap)
 
 
 # ---------------------------------------------------------------------------- resource fit
@@ -397,15 +349,6 @@ def queue_overused(ssn: Session, queue: QueueInfo, consequence: str) -> bool:
     if overused:
         log.debug("queue %s is overused, %s", queue.name, consequence)
     return overused
-
-
-def job_is_schedulable(ssn: Session, job: JobInfo) -> bool:
-    """Volcano's common job filter: admitted (not Pending), valid, and its queue exists."""
-    if job.is_pending():
-        return False
-    if not ssn.job_valid(job).ok:
-        return False
-    return job.queue in ssn.queues
 
 
 class _FrozenOrder:

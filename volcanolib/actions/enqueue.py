@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.queue import QueueInfo
+from volcanolib.framework.queues import build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -39,28 +38,18 @@ class Enqueue:
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        seen: set[str] = set()
-        pending: dict[str, PriorityQueue[JobInfo]] = {}
         now = ssn.clock()
-        for job in ssn.jobs.values():
+
+        def pending(job: JobInfo) -> tuple[()] | None:
             if job.schedule_start_timestamp is None:
                 job.schedule_start_timestamp = now
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if job.is_pending():
-                jobs = pending.get(queue.name)
-                if jobs is None:
-                    jobs = pending[queue.name] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
+            return () if job.is_pending() else None
 
+        order = build_queues(ssn, pending)
+        queues = order.queues
         while queues:
             queue = queues.pop()
-            jobs = pending.get(queue.name)
+            jobs = order.jobs[queue.name]
             if not jobs:
                 continue
             job = jobs.pop()
