@@ -39,6 +39,7 @@ import attrs
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo
+from volcanolib.errors import PluginError
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -78,9 +79,11 @@ class PriorityQueue(Generic[T]):
 
     def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
         self._key = key
-        self._counter = itertools.count()
-        self._heap: list[tuple[Any, int, T]] = [(key(item), next(self._counter), item) for item in items]
-        heapq.heapify(self._heap)
+        self._counter = counter = itertools.count()
+        self._heap: list[tuple[Any, int, T]] = []
+        if items:  # an empty tuple or list (a job selected without tasks) costs nothing more
+            self._heap = [(key(item), next(counter), item) for item in items]
+            heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
         """Add an item."""
@@ -161,9 +164,9 @@ def build_queues(ssn: Session, select: TaskSelector) -> JobQueues:
     tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
     session_queues = ssn.queues
     job_key, task_key = ssn.job_key, ssn.task_key
-    guard = ssn.guard
     for job in ssn.jobs.values():
-        with guard(job):
+        # What ssn.guard(job) does, without a context manager per job.
+        try:
             tasks = select(job)
             if tasks is None:
                 continue
@@ -176,6 +179,8 @@ def build_queues(ssn: Session, select: TaskSelector) -> JobQueues:
                 jobs = jobs_by_queue[queue.name] = PriorityQueue(job_key)
                 queues.push(queue)
             jobs.push(job)
+        except PluginError as err:
+            ssn.record_plugin_error(err, job)
     return JobQueues(queues, jobs_by_queue, tasks_by_job)
 
 
