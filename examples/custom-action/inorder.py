@@ -9,18 +9,35 @@ cannot be placed blocks the jobs behind it (except the next
 
 from __future__ import annotations
 
-import logging
-from typing import ClassVar, Final
+from typing import ClassVar
 
-from volcanolib import ConfigError, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo, TaskStatus
-from volcanolib.framework.queues import PriorityQueue, build_queues, is_schedulable
+import attrs
 
-__all__ = ["LOOKAHEAD_KEY", "InOrder"]
+from volcanolib import JobInfo, NodeInfo, QueueInfo, Session, TaskInfo, TaskStatus, argument
+from volcanolib.framework.arguments import parse_int
+from volcanolib.framework.queues import PriorityQueue, build_queues
 
-log = logging.getLogger(__name__)
+__all__ = ["InOrder", "InOrderArguments"]
 
-#: How many jobs behind a blocked job of the same queue may still be tried.
-LOOKAHEAD_KEY: Final = "inorder.lookahead"
+
+def _job_count(raw: object) -> int:
+    """A number of jobs: an integer, 0 or more."""
+    value = parse_int(raw)
+    if value < 0:
+        raise ValueError(f"must be 0 or more, got {value}")
+    return value
+
+
+@attrs.frozen
+class InOrderArguments:
+    """The arguments of inorder."""
+
+    lookahead: int = argument(
+        key="inorder.lookahead",
+        default=0,
+        doc="How many jobs behind a blocked job of the same queue may still be tried.",
+        parse=_job_count,
+    )
 
 
 class InOrder:
@@ -38,13 +55,17 @@ class InOrder:
     """
 
     name: ClassVar[str] = "inorder"
+    Arguments: ClassVar[type[InOrderArguments]] = InOrderArguments
+
+    def __init__(self, arguments: InOrderArguments | None = None) -> None:
+        self.lookahead = (arguments or InOrderArguments()).lookahead
 
     def execute(self, ssn: Session) -> None:
         """Place the jobs of every queue, in order."""
-        lookahead = lookahead_of(ssn)
+        lookahead = self.lookahead
 
         def pending_tasks(job: JobInfo) -> list[TaskInfo] | None:
-            if not is_schedulable(ssn, job):
+            if not ssn.job_schedulable(job):
                 return None
             tasks = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.best_effort]
             return tasks or None
@@ -52,10 +73,8 @@ class InOrder:
         order = build_queues(ssn, pending_tasks)
         while order.queues:
             queue = order.queues.pop()
-            with ssn.guard():
-                if ssn.overused(queue):
-                    log.debug("queue %s is overused: its jobs wait", queue.name)
-                    continue
+            if ssn.queue_overused(queue):
+                continue
             jobs = order.jobs[queue.name]
             window: int | None = None  # once a job is blocked: how many more may be tried
             while jobs and window != 0:
@@ -91,14 +110,6 @@ def choose_node(ssn: Session, queue: QueueInfo, task: TaskInfo) -> NodeInfo | No
     if not ssn.allocatable(queue, task) or not ssn.pre_predicate(task).ok:
         return None
     request = task.init_resreq
-    fitting = [node for node in ssn.node_list if request.less_equal(node.idle)]
-    return ssn.best_node(task, ssn.predicate_nodes(task, fitting))
-
-
-def lookahead_of(ssn: Session) -> int:
-    """The ``inorder.lookahead`` argument: 0 (strict order) unless configured."""
-    arguments = ssn.action_arguments(InOrder.name)
-    value = arguments.get_int(LOOKAHEAD_KEY, 0)
-    if value < 0:
-        raise ConfigError(f"must be 0 or more, got {value}", key=f"{arguments.owner} arguments.{LOOKAHEAD_KEY}".strip())
-    return value
+    fitting = [node for node in ssn.node_list if node.fits_idle(request)]
+    placement = ssn.placement
+    return placement.best(task, placement.feasible(task, fitting))

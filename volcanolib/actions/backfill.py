@@ -5,19 +5,33 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable, unpipeline
+import attrs
+
+from volcanolib.actions._util import PriorityQueue, unpipeline
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
+from volcanolib.framework.arguments import argument
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
-__all__ = ["Backfill"]
+__all__ = ["Backfill", "BackfillArguments"]
 
 log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class BackfillArguments:
+    """The ``configurations`` arguments of ``backfill``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="Accepted for compatibility; each task is checked on its own, so it has no effect.",
+    )
 
 
 class Backfill:
@@ -39,18 +53,20 @@ class Backfill:
     ready. A task that fits no node gets its reasons in
     ``job.nodes_fit_errors``.
 
-    Arguments (``configurations`` of ``backfill``):
-
-    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
-      compatibility; each task is checked on its own, so it changes nothing.
+    Arguments: :class:`BackfillArguments` (``predicateErrorCacheEnable``,
+    accepted for compatibility).
     """
 
     name: ClassVar[str] = "backfill"
+    Arguments: ClassVar[type[BackfillArguments]] = BackfillArguments
+
+    def __init__(self, arguments: BackfillArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else BackfillArguments()
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""
-        ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        nodes = ssn.node_list
+        placement = ssn.placement
+        nodes = placement.nodes
         for task in self._pick_tasks(ssn):
             job = ssn.jobs[task.job]
             with ssn.guard(job):
@@ -63,11 +79,11 @@ class Backfill:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
                 errors = FitErrors(total_nodes=len(nodes))
-                feasible = ssn.predicate_nodes(task, nodes, fit_errors=errors)
+                feasible = placement.feasible(task, fit_errors=errors)
                 if not feasible:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
-                chosen = ssn.best_node(task, feasible)
+                chosen = placement.best(task, feasible)
                 if chosen is None:
                     continue
                 try:
@@ -85,7 +101,7 @@ class Backfill:
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
                 for task in job.tasks_in(TaskStatus.PIPELINED):

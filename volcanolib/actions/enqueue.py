@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.queues import build_queues
 
 if TYPE_CHECKING:
@@ -20,8 +21,8 @@ __all__ = ["Enqueue"]
 class Enqueue:
     """Admission control: move Pending jobs to Inqueue.
 
-    Every queue that has a job in the session takes part; its Pending jobs
-    wait in job order. The best queue (queue order) admits its best Pending
+    Every queue that has a Pending job takes part; its Pending jobs wait in
+    job order. The best queue (queue order) admits its best Pending
     job, then goes back in line, so queues interleave one job per turn. A
     job without ``minResources`` is admitted unconditionally; any other job
     only when the plugins' ``job_enqueueable`` votes allow it. An admitted
@@ -35,6 +36,10 @@ class Enqueue:
     """
 
     name: ClassVar[str] = "enqueue"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
+
+    def __init__(self, arguments: NoArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else NoArguments()
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""

@@ -5,38 +5,45 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.actions._util import (
-    PREDICATE_ERROR_CACHE_KEY,
-    PredicateCache,
     PriorityQueue,
-    VictimNodes,
     build_victims_queue,
     discard_quietly,
     first_victim,
-    fits_future_idle,
-    fits_future_idle_after_evicting,
-    job_is_schedulable,
     merge_into,
-    queue_overused,
     validate_victims,
 )
-from volcanolib.api.fiterrors import FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.arguments import argument
+from volcanolib.framework.placement import PredicateCache, VictimNodes
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["Reclaim"]
+__all__ = ["Reclaim", "ReclaimArguments"]
 
 log = logging.getLogger(__name__)
 
 REASON: Final = "reclaim"
 _RUNNING: Final = TaskStatus.RUNNING
+
+
+@attrs.frozen
+class ReclaimArguments:
+    """The ``configurations`` arguments of ``reclaim``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect.",
+    )
 
 
 class Reclaim:
@@ -66,26 +73,27 @@ class Reclaim:
     After the job's tasks, the statement is committed (the evictions are
     sent) when the job is pipelined (``job_pipelined``), else discarded.
 
-    Arguments (``configurations`` of ``reclaim``):
-
-    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
-      compatibility; nodes are filtered afresh for every task, so it changes
-      nothing.
+    Arguments: :class:`ReclaimArguments` (``predicateErrorCacheEnable``,
+    accepted for compatibility).
     """
 
     name: ClassVar[str] = "reclaim"
+    Arguments: ClassVar[type[ReclaimArguments]] = ReclaimArguments
+
+    def __init__(self, arguments: ReclaimArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else ReclaimArguments()
 
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""
-        enabled = ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        self._victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
+        enabled = self.arguments.predicate_error_cache
+        self._victim_nodes = ssn.placement.victim_nodes(_possible_victim)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 if job.queue not in seen:
                     seen.add(job.queue)
@@ -100,7 +108,7 @@ class Reclaim:
 
         while queues:
             queue = queues.pop()
-            if queue_overused(ssn, queue, "it reclaims nothing"):
+            if ssn.queue_overused(queue):
                 continue
             jobs_q = starving.get(queue.name)
             while jobs_q:
@@ -139,20 +147,21 @@ class Reclaim:
     ) -> bool:
         # Nodes in order that pass the predicates; only those holding a running task can give any.
         index = self._victim_nodes
-        index.refresh()
+        placement = ssn.placement
         nodes = index.nodes
-        for position in index.alive:
+        req = task.init_resreq
+        for position in index.alive():
             node = nodes[position]
             candidates = self._candidates(ssn, job, node)
             if not candidates:
                 continue
-            if not cache.filter(ssn, task, [node], FitErrors(), for_preempt=True):
+            if not placement.passes(task, node, cache):
                 continue
             victims = ssn.reclaimable(task, candidates) or []
             # When the first victim in victim order makes room alone, the others need no order
             # (and evicting them all would make room too).
             first = first_victim(ssn, victims, task)
-            if first is None or not fits_future_idle_after_evicting(task, node, first):
+            if first is None or node.first_insufficient(req, first.resreq) is not None:
                 first = None
                 if not validate_victims(task, node, victims):
                     continue
@@ -164,9 +173,9 @@ class Reclaim:
                     order = build_victims_queue(ssn, victims, task)
                     while order:
                         node_stmt.evict(order.pop(), REASON)
-                        if fits_future_idle(task, node):
+                        if node.fits_future_idle(req):
                             break
-                if fits_future_idle(task, node):
+                if node.fits_future_idle(req):
                     node_stmt.pipeline(task, node.name)
                     merge_into(stmt, node_stmt)
                     return True

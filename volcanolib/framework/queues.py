@@ -5,10 +5,10 @@ queue order, in each queue its jobs by job order, in each job some of its
 tasks by task order. :func:`build_queues` builds those three levels in one
 pass over the session's jobs, keeping the jobs a filter selects::
 
-    from volcanolib.framework.queues import build_queues, is_schedulable
+    from volcanolib.framework.queues import build_queues
 
     def pending_tasks(job):
-        if not is_schedulable(ssn, job):
+        if not ssn.job_schedulable(job):
             return None  # the job takes no part
         return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
 
@@ -44,7 +44,7 @@ from volcanolib.errors import PluginError
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
-__all__ = ["JobQueues", "PriorityQueue", "TaskSelector", "build_queues", "is_schedulable"]
+__all__ = ["JobQueues", "PriorityQueue", "TaskSelector", "build_queues"]
 
 T = TypeVar("T")
 
@@ -182,16 +182,3 @@ def build_queues(ssn: Session, select: TaskSelector) -> JobQueues:
         except PluginError as err:
             ssn.record_plugin_error(err, job)
     return JobQueues(queues, jobs_by_queue, tasks_by_job)
-
-
-def is_schedulable(ssn: Session, job: JobInfo) -> bool:
-    """Volcano's common job filter: admitted (not Pending), valid (``job_valid``), and its queue exists.
-
-    :raises PluginError: when a ``job_valid`` plugin fails (inside
-        :func:`build_queues`' selector, the job is then left out).
-    """
-    if job.is_pending():
-        return False
-    if not ssn.job_valid(job).ok:
-        return False
-    return job.queue in ssn.queues

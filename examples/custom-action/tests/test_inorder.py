@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inorder import InOrder
+from inorder import InOrder, InOrderArguments
 
-from volcanolib import ConfigError, Registry, Resource, Scheduler, load_config
+from volcanolib import ConfigError, Registry, Resource, Scheduler, argument_table, load_config
 from volcanolib.sim import simulate
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, run_session
 
@@ -62,13 +62,24 @@ def test_the_action_is_found_through_its_entry_point() -> None:
     assert provider.load() is InOrder
 
 
-def test_the_example_configuration_names_the_action() -> None:
+def test_the_example_configuration_names_the_action_and_sets_its_argument() -> None:
     config = load_config(HERE / "volcano-scheduler.conf")
     scheduler = Scheduler(FakeCache(), config)
     assert [action.name for action in scheduler.host.actions] == ["enqueue", "inorder", "backfill"]
+    inorder = scheduler.host.actions[1]
+    assert isinstance(inorder, InOrder) and inorder.lookahead == 1
 
 
-@pytest.mark.parametrize(("value", "message"), [(-1, "must be 0 or more, got -1"), ("two", "expected an integer")])
+def test_the_arguments_are_declared() -> None:
+    assert InOrder().lookahead == 0
+    assert argument_table(InOrderArguments).splitlines()[2] == (
+        "| `inorder.lookahead` | int | `0` | How many jobs behind a blocked job of the same queue may still be tried. |"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(-1, "must be 0 or more, got -1"), ("two", "expected an integer, got 'two'")]
+)
 def test_a_bad_lookahead_refuses_the_configuration(value: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         Scheduler(FakeCache(), CONF.format(lookahead=value))

@@ -14,7 +14,7 @@ from volcanolib import PluginError, Registry, hookimpl
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.framework import queues as queues_module
-from volcanolib.framework.queues import PriorityQueue, build_queues, is_schedulable
+from volcanolib.framework.queues import PriorityQueue, build_queues
 from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, open_session
 
@@ -188,24 +188,8 @@ def test_a_plugin_failing_in_the_selector_is_recorded_and_its_job_left_out() -> 
         cache.add_task(build_task(f"{name}-t-0", job=name))
     conf = CONF + "  - name: boom\n"
     ssn = open_session(cache, conf, registry=Registry(plugins={"boom": Boom}))
-    order = build_queues(ssn, lambda job: job.tasks_in(TaskStatus.PENDING) if is_schedulable(ssn, job) else None)
+    order = build_queues(ssn, lambda job: job.tasks_in(TaskStatus.PENDING) if ssn.job_schedulable(job) else None)
     assert [t.name for t in order.drain()] == ["good-t-0"]
     assert len(ssn.plugin_errors) == 1
     err = ssn.plugin_errors[0]
     assert isinstance(err, PluginError) and err.plugin == "boom" and err.hook == "job_valid"
-
-
-def test_is_schedulable() -> None:
-    cache = FakeCache()
-    cache.add_queue(build_queue("default"))
-    cache.add_queue(build_queue("gone"))
-    cache.add_pod_group(build_pod_group("ok"))
-    cache.add_pod_group(build_pod_group("pending", phase=PodGroupPhase.PENDING))
-    cache.add_pod_group(build_pod_group("short", min_member=3))  # gang: fewer tasks than minMember is not valid
-    cache.add_pod_group(build_pod_group("orphan", queue="gone"))
-    for name in ("ok", "pending", "short", "orphan"):
-        cache.add_task(build_task(f"{name}-t-0", job=name))
-    ssn = open_session(cache, CONF)
-    del ssn.queues["gone"]
-    verdicts = {job.name: is_schedulable(ssn, job) for job in ssn.jobs.values()}
-    assert verdicts == {"ok": True, "pending": False, "short": False, "orphan": False}
