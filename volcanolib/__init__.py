@@ -18,6 +18,11 @@ from volcanolib.api import (
     Taint,
     TaskInfo,
     TaskStatus,
+    build_node,
+    build_pod_group,
+    build_queue,
+    build_resource,
+    build_task,
 )
 from volcanolib.cache import Binder, Cache, Evictor, InMemoryCache, StatusUpdater
 from volcanolib.errors import (
@@ -97,7 +102,12 @@ __all__ = [
     "argument",
     "argument_per_name",
     "argument_table",
+    "build_node",
+    "build_pod_group",
+    "build_queue",
     "build_queues",
+    "build_resource",
+    "build_task",
     "hookimpl",
     "load_config",
     "parse_arguments",

@@ -3,6 +3,7 @@
 Nothing here knows about sessions or plugins.
 """
 
+from volcanolib.api.builders import build_node, build_pod_group, build_queue, build_resource, build_task
 from volcanolib.api.cluster import ClusterInfo
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import ConditionType, JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
@@ -33,6 +34,11 @@ __all__ = [
     "TaskInfo",
     "TaskStatus",
     "allocated_status",
+    "build_node",
+    "build_pod_group",
+    "build_queue",
+    "build_resource",
+    "build_task",
     "milli_value",
     "parse_quantity",
     "value",

@@ -108,7 +108,7 @@ class TaskInfo:
     Within one session snapshot the same object is shared by its job and its
     node, so a status change is seen by both. ``resreq`` and ``init_resreq``
     are the same request: the pod's effective request, init containers
-    included. The manifest loader and :func:`volcanolib.testing.build_task`
+    included. The manifest loader and :func:`~volcanolib.api.builders.build_task`
     add ``pods: 1``, as Volcano does; a task built by hand counts against a
     node's pod capacity only if its request says so.
     """

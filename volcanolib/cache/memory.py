@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
@@ -21,7 +22,8 @@ from volcanolib.errors import CacheError
 __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 
 log = logging.getLogger(__name__)
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @attrs.frozen
@@ -46,14 +48,22 @@ class AcceptAll:
         """Accept the eviction."""
 
 
-def _locked(method: F) -> F:
-    def wrapper(self: InMemoryCache, *args: Any, **kwargs: Any) -> Any:
+def _locked(
+    method: Callable[Concatenate[InMemoryCache, P], R],
+) -> Callable[Concatenate[InMemoryCache, P], R]:
+    """Run ``method`` holding the cache's lock.
+
+    The wrapper keeps the method's name, docstring, signature and type hints
+    (``functools.wraps``), so ``help()``, editors and the API reference show
+    the method as written.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: InMemoryCache, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._lock:
             return method(self, *args, **kwargs)
 
-    wrapper.__name__ = method.__name__
-    wrapper.__doc__ = method.__doc__
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 class InMemoryCache:
@@ -214,7 +224,15 @@ class InMemoryCache:
 
     @_locked
     def add_queue(self, queue: QueueInfo) -> None:
-        """Add or replace a queue."""
+        """Add or replace a queue (build one with :func:`~volcanolib.api.builders.build_queue`).
+
+        A PodGroup names its queue in its ``queue``; the cache keeps a group
+        whose queue it does not know out of every snapshot (it is listed in
+        the snapshot's ``skipped_jobs``) until the queue is added. The
+        ``default`` queue always exists; adding one of that name replaces
+        its weight and quotas. A replaced queue keeps nothing of the old
+        one, not even its ``allocated`` status, which the next session writes back when it closes.
+        """
         self._queues[queue.name] = queue
 
     update_queue = add_queue

@@ -1,0 +1,134 @@
+"""The README's commands and its embedding example do what the README says.
+
+* The quick start and the test run use different virtual environments, so
+  the plugins that exist only for the tests (``tests/thirdparty_plugin``:
+  broken and scripted ones) never reach the environment a user runs
+  ``volcanolib plugins`` in; CI runs exactly the README's test command, and
+  every page that repeats a command keeps the two apart.
+* The embedding example uses only the public front door (``volcanolib``),
+  runs, and prints what the README shows.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+import volcanolib
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+VENV = re.compile(r"python3 -m venv (\S+)")
+
+
+def console_commands(page: Path) -> list[str]:
+    """Every line of the page's ``console`` blocks, without a ``$`` prompt."""
+    blocks = re.findall(r"^```console\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    return [line.removeprefix("$ ") for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def readme_command(marker: str) -> str:
+    found = [line for line in console_commands(README) if VENV.match(line) and marker in line]
+    assert len(found) == 1, f"the README has one command with {marker!r}: {found}"
+    return found[0]
+
+
+def venv_of(command: str) -> str:
+    match = VENV.match(command)
+    assert match is not None, command
+    return match.group(1)
+
+
+def programs_run(command: str) -> set[str]:
+    """The directories of the programs a command line runs (``.venv/bin/pip`` -> ``.venv``)."""
+    words = shlex.split(command)
+    return {word.split("/bin/")[0] for word in words if "/bin/" in word}
+
+
+def installs(command: str) -> list[str]:
+    """What the pip steps of a command install (``-e`` paths and requirements)."""
+    words = shlex.split(command)
+    return [word for word in words if word.startswith(("./", ".["))]
+
+
+def test_quick_start_and_tests_use_separate_environments() -> None:
+    quick = readme_command("volcanolib simulate")
+    tests = readme_command("pytest")
+    assert venv_of(quick) != venv_of(tests), "the test plugins would show up in the quick start's environment"
+    # Each command runs its programs from its own environment only.
+    assert programs_run(quick) == {venv_of(quick)}
+    assert programs_run(tests) == {venv_of(tests)}
+    # The quick start installs nothing that exists only for the tests.
+    assert not [item for item in installs(quick) if item.startswith("./tests/")]
+    assert "./tests/thirdparty_plugin" in installs(tests)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert readme_command("pytest") in commands
+
+
+def test_ignored_files_include_the_test_environment() -> None:
+    # Otherwise git would list it and ruff would lint the packages installed there.
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert f"{venv_of(readme_command('pytest'))}/" in ignored
+
+
+@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").rglob("*.md"))], ids=lambda p: p.name)
+def test_no_page_installs_test_plugins_into_the_quick_start_environment(page: Path) -> None:
+    quick_venv = venv_of(readme_command("volcanolib simulate"))
+    for command in console_commands(page):
+        if "pip install" not in command:
+            continue
+        environments = programs_run(command) | set(VENV.findall(command))
+        if [item for item in installs(command) if item.startswith("./tests/")]:
+            assert quick_venv not in environments, command
+
+
+# ---------------------------------------------------------------------- embedding
+
+
+def embedding_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"^## Embedding\n(.*?)^## ", text, re.S | re.M)
+    assert match is not None, "the README has an Embedding section"
+    return match.group(1)
+
+
+def embedding_example() -> tuple[str, str]:
+    """The section's python block and the ``text`` block showing what it prints."""
+    section = embedding_section()
+    code = re.search(r"^```python\n(.*?)^```", section, re.S | re.M)
+    printed = re.search(r"^```text\n(.*?)^```", section, re.S | re.M)
+    assert code is not None and printed is not None
+    return code.group(1), printed.group(1)
+
+
+def test_embedding_example_imports_only_the_public_package() -> None:
+    code, _ = embedding_example()
+    modules = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom):
+            modules.add(node.module)
+            assert all(alias.name in volcanolib.__all__ for alias in node.names), ast.unparse(node)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    assert modules == {"volcanolib"}
+
+
+def test_embedding_example_builds_every_kind_of_object_and_a_queue() -> None:
+    code, _ = embedding_example()
+    for call in ("build_node(", "build_task(", "build_pod_group(", "build_queue(", "add_queue("):
+        assert call in code, call
+
+
+def test_embedding_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    code, printed = embedding_example()
+    namespace: dict[str, object] = {"__name__": "readme_example"}
+    exec(compile(code, str(README), "exec"), namespace)
+    assert capsys.readouterr().out == printed
