@@ -41,7 +41,7 @@ from volcanolib.framework.arguments import NoArguments, argument, argument_per_n
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.placement import Placement, PredicateCache
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Statement
@@ -105,10 +105,10 @@ __all__ = [
     "build_node",
     "build_pod_group",
     "build_queue",
-    "build_queues",
     "build_resource",
     "build_task",
     "hookimpl",
+    "job_queues",
     "load_config",
     "parse_arguments",
     "parse_config",

@@ -15,7 +15,7 @@ import attrs
 
 from volcanolib import BaseAction, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo, TaskStatus, argument
 from volcanolib.framework.arguments import parse_int
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 
 __all__ = ["InOrder", "InOrderArguments"]
 
@@ -67,7 +67,7 @@ class InOrder(BaseAction[InOrderArguments]):
             tasks = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.best_effort]
             return tasks or None
 
-        order = build_queues(ssn, pending_tasks)
+        order = job_queues(ssn, pending_tasks)
         while order.queues:
             queue = order.queues.pop()
             if ssn.queue_overused(queue):

@@ -22,7 +22,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -189,7 +189,7 @@ class Allocate(BaseAction[AllocateArguments]):
                 return None
             return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort] or None
 
-        order = build_queues(ssn, pending)
+        order = job_queues(ssn, pending)
         run.tasks = order.tasks
         queues, jobs_by_queue = order.queues, order.jobs
         while queues:

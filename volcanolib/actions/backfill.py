@@ -14,7 +14,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import predicate_error_cache_argument
-from volcanolib.framework.queues import build_queues
+from volcanolib.framework.queues import job_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -102,4 +102,4 @@ class Backfill(BaseAction[BackfillArguments]):
                     picked.append(task)
             return picked or None
 
-        return build_queues(ssn, best_effort).drain()
+        return job_queues(ssn, best_effort).drain()

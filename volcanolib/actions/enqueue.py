@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments
-from volcanolib.framework.queues import build_queues
+from volcanolib.framework.queues import job_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -48,7 +48,7 @@ class Enqueue(BaseAction[NoArguments]):
                 job.schedule_start_timestamp = now
             return () if job.is_pending() else None
 
-        order = build_queues(ssn, pending)
+        order = job_queues(ssn, pending)
         queues = order.queues
         while queues:
             queue = queues.pop()

@@ -30,7 +30,7 @@ from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.status import Code
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class _PreemptRun:
             under_request.setdefault(job.queue, []).append(job)
             return job.tasks_in(TaskStatus.PENDING)
 
-        order = build_queues(ssn, preemptors)
+        order = job_queues(ssn, preemptors)
         queues, starving = order.queues, order.jobs
         while queues:
             queue = queues.pop()

@@ -22,7 +22,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -94,7 +94,7 @@ class Reclaim(BaseAction[ReclaimArguments]):
                 return None
             return job.tasks_in(TaskStatus.PENDING)
 
-        order = build_queues(ssn, reclaimers)
+        order = job_queues(ssn, reclaimers)
         queues, starving, preemptors = order.queues, order.jobs, order.tasks
         for name in seen:
             if name not in starving:

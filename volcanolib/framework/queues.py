@@ -2,17 +2,17 @@
 
 Every action walks the session the same way: the queues by the plugins'
 queue order, in each queue its jobs by job order, in each job some of its
-tasks by task order. :func:`build_queues` builds those three levels in one
+tasks by task order. :func:`job_queues` builds those three levels in one
 pass over the session's jobs, keeping the jobs a filter selects::
 
-    from volcanolib.framework.queues import build_queues
+    from volcanolib.framework.queues import job_queues
 
     def pending_tasks(job):
         if not ssn.job_schedulable(job):
             return None  # the job takes no part
         return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
 
-    order = build_queues(ssn, pending_tasks)
+    order = job_queues(ssn, pending_tasks)
     while order.queues:
         queue = order.queues.pop()
         jobs = order.jobs[queue.name]
@@ -44,11 +44,11 @@ from volcanolib.errors import PluginError
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
-__all__ = ["JobQueues", "PriorityQueue", "TaskSelector", "build_queues"]
+__all__ = ["JobQueues", "PriorityQueue", "TaskSelector", "job_queues"]
 
 T = TypeVar("T")
 
-#: For :func:`build_queues`: a job's tasks to queue, or ``None`` to leave the job out.
+#: For :func:`job_queues`: a job's tasks to queue, or ``None`` to leave the job out.
 TaskSelector = Callable[[JobInfo], Iterable[TaskInfo] | None]
 
 
@@ -110,7 +110,7 @@ class PriorityQueue(Generic[T]):
 @final
 @attrs.define(eq=False)
 class JobQueues:
-    """What :func:`build_queues` returns: three levels of priority queues.
+    """What :func:`job_queues` returns: three levels of priority queues.
 
     A queue is in :attr:`queues` when at least one of its jobs was selected;
     each selected job is in its queue's entry of :attr:`jobs` and has an
@@ -141,7 +141,7 @@ class JobQueues:
         return ordered
 
 
-def build_queues(ssn: Session, select: TaskSelector) -> JobQueues:
+def job_queues(ssn: Session, select: TaskSelector) -> JobQueues:
     """Order the jobs ``select`` keeps, by queue, job and task order.
 
     ``select`` is called once for each job of the session, in the session's

@@ -1,4 +1,4 @@
-"""The public priority queues for actions: build_queues orders queues, jobs and tasks as the plugins say."""
+"""The public priority queues for actions: job_queues orders queues, jobs and tasks as the plugins say."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from volcanolib import PluginError, Registry, hookimpl
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.framework import queues as queues_module
-from volcanolib.framework.queues import PriorityQueue, build_queues
+from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, open_session
 
@@ -89,7 +89,7 @@ def _pending(job: JobInfo) -> list[TaskInfo] | None:
 
 
 def _plain_order(ssn: Session, select: Any) -> list[TaskInfo]:
-    """The order build_queues must give, by sorting with the session's comparators."""
+    """The order job_queues must give, by sorting with the session's comparators."""
     picked = {job.uid: list(tasks) for job in ssn.jobs.values() if (tasks := select(job)) is not None}
     jobs = [ssn.jobs[uid] for uid in picked if ssn.jobs[uid].queue in ssn.queues]
     queues = sorted({ssn.queues[j.queue].name: ssn.queues[j.queue] for j in jobs}.values(),
@@ -106,7 +106,7 @@ def test_drain_gives_the_order_of_the_session_comparators(seed: int) -> None:
     ssn = random_session(seed)
     expected = _plain_order(ssn, _pending)
     assert expected, "every random session has pending tasks"
-    order = build_queues(ssn, _pending)
+    order = job_queues(ssn, _pending)
     assert [t.uid for t in order.drain()] == [t.uid for t in expected]
     assert not order.queues
 
@@ -114,7 +114,7 @@ def test_drain_gives_the_order_of_the_session_comparators(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(10))
 def test_each_level_pops_in_order(seed: int) -> None:
     ssn = random_session(seed)
-    order = build_queues(ssn, lambda job: () if job.is_pending() else None)
+    order = job_queues(ssn, lambda job: () if job.is_pending() else None)
     queue_names = []
     while order.queues:
         queue = order.queues.pop()
@@ -141,7 +141,7 @@ def test_none_leaves_a_job_out_and_an_empty_selection_keeps_it() -> None:
         calls.append(job.name)
         return None if job.name == "c" else ()
 
-    order = build_queues(ssn, select)
+    order = job_queues(ssn, select)
     assert calls == ["a", "b", "c"]  # once per job, in the session's order
     assert set(order.jobs) == {"default"} and set(order.tasks) == {"default/a", "default/b"}
     assert [order.queues.pop().name] == ["default"] and not order.queues
@@ -159,7 +159,7 @@ def test_a_job_whose_queue_is_gone_is_left_out_after_select_ran() -> None:
     ssn = open_session(cache, CONF)
     del ssn.queues["gone"]
     seen: list[str] = []
-    order = build_queues(ssn, lambda job: seen.append(job.name) or list(job.tasks_in(TaskStatus.PENDING)))
+    order = job_queues(ssn, lambda job: seen.append(job.name) or list(job.tasks_in(TaskStatus.PENDING)))
     assert seen == ["a", "b"]
     assert [t.name for t in order.drain()] == ["a-t-0"]
 
@@ -188,7 +188,7 @@ def test_a_plugin_failing_in_the_selector_is_recorded_and_its_job_left_out() -> 
         cache.add_task(build_task(f"{name}-t-0", job=name))
     conf = CONF + "  - name: boom\n"
     ssn = open_session(cache, conf, registry=Registry(plugins={"boom": Boom}))
-    order = build_queues(ssn, lambda job: job.tasks_in(TaskStatus.PENDING) if ssn.job_schedulable(job) else None)
+    order = job_queues(ssn, lambda job: job.tasks_in(TaskStatus.PENDING) if ssn.job_schedulable(job) else None)
     assert [t.name for t in order.drain()] == ["good-t-0"]
     assert len(ssn.plugin_errors) == 1
     err = ssn.plugin_errors[0]
