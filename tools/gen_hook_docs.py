@@ -1,6 +1,7 @@
 """Write docs/hooks.md and the switch table of docs/configuration.md from the hook declarations.
 
-Run after changing a hook: ``python tools/gen_hook_docs.py``. Everything
+Run after changing a hook: ``python tools/gen_hook_docs.py``. Each hook gets
+its signature, its rule and switch, and its docstring rendered by mkdocstrings. Everything
 comes from :data:`volcanolib.framework.hookspecs.SPECS` (each hook's phase,
 rule, switch and faster form, as its marker declares them), the hooks'
 docstrings and the rule functions of :mod:`volcanolib.framework.combine`;
@@ -10,6 +11,7 @@ tests keep both pages equal to what this script writes.
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 from volcanolib.framework import hookspecs
@@ -59,6 +61,12 @@ def switch_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def plain(text: str) -> str:
+    """reST inline markup as Markdown: ``:role:`~a.b.C``` and ````x```` become `` `C` `` and `` `x` ``."""
+    text = re.sub(r":[a-z]+:`~?([\w.]+)`", lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", text)
+    return text.replace("``", "`")
+
+
 def render() -> str:
     """The text of docs/hooks.md."""
     out = [
@@ -68,7 +76,7 @@ def render() -> str:
         "`volcanolib/framework/hookspecs.py` (`python tools/gen_hook_docs.py`); a test checks",
         "that this page and the declarations agree.",
         "",
-        (inspect.getdoc(hookspecs) or "").split("\n\n", 1)[1],
+        plain((inspect.getdoc(hookspecs) or "").split("\n\n", 1)[1]),
         "",
         "## Rules",
         "",
@@ -87,7 +95,14 @@ def render() -> str:
                 signature(spec.name),
                 "```",
                 "",
-                inspect.getdoc(getattr(hookspecs, spec.name)) or "",
+                plain(spec.summary()),
+                "",
+                f"::: volcanolib.framework.hookspecs.{spec.name}",
+                "    options:",
+                "      show_root_heading: false",
+                "      show_root_toc_entry: false",
+                "      show_signature: false",
+                "      heading_level: 4",
                 "",
             ]
     return "\n".join(out).rstrip() + "\n"
