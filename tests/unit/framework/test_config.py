@@ -42,12 +42,12 @@ def test_parse_full_configuration() -> None:
 
 
 def test_cluster_order_switch_is_off_by_default() -> None:
-    option = parse_config("tiers:\n- plugins:\n  - name: x\n").tiers[0].plugins[0]
+    option = parse_config("actions: ''\ntiers:\n- plugins:\n  - name: x\n").tiers[0].plugins[0]
     assert option.enabled("enabledClusterOrder") is False
 
 
 def test_unknown_switch_is_a_warning_naming_the_closest_key() -> None:
-    config = parse_config("tiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: false\n", source="s.conf")
+    config = parse_config("actions: ''\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: false\n", source="s.conf")
     assert len(config.warnings) == 1
     assert "enableJobOrdr" in config.warnings[0] and "enableJobOrder" in config.warnings[0]
 
@@ -56,12 +56,12 @@ def test_unknown_switch_is_a_warning_naming_the_closest_key() -> None:
     ("text", "key"),
     [
         ("actions: 3\n", "actions"),
-        ("tiers: {plugins: []}\n", "tiers"),
-        ("tiers:\n- plugins:\n  - arguments: {}\n", "tiers[0].plugins[0].name"),
-        ("tiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe\n", "tiers[0].plugins[0].enableJobOrder"),
-        ("tiers:\n- plugins:\n  - name: gang\n    arguments: [1]\n", "tiers[0].plugins[0].arguments"),
-        ("tiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n", "tiers[1].plugins[0].name"),
-        ("configurations:\n- arguments: {}\n", "configurations[0].name"),
+        ("actions: a\ntiers: {plugins: []}\n", "tiers"),
+        ("actions: a\ntiers:\n- plugins:\n  - arguments: {}\n", "tiers[0].plugins[0].name"),
+        ("actions: a\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe\n", "tiers[0].plugins[0].enableJobOrder"),
+        ("actions: a\ntiers:\n- plugins:\n  - name: gang\n    arguments: [1]\n", "tiers[0].plugins[0].arguments"),
+        ("actions: a\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n", "tiers[1].plugins[0].name"),
+        ("actions: a\nconfigurations:\n- arguments: {}\n", "configurations[0].name"),
     ],
 )
 def test_errors_name_the_offending_key(text: str, key: str) -> None:
@@ -72,7 +72,7 @@ def test_errors_name_the_offending_key(text: str, key: str) -> None:
 
 
 def test_drf_hierarchy_with_proportion_in_one_tier_is_a_warning() -> None:
-    text = "tiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n"
+    text = "actions: ''\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion\n"
     assert any("both order queues" in w for w in parse_config(text).warnings)
     assert not parse_config(text.replace("enableHierarchy: true", "enableHierarchy: false")).warnings
 
