@@ -198,9 +198,10 @@ class Scheduler:
 
         A scheduler given a configuration file first checks the file and
         reloads it if it changed (:meth:`reload_config`: an invalid new file
-        is reported and the last good configuration runs). A plugin failing at session open skips the actions (the cycle is
-        reported, not half-run); a plugin failing during an action is
-        recorded and the rest of the cycle goes on.
+        is reported and the last good configuration runs). A plugin failing
+        at session open skips the actions (the cycle is reported, not
+        half-run); a plugin failing during an action is recorded and the
+        rest of the cycle goes on.
 
         :param before_actions: called with the open session before the first action.
         """
