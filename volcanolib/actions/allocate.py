@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
-from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -124,22 +124,17 @@ class _Run:
 class AllocateArguments:
     """The ``configurations`` arguments of ``allocate``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Within one turn of a job, a node on which a task of a role failed the predicates is not checked "
-        "again for later tasks of the same role.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Within one turn of a job, a node on which a task of a role failed the predicates is not checked "
+        "again for later tasks of the same role."
     )
-    node_classes: bool = argument(
-        key="nodeClassesEnable",
-        default=True,
-        doc="volcanolib only. Check and score one node per class of alike nodes when every plugin that checks "
-        "or scores nodes says how to group them; the decisions are the same either way. `false` checks every "
-        "node. See [Write fast plugins](performance.md#4-node-classes).",
+    node_classes: bool = node_classes_argument(
+        "Check and score one node per class of alike nodes when every plugin that checks or scores nodes "
+        "says how to group them. See [Write fast plugins](performance.md#4-node-classes)."
     )
 
 
-class Allocate:
+class Allocate(BaseAction[AllocateArguments]):
     """Place pending tasks on nodes, gang by gang.
 
     Jobs taken into account are admitted (not Pending; when ``enqueue`` is
@@ -177,39 +172,26 @@ class Allocate:
     """
 
     name: ClassVar[str] = "allocate"
-    Arguments: ClassVar[type[AllocateArguments]] = AllocateArguments
-
-    def __init__(self, arguments: AllocateArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else AllocateArguments()
+    Arguments = AllocateArguments
 
     def execute(self, ssn: Session) -> None:
         """Run the allocation over the session."""
         args = self.arguments
         run = _Run(ssn, args.predicate_error_cache, args.node_classes)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         auto_admit = "enqueue" not in ssn.enabled_actions
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if job.is_pending():
-                    if not auto_admit:
-                        continue
-                    job.pod_group.phase = PodGroupPhase.INQUEUE
-                if not ssn.job_valid(job).ok:
-                    continue
-                queue = ssn.queues.get(job.queue)
-                if queue is None:
-                    continue
-                pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-                if not pending:
-                    continue
-                run.tasks[job.uid] = PriorityQueue(ssn.task_key, pending)
-                jobs = jobs_by_queue.get(queue.name)
-                if jobs is None:
-                    jobs = jobs_by_queue[queue.name] = PriorityQueue(ssn.job_key)
-                    queues.push(queue)
-                jobs.push(job)
 
+        def pending(job: JobInfo) -> list[TaskInfo] | None:
+            if job.is_pending():
+                if not auto_admit:
+                    return None
+                job.pod_group.phase = PodGroupPhase.INQUEUE
+            if not ssn.job_valid(job).ok:
+                return None
+            return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort] or None
+
+        order = build_queues(ssn, pending)
+        run.tasks = order.tasks
+        queues, jobs_by_queue = order.queues, order.jobs
         while queues:
             queue = queues.pop()
             if ssn.queue_overused(queue):

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue, unpipeline
+from volcanolib.actions._util import unpipeline
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
-from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
-from volcanolib.framework.arguments import argument
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import predicate_error_cache_argument
+from volcanolib.framework.queues import build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -27,14 +28,12 @@ log = logging.getLogger(__name__)
 class BackfillArguments:
     """The ``configurations`` arguments of ``backfill``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Accepted for compatibility; each task is checked on its own, so it has no effect.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Accepted for compatibility; each task is checked on its own, so it has no effect."
     )
 
 
-class Backfill:
+class Backfill(BaseAction[BackfillArguments]):
     """Place best-effort tasks on any node whose predicates accept them.
 
     A best-effort task requests no resources, so only predicates matter (no
@@ -58,10 +57,7 @@ class Backfill:
     """
 
     name: ClassVar[str] = "backfill"
-    Arguments: ClassVar[type[BackfillArguments]] = BackfillArguments
-
-    def __init__(self, arguments: BackfillArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else BackfillArguments()
+    Arguments = BackfillArguments
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""
@@ -96,31 +92,14 @@ class Backfill:
 
     @staticmethod
     def _pick_tasks(ssn: Session) -> list[TaskInfo]:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job):
-                    continue
-                picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
-                for task in job.tasks_in(TaskStatus.PIPELINED):
-                    if task.best_effort:
-                        unpipeline(ssn, task)
-                        picked.append(task)
-                if not picked:
-                    continue
-                tasks_by_job[job.uid] = PriorityQueue(ssn.task_key, picked)
-                jobs = jobs_by_queue.get(job.queue)
-                if jobs is None:
-                    jobs = jobs_by_queue[job.queue] = PriorityQueue(ssn.job_key)
-                    queues.push(ssn.queues[job.queue])
-                jobs.push(job)
-        ordered: list[TaskInfo] = []
-        while queues:
-            jobs = jobs_by_queue[queues.pop().name]
-            while jobs:
-                tasks = tasks_by_job[jobs.pop().uid]
-                while tasks:
-                    ordered.append(tasks.pop())
-        return ordered
+        def best_effort(job: JobInfo) -> list[TaskInfo] | None:
+            if not ssn.job_schedulable(job):
+                return None
+            picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            for task in job.tasks_in(TaskStatus.PIPELINED):
+                if task.best_effort:
+                    unpipeline(ssn, task)
+                    picked.append(task)
+            return picked or None
+
+        return build_queues(ssn, best_effort).drain()

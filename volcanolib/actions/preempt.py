@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import attrs
 
 from volcanolib.actions._util import (
-    PriorityQueue,
     build_victims_queue,
     discard_quietly,
     merge_into,
@@ -28,8 +27,10 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache
+from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 from volcanolib.framework.status import Code
 
 if TYPE_CHECKING:
@@ -53,18 +54,13 @@ TaskFilter = Callable[[TaskInfo], bool]
 class PreemptArguments:
     """The ``configurations`` arguments of ``preempt``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="During the action, a node on which a task of a job's role failed the predicates is not checked "
-        "again for later tasks of the same role.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "During the action, a node on which a task of a job's role failed the predicates is not checked "
+        "again for later tasks of the same role."
     )
-    node_classes: bool = argument(
-        key="nodeClassesEnable",
-        default=True,
-        doc="volcanolib only. Check and score one node per class of alike nodes when ordering the nodes a "
-        "preemptor tries (not with topology-aware preemption); the decisions are the same either way. "
-        "`false` checks every node.",
+    node_classes: bool = node_classes_argument(
+        "Check and score one node per class of alike nodes when ordering the nodes a preemptor tries "
+        "(not with topology-aware preemption)."
     )
     topology_aware: bool = argument(
         key="enableTopologyAwarePreemption",
@@ -89,7 +85,7 @@ class PreemptArguments:
     )
 
 
-class Preempt:
+class Preempt(BaseAction[PreemptArguments]):
     """Evict lower-priority tasks of the same queue for starving jobs.
 
     Preemptor jobs are admitted, valid, in a known queue and starving
@@ -139,10 +135,7 @@ class Preempt:
     """
 
     name: ClassVar[str] = "preempt"
-    Arguments: ClassVar[type[PreemptArguments]] = PreemptArguments
-
-    def __init__(self, arguments: PreemptArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else PreemptArguments()
+    Arguments = PreemptArguments
 
     def execute(self, ssn: Session) -> None:
         """Run both preemption phases, queue by queue."""
@@ -188,26 +181,21 @@ class _PreemptRun:
 
     def execute(self) -> None:
         ssn = self.ssn
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
-        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job) or not ssn.job_starving(job):
-                    continue
-                jobs = starving.get(job.queue)
-                if jobs is None:
-                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
-                under_request.setdefault(job.queue, []).append(job)
-                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
 
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key, (ssn.queues[name] for name in starving))
+        def preemptors(job: JobInfo) -> Iterable[TaskInfo] | None:
+            if not ssn.job_schedulable(job) or not ssn.job_starving(job):
+                return None
+            under_request.setdefault(job.queue, []).append(job)
+            return job.tasks_in(TaskStatus.PENDING)
+
+        order = build_queues(ssn, preemptors)
+        queues, starving = order.queues, order.jobs
         while queues:
             queue = queues.pop()
             jobs = starving[queue.name]
             while jobs:
-                self._between_jobs(jobs.pop(), preemptors)
+                self._between_jobs(jobs.pop(), order.tasks)
             for job in under_request[queue.name]:
                 self._within_job(job)
 
@@ -218,7 +206,7 @@ class _PreemptRun:
         with ssn.guard(job, stmt):
             while ssn.job_starving(job) and tasks:
                 preemptor = tasks.pop()
-                self.preempt(stmt, preemptor, _other_jobs_filter(ssn, job, preemptor))
+                self.preempt(stmt, preemptor, _victim_filter(ssn, preemptor, same_job=False))
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -232,7 +220,7 @@ class _PreemptRun:
             stmt = ssn.statement()
             done = False
             with ssn.guard(job, stmt):
-                if self.preempt(stmt, preemptor, _same_job_filter(preemptor)):
+                if self.preempt(stmt, preemptor, _victim_filter(ssn, preemptor, same_job=True)):
                     stmt.commit()
                     done = True
                 else:
@@ -442,8 +430,14 @@ class _PreemptRun:
 # ---------------------------------------------------------------------------- filters and ranking
 
 
-def _other_jobs_filter(ssn: Session, job: JobInfo, preemptor: TaskInfo) -> TaskFilter:
+def _victim_filter(ssn: Session, preemptor: TaskInfo, *, same_job: bool) -> TaskFilter:
+    """Bound or Running preemptable tasks (best-effort ones only, for a best-effort preemptor).
+
+    With ``same_job``, tasks of the preemptor's job; else tasks of other jobs of its queue.
+    """
     jobs = ssn.jobs
+    own = jobs.get(preemptor.job)
+    queue = own.queue if own is not None else None
 
     def accept(task: TaskInfo) -> bool:
         status = task.status
@@ -451,22 +445,14 @@ def _other_jobs_filter(ssn: Session, job: JobInfo, preemptor: TaskInfo) -> TaskF
             return False
         if preemptor.best_effort and not task.best_effort:
             return False
-        if not task.preemptable or task.job == preemptor.job:
+        if not task.preemptable:
+            return False
+        if same_job:
+            return task.job == preemptor.job
+        if task.job == preemptor.job:
             return False
         owner = jobs.get(task.job)
-        return owner is not None and owner.queue == job.queue
-
-    return accept
-
-
-def _same_job_filter(preemptor: TaskInfo) -> TaskFilter:
-    def accept(task: TaskInfo) -> bool:
-        status = task.status
-        if status is not _RUNNING and status is not _BOUND:
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        return task.preemptable and task.job == preemptor.job
+        return owner is not None and owner.queue == queue
 
     return accept
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
 from volcanolib.actions._util import (
-    PriorityQueue,
     build_victims_queue,
     discard_quietly,
     first_victim,
@@ -20,8 +20,9 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
-from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache, VictimNodes
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -39,14 +40,12 @@ _RUNNING: Final = TaskStatus.RUNNING
 class ReclaimArguments:
     """The ``configurations`` arguments of ``reclaim``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect."
     )
 
 
-class Reclaim:
+class Reclaim(BaseAction[ReclaimArguments]):
     """Evict tasks of other queues so that starving jobs can run.
 
     Queues that own an admitted, valid job take turns in queue order; a
@@ -78,34 +77,28 @@ class Reclaim:
     """
 
     name: ClassVar[str] = "reclaim"
-    Arguments: ClassVar[type[ReclaimArguments]] = ReclaimArguments
-
-    def __init__(self, arguments: ReclaimArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else ReclaimArguments()
+    Arguments = ReclaimArguments
 
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""
         enabled = self.arguments.predicate_error_cache
         self._victim_nodes = ssn.placement.victim_nodes(_possible_victim)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        seen: set[str] = set()
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
-        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job):
-                    continue
-                if job.queue not in seen:
-                    seen.add(job.queue)
-                    queues.push(ssn.queues[job.queue])
-                if not ssn.job_starving(job):
-                    continue
-                jobs = starving.get(job.queue)
-                if jobs is None:
-                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
-                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
+        # Every queue with a schedulable job takes its turn (and is asked whether it is overused).
+        seen: dict[str, None] = {}
 
+        def reclaimers(job: JobInfo) -> Iterable[TaskInfo] | None:
+            if not ssn.job_schedulable(job):
+                return None
+            seen[job.queue] = None
+            if not ssn.job_starving(job):
+                return None
+            return job.tasks_in(TaskStatus.PENDING)
+
+        order = build_queues(ssn, reclaimers)
+        queues, starving, preemptors = order.queues, order.jobs, order.tasks
+        for name in seen:
+            if name not in starving:
+                queues.push(ssn.queues[name])
         while queues:
             queue = queues.pop()
             if ssn.queue_overused(queue):
