@@ -181,17 +181,25 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from volcanolib.framework.registry import Registry, hooks_of
+    from volcanolib.errors import PluginConfigError
+    from volcanolib.framework.registry import Registry, check_plugin_class, hooks_of, one_line
 
     registry = Registry()
     plugins: list[dict[str, Any]] = []
     for name, provider in registry.plugins().items():
         row: dict[str, Any] = {"name": name, "distribution": provider.distribution, "target": provider.target}
         try:
-            row["hooks"] = hooks_of(provider.load())
+            cls = provider.load()
         except Exception as exc:  # a broken plugin is listed, not fatal
             row["hooks"] = []
-            row["error"] = f"cannot load: {type(exc).__name__}: {exc}"
+            row["error"] = f"cannot load: {one_line(exc)}"
+        else:
+            row["hooks"] = hooks_of(cls)
+            try:
+                check_plugin_class(name, cls)
+            except PluginConfigError as exc:  # it loads, but no configuration naming it would
+                row["error"] = f"hook {exc.hook!r}: {exc.message}" if exc.hook else exc.message
+        row["broken"] = "error" in row
         plugins.append(row)
     actions: list[dict[str, Any]] = []
     for name, provider in registry.actions().items():
@@ -199,7 +207,8 @@ def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         try:
             provider.load()
         except Exception as exc:
-            row["error"] = f"cannot load: {type(exc).__name__}: {exc}"
+            row["error"] = f"cannot load: {one_line(exc)}"
+        row["broken"] = "error" in row
         actions.append(row)
     return plugins, actions
 
@@ -214,13 +223,26 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
     lines = [f"Plugins ({len(plugins)})"]
     lines += table(
         ("NAME", "DISTRIBUTION", "HOOKS"),
-        ((p["name"], p["distribution"] or "-", p.get("error") or ", ".join(p["hooks"]) or "-") for p in plugins),
+        (
+            (
+                p["name"],
+                p["distribution"] or "-",
+                f"BROKEN: {p['error']}" if p["broken"] else ", ".join(p["hooks"]) or "-",
+            )
+            for p in plugins
+        ),
     )
     lines += ["", f"Actions ({len(actions)})"]
     lines += table(
         ("NAME", "DISTRIBUTION", "CLASS"),
-        ((a["name"], a["distribution"] or "-", a.get("error") or a["target"]) for a in actions),
+        (
+            (a["name"], a["distribution"] or "-", f"BROKEN: {a['error']}" if a["broken"] else a["target"])
+            for a in actions
+        ),
     )
+    broken = [row["name"] for row in (*plugins, *actions) if row["broken"]]
+    if broken:
+        lines += ["", f"Broken ({len(broken)}): {', '.join(broken)}; a configuration naming one of them is refused."]
     out.write("\n".join(lines) + "\n")
     return 0
 

@@ -15,10 +15,10 @@ import attrs
 from volcanolib._gc import gc_paused
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.cache.protocol import Cache
-from volcanolib.errors import ConfigError, PluginError
-from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
+from volcanolib.errors import ConfigError, PluginConfigError, PluginError
+from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, is_file_name, load_config, parse_config
 from volcanolib.framework.dispatch import compile_tables
-from volcanolib.framework.registry import PluginHost, Registry, one_line
+from volcanolib.framework.registry import PluginHost, Registry, located, one_line
 from volcanolib.framework.session import Session
 
 __all__ = ["CycleResult", "Scheduler"]
@@ -54,7 +54,12 @@ class Scheduler:
         :class:`~volcanolib.cache.memory.InMemoryCache`.
     :param config: a parsed configuration, YAML text, or a path to a
         volcano-scheduler.conf file (which is then reloaded when it changes);
-        the default configuration when omitted.
+        the default configuration when omitted. A string is configuration
+        text when it is YAML for a mapping (every configuration is: it has
+        ``actions``); a one-line string that is not (``"sched.conf"``) is a
+        file name, and must name an existing file. Without
+        ``volcanolib-contrib`` installed, the default configuration runs
+        without its plugins, with one warning.
     :param seed: seeds the tie-break between equally scored nodes, so the
         same input gives the same decisions.
     :param registry: where plugins and actions are found.
@@ -85,6 +90,14 @@ class Scheduler:
         self._config_mtime: float | None = None
         self._config_error: str | None = None
         self._cycle = 0
+        if isinstance(config, str) and is_file_name(config):
+            if not Path(config).is_file():
+                raise ConfigError(
+                    "no such file (a string is configuration text when it is a YAML mapping, "
+                    "otherwise the name of a file; pass a pathlib.Path to name a file)",
+                    source=config,
+                )
+            config = Path(config)
         source = str(config) if isinstance(config, os.PathLike) else None
         try:
             if isinstance(config, os.PathLike):
@@ -99,6 +112,8 @@ class Scheduler:
             raise
         except Exception as exc:  # e.g. a file that is not UTF-8 text
             raise ConfigError(f"cannot load: {one_line(exc)}", source=source) from None
+        if parsed is DEFAULT_CONFIG:
+            parsed = self.registry.default_config()
         self._install(parsed)
 
     def _install(self, config: SchedulerConfig) -> None:
@@ -112,7 +127,10 @@ class Scheduler:
         :raises PluginError: when a plugin or action cannot be loaded.
         """
         host = PluginHost(config, self.registry)
-        tables = compile_tables(host)
+        try:
+            tables = compile_tables(host)
+        except PluginConfigError as exc:
+            raise located(exc, config) from exc
         self.config = config
         self.host = host
         self.tables = tables
@@ -178,12 +196,16 @@ class Scheduler:
     def run_once(self, *, before_actions: Callable[[Session], Any] | None = None) -> CycleResult:
         """Run one cycle: open a session, run the actions in order, close it.
 
-        A plugin failing at session open skips the actions (the cycle is
-        reported, not half-run); a plugin failing during an action is
-        recorded and the rest of the cycle goes on.
+        A scheduler given a configuration file first checks the file and
+        reloads it if it changed (:meth:`reload_config`: an invalid new file
+        is reported and the last good configuration runs). A plugin failing
+        at session open skips the actions (the cycle is reported, not
+        half-run); a plugin failing during an action is recorded and the
+        rest of the cycle goes on.
 
         :param before_actions: called with the open session before the first action.
         """
+        self.reload_config()
         with gc_paused(self.pause_gc):
             return self._cycle_once(before_actions)
 
@@ -234,13 +256,13 @@ class Scheduler:
     def run(self, stop: threading.Event, *, on_cycle: Callable[[CycleResult], Any] | None = None) -> None:
         """Run a cycle every period until ``stop`` is set.
 
-        The next cycle starts one period after the previous one finished; the
-        configuration file is checked for changes before each cycle. A cycle
+        The next cycle starts one period after the previous one finished; like
+        :meth:`run_once`, each cycle first checks the configuration file for
+        changes. A cycle
         that fails outright (a cache or an action raising, not a plugin) is
         logged and the next cycle runs on a fresh snapshot.
         """
         while not stop.is_set():
-            self.reload_config()
             try:
                 result = self.run_once()
             except Exception:  # a failing cache or action: report it, the next cycle starts afresh

@@ -47,12 +47,14 @@ CASES = {
     "unknown plugin": (
         "s.yaml",
         "scheduler: {actions: allocate, tiers: [{plugins: [{name: gnag}]}]}\nobjects: []\n",
-        "s.yaml: scheduler: tiers[0].plugins[0].name: unknown plugin 'gnag'; installed plugins: ",
+        "s.yaml: scheduler: tiers[0].plugins[0].name: unknown plugin 'gnag' (did you mean 'gang'?); "
+        "installed plugins: ",
     ),
     "unknown action": (
         "s.yaml",
         "scheduler: {actions: 'enqueue, alocate', tiers: []}\nobjects: []\n",
-        "s.yaml: scheduler: actions: unknown action 'alocate'; installed actions: allocate, ",
+        "s.yaml: scheduler: actions: unknown action 'alocate' (did you mean 'allocate'?); "
+        "installed actions: allocate, ",
     ),
     "bad configuration": (
         "s.yaml",

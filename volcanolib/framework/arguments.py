@@ -24,7 +24,8 @@ mapping (or the action's ``configurations`` entry) and builds the plugin or
 action with the result; a value of the wrong type is a
 :class:`~volcanolib.errors.ConfigError` naming the owner and the key, and
 the configuration is refused. A key that no field declares is ignored, as in
-Volcano. A class without a declaration receives the raw
+Volcano, with a warning naming the owner and the key
+(:func:`unknown_arguments`, "did you mean" when a declared key is close). A class without a declaration receives the raw
 :class:`~volcanolib.framework.config.Arguments` mapping (plugins) or nothing
 (actions).
 
@@ -37,6 +38,7 @@ an absent key or a ``null`` value gives the default. Other types need a
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -60,6 +62,7 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_str",
+    "unknown_arguments",
 ]
 
 T = TypeVar("T")
@@ -291,6 +294,57 @@ def _value(spec: ArgumentSpec, key: str, mapping: Mapping[str, Any], owner: str)
         raise ConfigError(exc.message, key=f"{owner} arguments.{key}".strip()) from None
     except ValueError as exc:
         raise ConfigError(str(exc), key=f"{owner} arguments.{key}".strip()) from None
+
+
+def unknown_arguments(cls: type[Any], mapping: Mapping[str, Any], *, owner: str = "") -> tuple[str, ...]:
+    """Messages for the keys of a raw ``arguments`` mapping that no field of a declaration reads.
+
+    A key of a per-name family (``binpack.resources.<name>``) is read when
+    its name is listed in the names field, and reported otherwise. A close
+    declared key is suggested ("did you mean 'binpack.weight'?").
+
+    :param owner: who the arguments belong to: ``plugin 'binpack'``.
+    :returns: one message per unread key, in the mapping's order, such as
+        ``plugin 'binpack' has no argument 'binpack.wieght' (did you mean 'binpack.weight'?); ignored``.
+    """
+    specs = argument_specs(cls)
+    known: set[str] = set()
+    families: list[tuple[ArgumentSpec, str, str, set[str]]] = []
+    for spec in specs:
+        if spec.names is None:
+            known.add(spec.key)
+            continue
+        raw_names = mapping.get(next(s.key for s in specs if s.field == spec.names))
+        listed = {n.strip() for n in raw_names.split(",") if n.strip()} if isinstance(raw_names, str) else set()
+        prefix, _, suffix = spec.key.partition(NAME_PLACEHOLDER)
+        families.append((spec, prefix, suffix, listed))
+        known.update(spec.key.replace(NAME_PLACEHOLDER, name) for name in listed)
+    messages: list[str] = []
+    who = owner or "the declaration"
+    for key in mapping:
+        key = str(key)
+        if key in known:
+            continue
+        family = next(
+            (
+                (spec, key[len(prefix) : len(key) - len(suffix)])
+                for spec, prefix, suffix, _ in families
+                if len(key) > len(prefix) + len(suffix) and key.startswith(prefix) and key.endswith(suffix)
+            ),
+            None,
+        )
+        if family is not None:
+            spec, name = family
+            names_key = next(s.key for s in specs if s.field == spec.names)
+            messages.append(f"{who} does not read argument {key!r}: {name!r} is not listed in {names_key!r}; ignored")
+            continue
+        if not specs:
+            messages.append(f"{who} takes no arguments; {key!r} ignored")
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        messages.append(f"{who} has no argument {key!r}{hint}; ignored")
+    return tuple(messages)
 
 
 # ---------------------------------------------------------------------- documentation

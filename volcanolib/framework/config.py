@@ -16,7 +16,10 @@ The format is Volcano's own, so an existing configuration loads unchanged::
       arguments: {enableTopologyAwarePreemption: false}
 
 A switch (``enableXxx``) that is absent means enabled. A key the parser does
-not know is a warning naming the closest known key, not an error.
+not know is a warning naming the closest known key, not an error. A document
+without ``actions`` (an empty or truncated file, a Kubernetes object, a
+cluster dump) is not a scheduler configuration and is refused; an explicit
+``actions: ""`` runs sessions without any action.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = [
     "PluginOption",
     "SchedulerConfig",
     "Tier",
+    "is_file_name",
     "load_config",
     "parse_config",
 ]
@@ -219,6 +223,33 @@ def _expect(value: object, kind: type[T], what: str, key: str, source: str | Non
     return value
 
 
+def _check_is_scheduler_configuration(data: Mapping[Any, Any], source: str | None) -> None:
+    """Refuse a mapping that is not a scheduler configuration: without ``actions`` nothing would be scheduled.
+
+    An explicit ``actions: ""`` (or an empty list) is accepted: it opens and
+    closes sessions that run no action, which scenarios that only score
+    nodes use. A missing or ``null`` ``actions`` is what an empty, truncated
+    or wrong file gives, and is refused, as Volcano refuses it.
+    """
+    kind = data.get("kind")
+    if "actions" not in data and isinstance(kind, str) and ("apiVersion" in data or "metadata" in data):
+        hint = ""
+        if kind == "ConfigMap":
+            hint = "; give the text of its data entry (volcano-scheduler.conf) instead"
+        raise ConfigError(f"a Kubernetes {kind}, not a scheduler configuration{hint}", source=source)
+    if "actions" not in data:
+        close = difflib.get_close_matches("actions", [str(k) for k in data], n=1, cutoff=0.6)
+        found = f" (found {close[0]!r}: did you mean 'actions'?)" if close else ""
+        raise ConfigError(f"not a scheduler configuration: no 'actions' key{found}", source=source)
+    if data["actions"] is None:
+        raise ConfigError(
+            'no actions given; name the actions to run (e.g. "enqueue, allocate, backfill"), '
+            'or write actions: "" for a configuration that runs none',
+            key="actions",
+            source=source,
+        )
+
+
 def _parse_plugin(raw: object, key: str, source: str | None, warnings: list[str]) -> PluginOption:
     entry = _expect(raw, dict, "plugin", key, source)
     name = entry.get("name")
@@ -252,7 +283,9 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
     """Parse a configuration given as YAML text or as an already-loaded mapping.
 
     :param source: where the configuration came from, named in errors.
-    :raises ConfigError: naming the offending key.
+    :raises ConfigError: naming the offending key; also for a document that
+        is not a scheduler configuration: empty, without an ``actions`` key
+        or with ``actions`` left empty (``null``), or a Kubernetes object.
     """
     if isinstance(conf, str):
         try:
@@ -263,9 +296,14 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
             raise ConfigError(f"not valid YAML{at}: {getattr(exc, 'problem', exc)}", source=source) from None
     else:
         data = conf
-    if data is None:
-        data = {}
-    data = _expect(data, dict, "configuration", "", source)
+    if data is None or data == {}:
+        raise ConfigError("empty: not a scheduler configuration (it names no actions)", source=source)
+    if not isinstance(data, dict):
+        # a cluster dump can be megabytes long: name its type, not its content
+        got = f"the text {data!r}" if isinstance(data, str) and len(data) < 80 else f"a {type(data).__name__}"
+        hint = "; to read a file, use load_config" if isinstance(data, str) else ""
+        raise ConfigError(f"not a scheduler configuration: expected a mapping, got {got}{hint}", source=source)
+    _check_is_scheduler_configuration(data, source)
     warnings: list[str] = []
     for key in data:
         if key not in _TOP_KEYS:
@@ -273,9 +311,7 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
             warnings.append(msg)
             log.warning(msg)
 
-    raw_actions = data.get("actions", "")
-    if raw_actions is None:
-        raw_actions = ""
+    raw_actions = data["actions"]
     if isinstance(raw_actions, list):
         names = [str(a).strip() for a in raw_actions]
     elif isinstance(raw_actions, str):
@@ -332,6 +368,26 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
         source=source,
         warnings=tuple(warnings),
     )
+
+
+def is_file_name(text: str) -> bool:
+    """Whether a configuration given as a string names a file rather than holding the configuration.
+
+    The rule has no overlap: configuration text is YAML for a mapping (a
+    configuration always has ``actions:``), so a string is a file name when
+    it is one non-blank line that YAML reads as a single value, not a
+    mapping or a list (``"sched.conf"``, ``"/etc/volcano/volcano-scheduler.conf"``).
+    A multi-line string, and a line that is not valid YAML, are
+    configuration text (the latter is then an error naming the YAML fault).
+    """
+    line = text.strip()
+    if not line or "\n" in line:
+        return False
+    try:
+        data = yaml.safe_load(line)
+    except yaml.YAMLError:
+        return False
+    return not isinstance(data, (dict, list))
 
 
 def load_config(path: str | Path) -> SchedulerConfig:

@@ -9,8 +9,12 @@ the entry points in agreement.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import importlib
+import logging
 import os
+import weakref
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
@@ -20,8 +24,8 @@ import pluggy
 
 from volcanolib.errors import ConfigError, PluginConfigError, PluginNotFoundError
 from volcanolib.framework import hookspecs
-from volcanolib.framework.arguments import declared_arguments, parse_arguments
-from volcanolib.framework.config import SchedulerConfig
+from volcanolib.framework.arguments import declared_arguments, parse_arguments, unknown_arguments
+from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, Tier
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -36,8 +40,12 @@ __all__ = [
     "PluginHost",
     "Provider",
     "Registry",
+    "check_plugin_class",
     "hookimpl",
+    "located",
 ]
+
+log = logging.getLogger(__name__)
 
 ACTION_GROUP: Final = "volcanolib.actions"
 PLUGIN_GROUP: Final = "volcanolib.plugins"
@@ -66,6 +74,8 @@ BUILTIN_ACTIONS: Final[Mapping[str, str]] = {
 CONTRIB_DISTRIBUTION: Final = "volcanolib-contrib"
 #: Plugins shipped by the ``volcanolib-contrib`` distribution, named in errors when it is missing.
 CONTRIB_PLUGINS: Final = frozenset({"capacity", "nodeorder", "overcommit", "predicates"})
+#: How to install ``volcanolib-contrib``: no package index serves it, it is built from a source checkout.
+CONTRIB_INSTALL: Final = "from a volcanolib source checkout: pip install -e ./plugins_contrib"
 
 
 @runtime_checkable
@@ -195,13 +205,25 @@ class Registry:
         provider = self._plugins.get(name)
         if provider is None:
             installed = ", ".join(self._plugins) or "none"
-            hint = ""
             if name in CONTRIB_PLUGINS:
-                hint = (
-                    f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution (pip install {CONTRIB_DISTRIBUTION})"
-                )
+                hint = f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution ({CONTRIB_INSTALL})"
+            else:
+                hint = _did_you_mean(name, self._plugins)
             raise PluginNotFoundError(f"unknown plugin {name!r}{hint}; installed plugins: {installed}")
         return self._load(provider, "plugin")  # type: ignore[no-any-return]
+
+    def default_config(self) -> SchedulerConfig:
+        """The default configuration, without the contrib plugins when they are not installed.
+
+        :data:`~volcanolib.framework.config.DEFAULT_CONFIG` names plugins of
+        ``volcanolib-contrib``. When that distribution is missing (or its
+        plugins are blocked), the configuration returned leaves them out and
+        carries one warning, logged once per process, saying what is left
+        out and how to install them; otherwise it is ``DEFAULT_CONFIG`` itself.
+        """
+        wanted = {option.name for option in DEFAULT_CONFIG.plugin_options()}
+        missing = (wanted & CONTRIB_PLUGINS) - set(self._plugins)
+        return _default_without(tuple(sorted(missing))) if missing else DEFAULT_CONFIG
 
     def action_class(self, name: str) -> type[Any]:
         """The class of an installed action.
@@ -212,7 +234,8 @@ class Registry:
         provider = self._actions.get(name)
         if provider is None:
             installed = ", ".join(self._actions) or "none"
-            raise PluginNotFoundError(f"unknown action {name!r}; installed actions: {installed}")
+            hint = _did_you_mean(name, self._actions)
+            raise PluginNotFoundError(f"unknown action {name!r}{hint}; installed actions: {installed}")
         return self._load(provider, "action")  # type: ignore[no-any-return]
 
     def action(self, name: str, arguments: Mapping[str, Any] | None = None) -> Action:
@@ -260,6 +283,9 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.NAME)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, Any] = {}
+        #: Arguments no declaration reads, one message each (logged once per configuration).
+        self.warnings: list[str] = []
+        where = f"{config.source}: " if config.source else ""
         for tier_index, tier in enumerate(config.tiers):
             for plugin_index, option in enumerate(tier.plugins):
                 key = f"tiers[{tier_index}].plugins[{plugin_index}]"
@@ -267,12 +293,17 @@ class PluginHost:
                     cls = self.registry.plugin_class(option.name)
                 except PluginNotFoundError as exc:
                     raise ConfigError(exc.message, key=f"{key}.name", source=config.source) from None
+                except PluginConfigError as exc:
+                    raise located(exc, config, key) from exc
                 declaration = declared_arguments(cls)
+                owner = f"plugin {option.name!r}"
                 try:
                     if declaration is None:
                         instance = cls(option.arguments)
                     else:
-                        instance = cls(parse_arguments(declaration, option.arguments, owner=f"plugin {option.name!r}"))
+                        instance = cls(parse_arguments(declaration, option.arguments, owner=owner))
+                        unread = unknown_arguments(declaration, option.arguments, owner=owner)
+                        self.warnings += [f"{where}{key}.arguments: {message}" for message in unread]
                 except ConfigError as exc:
                     if exc.source is None:
                         raise ConfigError(exc.message, key=exc.key, source=config.source) from None
@@ -283,30 +314,30 @@ class PluginHost:
                         key=f"{key}.arguments",
                         source=config.source,
                     ) from exc
-                self._register(instance, option.name)
+                try:
+                    _register(self.pm, instance, option.name)
+                except PluginConfigError as exc:
+                    raise located(exc, config, key) from exc
                 self.plugins[option.name] = instance
         try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            name = self.pm.get_name(exc.plugin)
-            message = str(exc).split(" in plugin ")[0]
-            raise PluginConfigError(f"{message}: no such hook specification", plugin=name) from exc
+            _check_pending(self.pm)
+        except PluginConfigError as exc:
+            raise located(exc, config) from exc
         self.actions = []
         for name in config.actions:
             try:
                 self.actions.append(self.registry.action(name, config.action_arguments(name)))
             except PluginNotFoundError as exc:
                 raise ConfigError(exc.message, key="actions", source=config.source) from None
+            except PluginConfigError as exc:
+                raise located(exc, config, "actions") from exc
             except ConfigError as exc:
                 raise ConfigError(exc.message, key=exc.key, source=exc.source or config.source) from None
-
-    def _register(self, instance: object, name: str) -> None:
-        try:
-            self.pm.register(instance, name=name)
-        except pluggy.PluginValidationError as exc:
-            raise PluginConfigError(str(exc), plugin=name) from exc
-        except ValueError as exc:
-            raise PluginConfigError(str(exc), plugin=name) from exc
+            declaration = declared_arguments(self.registry.action_class(name))
+            if declaration is not None:
+                unread = unknown_arguments(declaration, config.action_arguments(name), owner=f"action {name!r}")
+                self.warnings += [f"{where}configurations: {message}" for message in unread]
+        _warn_once(config, self.warnings)
 
     def implemented_hooks(self, name: str) -> list[str]:
         """The hooks one registered plugin implements, in spec order."""
@@ -314,6 +345,112 @@ class PluginHost:
         if plugin is None:
             return []
         return [c.name for c in self.pm.get_hookcallers(plugin) or ()]
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    try:
+        pm.register(plugin, name=name)
+    except (pluggy.PluginValidationError, ValueError) as exc:
+        raise PluginConfigError(" ".join(str(exc).split()), plugin=name) from exc
+
+
+def _check_pending(pm: pluggy.PluginManager) -> None:
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        name = pm.get_name(exc.plugin)
+        message = str(exc).split(" in plugin ")[0]
+        raise PluginConfigError(f"{message}: no such hook specification", plugin=name) from exc
+
+
+def _place(config: SchedulerConfig, plugin: str | None) -> str | None:
+    for tier_index, tier in enumerate(config.tiers):
+        for plugin_index, option in enumerate(tier.plugins):
+            if option.name == plugin:
+                return f"tiers[{tier_index}].plugins[{plugin_index}]"
+    return None
+
+
+def located(exc: PluginConfigError, config: SchedulerConfig, key: str | None = None) -> PluginConfigError:
+    """The same error, its message led by the configuration's file and the key of the entry at fault.
+
+    ``plugin 'badhook': unknown hook 'job_ordr' ...`` becomes
+    ``sched.conf: tiers[0].plugins[0]: plugin 'badhook': unknown hook 'job_ordr' ...``;
+    the ``plugin`` and ``hook`` attributes are kept.
+
+    :param key: the entry at fault; by default the tier entry of the error's plugin.
+    """
+    if key is None:
+        key = _place(config, exc.plugin)
+    where = ": ".join(part for part in (config.source, key) if part)
+    if not where:
+        return exc
+    err = PluginConfigError(exc.message, plugin=exc.plugin, hook=exc.hook)
+    err.args = (f"{where}: {exc}",)
+    return err
+
+
+_reported: set[int] = set()
+
+
+def _warn_once(config: SchedulerConfig, messages: Iterable[str]) -> None:
+    """Log a configuration's warnings once, however many schedulers install that same configuration."""
+    messages = list(messages)
+    if not messages or id(config) in _reported:
+        return
+    _reported.add(id(config))
+    weakref.finalize(config, _reported.discard, id(config))
+    for message in messages:
+        log.warning("%s", message)
+
+
+@functools.cache
+def _default_without(missing: tuple[str, ...]) -> SchedulerConfig:
+    tiers = tuple(Tier(tuple(p for p in tier.plugins if p.name not in missing)) for tier in DEFAULT_CONFIG.tiers)
+    names = ", ".join(missing)
+    message = (
+        f"{CONTRIB_DISTRIBUTION} is not installed: the default configuration runs without {names}"
+        f"{' (node affinity, taints and host ports are not checked)' if 'predicates' in missing else ''}; "
+        f"to install it, {CONTRIB_INSTALL}"
+    )
+    log.warning("%s", message)
+    return SchedulerConfig(
+        actions=DEFAULT_CONFIG.actions,
+        tiers=tiers,
+        configurations=DEFAULT_CONFIG.configurations,
+        source=DEFAULT_CONFIG.source,
+        warnings=(*DEFAULT_CONFIG.warnings, message),
+    )
+
+
+def check_plugin_class(name: str, cls: type[Any]) -> None:
+    """Check a plugin class against the hook specifications, as installing a configuration would.
+
+    Used to list installed plugins without building them (building needs
+    arguments): every method marked with :data:`hookimpl` must name a hook
+    and take only the hook's arguments, and may not ask for its own order
+    (``tryfirst``, ``trylast``, ``wrapper``, ``hookwrapper``).
+
+    :raises PluginConfigError: naming the plugin, the hook and the fault.
+    """
+    pm = pluggy.PluginManager(hookspecs.NAME)
+    pm.add_hookspecs(hookspecs)
+    _register(pm, cls, name)
+    _check_pending(pm)
+    for hook in hookspecs.HOOK_NAMES:
+        for impl in getattr(pm.hook, hook).get_hookimpls():
+            for flag in ("wrapper", "hookwrapper", "tryfirst", "trylast"):
+                if getattr(impl, flag, False):
+                    raise PluginConfigError(
+                        f"tiered hooks take their order from the configuration; {flag}=True is not allowed",
+                        plugin=name,
+                        hook=hook,
+                    )
 
 
 def one_line(exc: BaseException) -> str:

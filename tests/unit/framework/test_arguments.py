@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from volcanolib.framework.arguments import (
     declared_arguments,
     parse_arguments,
     parse_str,
+    unknown_arguments,
 )
 from volcanolib.framework.registry import PluginHost
 from volcanolib.testing import FakeCache
@@ -290,3 +292,53 @@ def test_a_reload_parses_the_new_arguments(tmp_path: Path) -> None:
     os.utime(conf, (stamp, stamp))
     assert scheduler.reload_config() is True
     assert scheduler.host.plugins["sample"].arguments.count == 4
+
+
+# ---------------------------------------------------------------------- arguments no declaration reads
+
+
+def test_unknown_arguments_name_the_owner_and_the_key_with_the_closest_declared_one() -> None:
+    raw = {
+        "sample.count": 2,
+        "sample.cuont": 3,
+        "sample.names": "gpu",
+        "sample.names.gpu.weight": 2,
+        "sample.names.fpga.weight": 5,
+        "unrelated.key": 1,
+    }
+    assert unknown_arguments(Sample, raw, owner="plugin 'sample'") == (
+        "plugin 'sample' has no argument 'sample.cuont' (did you mean 'sample.count'?); ignored",
+        "plugin 'sample' does not read argument 'sample.names.fpga.weight': 'fpga' is not listed in 'sample.names'; "
+        "ignored",
+        "plugin 'sample' has no argument 'unrelated.key'; ignored",
+    )
+    assert unknown_arguments(Sample, {"sample.count": 2, "sample.names": "a", "sample.names.a.weight": 1}) == ()
+    assert unknown_arguments(NoArguments, {"x": 1}, owner="plugin 'gang'") == (
+        "plugin 'gang' takes no arguments; 'x' ignored",
+    )
+
+
+def test_a_misspelt_argument_is_a_warning_when_the_configuration_is_installed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    conf = parse_config(
+        CONF.replace("sample.count: 9", "sample.cuont: 9").replace("sample.flag:", "sample.flags:"),
+        source="sched.conf",
+    )
+    with caplog.at_level(logging.WARNING, logger="volcanolib"):
+        host = PluginHost(conf, REGISTRY)
+        PluginHost(conf, REGISTRY)  # the same configuration installed again (explain after simulate): not repeated
+    assert host.plugins["sample"].arguments.count == 3  # ignored: the default
+    assert host.warnings == [
+        "sched.conf: tiers[0].plugins[0].arguments: plugin 'sample' has no argument 'sample.cuont' "
+        "(did you mean 'sample.count'?); ignored",
+        "sched.conf: configurations: action 'sample-action' has no argument 'sample.flags' "
+        "(did you mean 'sample.flag'?); ignored",
+    ]
+    assert [r.getMessage() for r in caplog.records] == host.warnings
+    # the raw-mapping plugin ("anything") and the action without a declaration ("whatever") are not checked
+    assert not any("anything" in w or "whatever" in w for w in host.warnings)
+
+
+def test_a_correct_configuration_has_no_argument_warnings() -> None:
+    assert PluginHost(parse_config(CONF), REGISTRY).warnings == []

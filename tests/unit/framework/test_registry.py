@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 import vl_thirdparty
 
-from volcanolib import ConfigError, PluginConfigError, Registry, Scheduler, parse_config
-from volcanolib.framework.registry import BUILTIN_ACTIONS, BUILTIN_PLUGINS, CONTRIB_PLUGINS, PluginHost, hooks_of
+from volcanolib import ConfigError, PluginConfigError, Registry, Scheduler, hookimpl, parse_config
+from volcanolib.framework.config import DEFAULT_CONFIG
+from volcanolib.framework.registry import (
+    BUILTIN_ACTIONS,
+    BUILTIN_PLUGINS,
+    CONTRIB_PLUGINS,
+    PluginHost,
+    Provider,
+    check_plugin_class,
+    hooks_of,
+)
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task
 
 
@@ -114,3 +125,86 @@ def test_default_configuration_loads_with_both_distributions() -> None:
     assert list(scheduler.host.plugins) == [
         "priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack",
     ]  # fmt: skip
+
+
+def test_a_misspelt_plugin_or_action_name_gets_did_you_mean() -> None:
+    with pytest.raises(ConfigError) as info:
+        PluginHost(parse_config("actions: ''\ntiers:\n- plugins:\n  - name: gnag\n", source="sched.conf"))
+    assert "unknown plugin 'gnag' (did you mean 'gang'?); installed plugins: " in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        PluginHost(parse_config("actions: 'enqueue, alocate'\ntiers: []\n"))
+    assert "unknown action 'alocate' (did you mean 'allocate'?)" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        PluginHost(parse_config("actions: ''\ntiers:\n- plugins:\n  - name: zzzzzz\n"))
+    assert "did you mean" not in str(info.value)
+
+
+def test_a_missing_contrib_plugin_says_how_to_install_it() -> None:
+    registry = Registry(blocked=CONTRIB_PLUGINS)
+    with pytest.raises(ConfigError) as info:
+        PluginHost(parse_config("actions: ''\ntiers:\n- plugins:\n  - name: predicates\n"), registry)
+    assert "pip install -e ./plugins_contrib" in str(info.value)
+    assert "pip install volcanolib-contrib" not in str(info.value)  # no package index serves it
+
+
+def test_the_default_configuration_runs_without_contrib_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    registry = Registry(blocked=CONTRIB_PLUGINS)  # as with only the volcanolib distribution installed
+    cache = FakeCache()
+    cache.add_node(build_node("n1"))
+    cache.add_pod_group(build_pod_group("pg", min_member=2))
+    for i in range(2):
+        cache.add_task(build_task(f"pg-t-{i}", job="pg"))
+    with caplog.at_level(logging.WARNING, logger="volcanolib"):
+        scheduler = Scheduler(cache, registry=registry)
+        again = Scheduler(FakeCache(), registry=registry)
+    assert list(scheduler.host.plugins) == ["priority", "gang", "conformance", "drf", "proportion", "binpack"]
+    assert again.config is scheduler.config  # one derived configuration, one warning per process
+    [warning] = scheduler.config.warnings
+    assert warning.startswith("volcanolib-contrib is not installed: the default configuration runs without ")
+    assert "nodeorder, overcommit, predicates" in warning and "pip install -e ./plugins_contrib" in warning
+    assert len([r for r in caplog.records if "volcanolib-contrib is not installed" in r.getMessage()]) <= 1
+    result = Scheduler(cache, registry=registry).run_once()
+    assert sorted(task.name for task, _ in result.binds) == ["pg-t-0", "pg-t-1"]
+    # with contrib installed the default configuration is the full one
+    assert Registry().default_config() is DEFAULT_CONFIG
+
+
+def test_check_plugin_class_refuses_what_installing_would_refuse() -> None:
+    check_plugin_class("scripted-a", vl_thirdparty.Scripted)
+    with pytest.raises(PluginConfigError) as info:
+        check_plugin_class("badhook", vl_thirdparty.BadHook)
+    assert str(info.value) == "plugin 'badhook': unknown hook 'job_ordr': no such hook specification"
+    with pytest.raises(PluginConfigError) as info:
+        check_plugin_class("ordered-first", vl_thirdparty.TryFirst)
+    assert info.value.plugin == "ordered-first" and info.value.hook == "job_order"
+
+    class WrongArguments:
+        name = "wrong-arguments"
+
+        @hookimpl
+        def job_order(self, ssn: object, left: object, rigth: object) -> int:
+            return 0
+
+    with pytest.raises(PluginConfigError, match="rigth"):
+        check_plugin_class("wrong-arguments", WrongArguments)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "expected"),
+    [
+        ("badhook", "tiers[0].plugins[1]: plugin 'badhook': unknown hook 'job_ordr'"),
+        ("ordered-first", "tiers[0].plugins[1]: plugin 'ordered-first', hook 'job_order': tiered hooks"),
+        ("unimportable", "tiers[0].plugins[1]: plugin 'unimportable': cannot import no_such_module_here:X"),
+    ],
+)
+def test_an_error_in_a_configured_plugin_names_the_configuration_file(
+    plugin: str, expected: str, tmp_path: Path
+) -> None:
+    registry = Registry()
+    registry._plugins["unimportable"] = Provider("unimportable", "no_such_module_here:X", "broken-dist")
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(f"actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: {plugin}\n")
+    with pytest.raises(PluginConfigError) as info:
+        Scheduler(FakeCache(), conf, registry=registry)
+    assert str(info.value).startswith(f"{conf}: {expected}"), str(info.value)
+    assert info.value.plugin == plugin

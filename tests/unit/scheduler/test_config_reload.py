@@ -44,6 +44,17 @@ BAD_FILES: dict[str, bytes] = {
     ).encode(),
     "unknown action": GOOD.replace("allocate", "allocat").encode(),
     "not UTF-8": b"actions: \xff\xfe\n",
+    # a file emptied or cut short while it is rewritten, or the wrong file: never "schedule nothing"
+    "empty": b"",
+    "truncated to blank lines": b"\n\n",
+    "truncated after the actions key": b"actions:",
+    "no actions key": b"tiers:\n- plugins:\n  - name: gang\n",
+    "a ConfigMap": (
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: volcano-scheduler-configmap}\n"
+        b"data:\n  volcano-scheduler.conf: |\n"
+        + b"".join(b"    " + line.encode() + b"\n" for line in GOOD.splitlines())
+    ),
+    "a nodes file": b"- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n",
 }
 
 
@@ -154,3 +165,55 @@ def test_an_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
     assert scheduler.host is host  # plugins are not rebuilt every cycle
     _write(conf, GOOD.encode(), 1_000_100)
     assert scheduler.reload_config() is True and scheduler.host is not host
+
+
+def test_run_once_reloads_a_changed_file_before_the_cycle(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    _write(conf, GOOD.encode(), 1_000_000)
+    cache = _cache()
+    scheduler = Scheduler(cache, conf, registry=REGISTRY)
+    _add_job(cache, "a")
+    assert scheduler.run_once().binds  # enqueue, allocate: the job is placed
+    _write(conf, GOOD.replace('"enqueue, allocate"', '"enqueue"').encode(), 1_000_100)
+    _add_job(cache, "b")
+    result = scheduler.run_once()  # the embedding loop: no run(), no explicit reload_config()
+    assert scheduler.config.actions == ("enqueue",)
+    assert not result.binds and [a.name for a in scheduler.host.actions] == ["enqueue"]
+
+
+def test_run_once_keeps_the_last_good_configuration_when_the_file_is_emptied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    _write(conf, GOOD.encode(), 1_000_000)
+    cache = _cache()
+    scheduler = Scheduler(cache, conf, registry=REGISTRY)
+    _write(conf, b"", 1_000_100)
+    _add_job(cache, "a")
+    with caplog.at_level(logging.ERROR, logger="volcanolib.scheduler"):
+        result = scheduler.run_once()
+    assert [task.name for task, _ in result.binds] == ["a-t-0"]
+    assert scheduler.config.actions == ("enqueue", "allocate")
+    [report] = [r.getMessage() for r in caplog.records if "keeping the last good configuration" in r.getMessage()]
+    assert f"{conf}: empty: not a scheduler configuration" in report
+
+
+def test_a_string_naming_a_file_is_a_file_backed_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "sched.conf", GOOD.encode(), 1_000_000)
+    scheduler = Scheduler(_cache(), "sched.conf", registry=REGISTRY)
+    assert list(scheduler.host.plugins) == ["gang", "picky"] and scheduler.config.source == "sched.conf"
+    _write(tmp_path / "sched.conf", GOOD.replace("  - name: gang\n", "").encode(), 1_000_100)
+    scheduler.run_once()
+    assert list(scheduler.host.plugins) == ["picky"]  # reloaded like a Path
+    # YAML text stays text, even on one line
+    assert Scheduler(_cache(), "{actions: allocate}").config.actions == ("allocate",)
+    assert Scheduler(_cache(), "actions: allocate").config.source is None
+
+
+def test_a_string_naming_no_file_says_a_path_is_expected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        Scheduler(_cache(), "missing.conf")
+    message = str(info.value)
+    assert message.startswith("missing.conf: no such file") and "pathlib.Path" in message

@@ -222,7 +222,9 @@ def test_unknown_plugin_is_a_config_error_naming_installed_ones(objects: Objects
     sc = load_scenario(
         [write(scenario(objects, conf={"actions": "allocate", "tiers": [{"plugins": [{"name": "gnag"}]}]}))]
     )
-    with pytest.raises(ConfigError, match=r"unknown plugin 'gnag'; installed plugins: .*gang"):
+    with pytest.raises(
+        ConfigError, match=r"unknown plugin 'gnag' \(did you mean 'gang'\?\); installed plugins: .*gang"
+    ):
         run_scenario(sc)
 
 
