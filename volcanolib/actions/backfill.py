@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable, unpipeline
+from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
@@ -90,7 +90,7 @@ class Backfill:
                 picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
                 for task in job.tasks_in(TaskStatus.PIPELINED):
                     if task.best_effort:
-                        unpipeline(ssn, task)
+                        ssn.unpipeline(task)
                         picked.append(task)
                 if not picked:
                     continue

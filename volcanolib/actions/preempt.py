@@ -21,13 +21,9 @@ from volcanolib.actions._util import (
     PredicateCache,
     PriorityQueue,
     VictimNodes,
-    build_victims_queue,
-    discard_quietly,
     fits_future_idle,
     job_is_schedulable,
-    merge_into,
     pod_priority,
-    validate_victims,
 )
 from volcanolib.api.fiterrors import FitErrors
 from volcanolib.api.job import JobInfo
@@ -37,6 +33,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.status import Code
+from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -334,21 +331,21 @@ class _PreemptRun:
                 continue
             node_stmt = ssn.statement()
             try:
-                order = build_victims_queue(ssn, victims, preemptor)
+                order = VictimOrder(ssn, preemptor).queue(victims)
                 fits = self._fits(queue, preemptor, node)
                 while order and not fits:
                     node_stmt.evict(order.pop(), REASON)
                     fits = self._fits(queue, preemptor, node)
                 if fits:
                     node_stmt.pipeline(preemptor, node.name)
-                    merge_into(stmt, node_stmt)
+                    stmt.merge(node_stmt)
                     return True
                 node_stmt.discard()
             except ResourceError as exc:
                 log.error("preempting for task %s on node %s failed: %s", preemptor.key, node.name, exc)
                 node_stmt.discard()
             except PluginError:
-                discard_quietly(ssn, node_stmt)
+                node_stmt.discard_quietly()
                 raise
         return False
 
@@ -402,7 +399,7 @@ class _PreemptRun:
         allowed = self._victims(preemptor, node, victim_filter)
         if not allowed:
             return None
-        order = build_victims_queue(self.ssn, allowed, preemptor)
+        order = VictimOrder(self.ssn, preemptor).queue(allowed)
         potential: list[TaskInfo] = []
         fits = False
         while order and not fits:
@@ -422,21 +419,14 @@ class _PreemptRun:
 
     def _trial(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo, evicted: Sequence[TaskInfo]) -> bool:
         """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed."""
-        ssn = self.ssn
-        before = [(task, task.status) for task in evicted]
-        trial = ssn.statement()
+        trial = self.ssn.statement()
+        start = trial.savepoint()
         try:
             for task in evicted:
                 trial.evict(task, REASON)
             return self._fits(queue, preemptor, node)
         finally:
-            trial.discard()
-            for task, status in before:
-                if task.status is not status:
-                    ssn.set_task_status(task, status)
-                    placed = ssn.nodes.get(task.node_name)
-                    if placed is not None:
-                        placed.update_task(task)
+            trial.rollback(start)
 
 
 # ---------------------------------------------------------------------------- filters and ranking

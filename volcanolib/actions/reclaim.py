@@ -10,15 +10,10 @@ from volcanolib.actions._util import (
     PredicateCache,
     PriorityQueue,
     VictimNodes,
-    build_victims_queue,
-    discard_quietly,
-    first_victim,
     fits_future_idle,
     fits_future_idle_after_evicting,
     job_is_schedulable,
-    merge_into,
     queue_overused,
-    validate_victims,
 )
 from volcanolib.api.fiterrors import FitErrors
 from volcanolib.api.job import JobInfo
@@ -26,6 +21,7 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -141,6 +137,7 @@ class Reclaim:
         index = self._victim_nodes
         index.refresh()
         nodes = index.nodes
+        victim_order = VictimOrder(ssn, task)
         for position in index.alive:
             node = nodes[position]
             candidates = self._candidates(ssn, job, node)
@@ -151,7 +148,8 @@ class Reclaim:
             victims = ssn.reclaimable(task, candidates) or []
             # When the first victim in victim order makes room alone, the others need no order
             # (and evicting them all would make room too).
-            first = first_victim(ssn, victims, task)
+            order = victim_order.queue(victims)
+            first = order.peek()
             if first is None or not fits_future_idle_after_evicting(task, node, first):
                 first = None
                 if not validate_victims(task, node, victims):
@@ -161,21 +159,20 @@ class Reclaim:
                 if first is not None:
                     node_stmt.evict(first, REASON)
                 else:
-                    order = build_victims_queue(ssn, victims, task)
                     while order:
                         node_stmt.evict(order.pop(), REASON)
                         if fits_future_idle(task, node):
                             break
                 if fits_future_idle(task, node):
                     node_stmt.pipeline(task, node.name)
-                    merge_into(stmt, node_stmt)
+                    stmt.merge(node_stmt)
                     return True
                 node_stmt.discard()
             except ResourceError as exc:
                 log.error("reclaiming for task %s on node %s failed: %s", task.key, node.name, exc)
                 node_stmt.discard()
             except PluginError:
-                discard_quietly(ssn, node_stmt, job)
+                node_stmt.discard_quietly(job)
                 raise
         return False
 
