@@ -86,6 +86,7 @@ class Savepoint:
         self._last = last
 
 
+@final
 class Statement:
     """An undo log of allocate, pipeline, unpipeline and evict operations on one session.
 
@@ -103,10 +104,10 @@ class Statement:
     >>> start = stmt.savepoint()
     >>> stmt.allocate(task, node)
     >>> task.status.name, node.idle.milli_cpu, len(stmt)
-    ('ALLOCATED', 3000.0, 1)
+    ('ALLOCATED', 3000, 1)
     >>> stmt.rollback(start)
     >>> task.status.name, node.idle.milli_cpu, len(stmt)
-    ('PENDING', 4000.0, 0)
+    ('PENDING', 4000, 0)
     """
 
     __slots__ = ("_epoch", "_operations", "ssn")

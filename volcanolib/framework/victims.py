@@ -110,9 +110,10 @@ class VictimOrder:
     def queue(self, victims: Iterable[TaskInfo]) -> VictimQueue:
         """The victims in a queue that pops them in eviction order.
 
-        Until its first victim is taken the queue orders by the session as it
-        is now; after that, each comparison asks the plugins afresh, so the
-        evictions made in between count, as in Volcano's heap.
+        The queue orders the victims when it first needs to (its first
+        :meth:`~VictimQueue.peek` or :meth:`~VictimQueue.pop`), by the session
+        as it is then; after the first pop, each comparison asks the plugins
+        afresh, so the evictions made in between count, as in Volcano's heap.
         """
         items = list(victims)
         parts = self._key_parts(items)

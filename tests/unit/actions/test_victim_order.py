@@ -221,3 +221,12 @@ def test_validate_victims_adds_the_victims_to_the_future_idle() -> None:
     assert not validate_victims(preemptor, node, [one])
     assert validate_victims(preemptor, node, [one, two])
     ssn.close()
+
+
+def test_the_docstring_example_runs() -> None:
+    import doctest
+
+    from volcanolib.framework import victims
+
+    result = doctest.testmod(victims)
+    assert result.attempted and not result.failed

@@ -513,3 +513,12 @@ def test_session_allocate_undoes_the_placement_when_a_plugin_fails() -> None:
         ssn.allocate(task, node)
     assert task.status is TaskStatus.PENDING and task.node_name == "" and not node.tasks
     assert node.idle == node.allocatable and not ssn.binds
+
+
+def test_the_docstring_example_runs() -> None:
+    import doctest
+
+    from volcanolib.framework import statement
+
+    result = doctest.testmod(statement)
+    assert result.attempted and not result.failed
