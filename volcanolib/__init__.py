@@ -31,6 +31,7 @@ from volcanolib.errors import (
     ResourceError,
     VolcanolibError,
 )
+from volcanolib.framework.arguments import NoArguments, argument, argument_per_name, argument_table, parse_arguments
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
@@ -58,6 +59,7 @@ __all__ = [
     "ManifestError",
     "Mode",
     "Node",
+    "NoArguments",
     "NodeInfo",
     "Plugin",
     "PluginConfigError",
@@ -85,7 +87,11 @@ __all__ = [
     "Vote",
     "VolcanolibError",
     "__version__",
+    "argument",
+    "argument_per_name",
+    "argument_table",
     "hookimpl",
     "load_config",
+    "parse_arguments",
     "parse_config",
 ]

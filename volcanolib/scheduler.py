@@ -13,12 +13,11 @@ from typing import Any
 import attrs
 
 from volcanolib._gc import gc_paused
-from volcanolib.api.cluster import ClusterInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.cache.protocol import Cache
 from volcanolib.errors import ConfigError, PluginError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
-from volcanolib.framework.dispatch import Tables, compile_tables
+from volcanolib.framework.dispatch import compile_tables
 from volcanolib.framework.registry import PluginHost, Registry, one_line
 from volcanolib.framework.session import Session
 
@@ -103,37 +102,20 @@ class Scheduler:
         self._install(parsed)
 
     def _install(self, config: SchedulerConfig) -> None:
-        """Build the plugins and actions of a configuration and check it; install it only if all is well.
+        """Build the plugins and actions of a configuration; install it only if all is well.
 
-        :raises ConfigError: for an invalid configuration, including action
-            arguments of the wrong type (found by running the actions once
-            over an empty cluster).
+        Building parses every plugin's and action's declared arguments, so a
+        value of the wrong type is refused here rather than in a cycle.
+
+        :raises ConfigError: for an invalid configuration, including an
+            argument of the wrong type (naming the plugin or action and the key).
         :raises PluginError: when a plugin or action cannot be loaded.
         """
         host = PluginHost(config, self.registry)
         tables = compile_tables(host)
-        self._check_actions(config, host, tables)
         self.config = config
         self.host = host
         self.tables = tables
-
-    def _check_actions(self, config: SchedulerConfig, host: PluginHost, tables: Tables) -> None:
-        """Run every action over an empty session, so that it reads (and checks) its arguments now.
-
-        Actions read their ``configurations`` arguments when they run; a bad
-        one would otherwise fail every cycle. Only a :class:`ConfigError` is
-        fatal here: with no jobs, nodes or queues an action has nothing else
-        to get wrong, and plugins are not opened.
-        """
-        ssn = Session(self.cache, config, tables, host.plugins, seed=self.seed, uid="config-check", clock=self.clock)
-        ssn.load(ClusterInfo())
-        for action in host.actions:
-            try:
-                action.execute(ssn)
-            except ConfigError as exc:
-                raise ConfigError(exc.message, key=exc.key, source=exc.source or config.source) from None
-            except Exception as exc:
-                log.debug("action %s over an empty cluster: %s", action.name, one_line(exc))
 
     def _mtime(self) -> float | None:
         try:

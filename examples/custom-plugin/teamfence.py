@@ -33,7 +33,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from volcanolib import Arguments, ConfigError, Status, hookimpl
+import attrs
+
+from volcanolib import Status, argument, hookimpl
+from volcanolib.framework.arguments import parse_str
 
 if TYPE_CHECKING:
     from volcanolib import JobInfo, NodeInfo, Session, TaskInfo
@@ -43,6 +46,7 @@ __all__ = [
     "DEFAULT_NODE_LABEL",
     "DEFAULT_TEAM_LABEL",
     "NO_DEADLINE",
+    "TeamFenceArguments",
     "TeamFencePlugin",
     "parse_deadline",
 ]
@@ -85,19 +89,16 @@ def parse_deadline(raw: str | None) -> float:
     return moment.timestamp()
 
 
-def _label_key(arguments: Arguments, key: str, default: str) -> str:
-    """A non-empty string argument; :class:`ConfigError` names the key otherwise."""
-    value = arguments.get_str(key, default).strip()
+def _label_key(raw: object) -> str:
+    """A non-empty string (a label or annotation key)."""
+    value = parse_str(raw).strip()
     if not value:
-        raise ConfigError("must not be empty", key=f"{arguments.owner} arguments.{key}".strip())
+        raise ValueError("must not be empty")
     return value
 
 
-def _team_names(arguments: Arguments, key: str) -> frozenset[str]:
+def _team_names(raw: object) -> frozenset[str]:
     """A list of team names, given as a YAML list or a comma-separated string."""
-    raw = arguments.get(key)
-    if raw is None:
-        return frozenset()
     items: Sequence[object]
     if isinstance(raw, str):
         items = raw.split(",")
@@ -108,42 +109,57 @@ def _team_names(arguments: Arguments, key: str) -> frozenset[str]:
     names = set()
     for item in items:
         if not isinstance(item, str) or not item.strip():
-            raise ConfigError(
-                f"expected a list of team names or a comma-separated string, got {raw!r}",
-                key=f"{arguments.owner} arguments.{key}".strip(),
-            )
+            raise ValueError(f"expected a list of team names or a comma-separated string, got {raw!r}")
         names.add(item.strip())
     return frozenset(names)
+
+
+@attrs.frozen
+class TeamFenceArguments:
+    """The arguments of teamfence, all optional."""
+
+    team_label: str = argument(
+        key="teamfence.teamLabel",
+        default=DEFAULT_TEAM_LABEL,
+        doc="The pod or PodGroup label naming a task's team.",
+        parse=_label_key,
+    )
+    node_label: str = argument(
+        key="teamfence.nodeLabel",
+        default=DEFAULT_NODE_LABEL,
+        doc="The node label listing, comma separated, the fenced teams the node accepts.",
+        parse=_label_key,
+    )
+    deadline_annotation: str = argument(
+        key="teamfence.deadlineAnnotation",
+        default=DEFAULT_DEADLINE_ANNOTATION,
+        doc="The PodGroup annotation with the job's deadline.",
+        parse=_label_key,
+    )
+    fenced_teams: frozenset[str] = argument(
+        key="teamfence.fencedTeams",
+        default=frozenset(),
+        doc="The teams kept on their nodes: a list, or a comma-separated string (none: the fence is off).",
+        parse=_team_names,
+    )
 
 
 class TeamFencePlugin:
     """Keeps fenced teams on the nodes that accept them; orders jobs by deadline.
 
-    Arguments (all optional):
-
-    ``teamfence.teamLabel``
-        the pod or PodGroup label naming a task's team (``team``).
-    ``teamfence.nodeLabel``
-        the node label listing, comma separated, the fenced teams the node
-        accepts (``example.com/teams``).
-    ``teamfence.fencedTeams``
-        the teams kept on their nodes: a list, or a comma-separated string
-        (none by default, so the fence is off until configured).
-    ``teamfence.deadlineAnnotation``
-        the PodGroup annotation with the job's deadline
-        (``example.com/deadline``).
-
-    :raises ConfigError: when an argument has the wrong type or a label key
-        is empty; the scheduler refuses the configuration with the key named.
+    Its arguments are declared by :class:`TeamFenceArguments`; the
+    scheduler parses them when it loads the configuration and refuses one
+    with a wrong type or an empty label key, naming the key.
     """
 
     name: ClassVar[str] = "teamfence"
+    Arguments: ClassVar[type[TeamFenceArguments]] = TeamFenceArguments
 
-    def __init__(self, arguments: Arguments) -> None:
-        self.team_label = _label_key(arguments, "teamfence.teamLabel", DEFAULT_TEAM_LABEL)
-        self.node_label = _label_key(arguments, "teamfence.nodeLabel", DEFAULT_NODE_LABEL)
-        self.deadline_annotation = _label_key(arguments, "teamfence.deadlineAnnotation", DEFAULT_DEADLINE_ANNOTATION)
-        self.fenced_teams = _team_names(arguments, "teamfence.fencedTeams")
+    def __init__(self, arguments: TeamFenceArguments) -> None:
+        self.team_label = arguments.team_label
+        self.node_label = arguments.node_label
+        self.deadline_annotation = arguments.deadline_annotation
+        self.fenced_teams = arguments.fenced_teams
         # Per-session state, filled in on_session_open.
         self._deadlines: dict[str, float] = {}
         self._accepted: dict[str, frozenset[str]] = {}

@@ -40,10 +40,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 from volcanolib.framework.victims import VictimOrder
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event
 
-__all__ = ["ANCESTOR_RECLAIM_LEVEL", "ROOT_QUEUE", "CapacityPlugin", "QueueAttr"]
+__all__ = ["ANCESTOR_RECLAIM_LEVEL", "ROOT_QUEUE", "CapacityArguments", "CapacityPlugin", "QueueAttr"]
 
 #: The argument bounding how far up reclaim checks ancestors.
 ANCESTOR_RECLAIM_LEVEL: Final = "ancestorReclaimLevel"
@@ -190,6 +192,23 @@ def _has_relevant_deserved(task: TaskInfo, deserved: Resource) -> bool:
     return intersects(task.resreq, deserved)
 
 
+@attrs.frozen
+class CapacityArguments:
+    """The arguments of ``capacity``; see also the `enableHierarchy` option above."""
+
+    ancestor_reclaim_level: int = argument(
+        key=ANCESTOR_RECLAIM_LEVEL,
+        default=0,
+        doc="Hierarchical mode: how many ancestor levels (1 = the parent) reclaim also checks; negative means 0.",
+    )
+    dynamic_resource_allocation_enable: bool = argument(
+        key="capacity.DynamicResourceAllocationEnable", default=False, doc="Accepted; DRA quotas are not modelled."
+    )
+    dra_consumable_capacity_enable: bool = argument(
+        key="capacity.DRAConsumableCapacityEnable", default=False, doc="Accepted; DRA quotas are not modelled."
+    )
+
+
 class CapacityPlugin:
     """Queue quotas from ``spec.deserved`` and ``spec.capability``, optionally as a queue hierarchy.
 
@@ -201,12 +220,11 @@ class CapacityPlugin:
     """
 
     name: ClassVar[str] = "capacity"
+    Arguments: ClassVar[type[CapacityArguments]] = CapacityArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: CapacityArguments) -> None:
         self.arguments = arguments
-        self.ancestor_reclaim_level = max(arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
-        arguments.get_bool("capacity.DynamicResourceAllocationEnable", False)
-        arguments.get_bool("capacity.DRAConsumableCapacityEnable", False)
+        self.ancestor_reclaim_level = max(arguments.ancestor_reclaim_level, 0)
         self.total = Resource()
         self.hierarchical = False
         #: Whether the queue tree is valid (always true in flat mode).

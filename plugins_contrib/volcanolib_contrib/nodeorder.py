@@ -53,8 +53,10 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.task import TaskStatus
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import argument, argument_specs
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib_contrib import _k8s
@@ -66,19 +68,39 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event
 
-__all__ = ["DEFAULT_WEIGHTS", "NodeOrderPlugin"]
+__all__ = ["NodeOrderArguments", "NodeOrderPlugin"]
 
-#: Every weight argument with its default (Volcano's current release).
-DEFAULT_WEIGHTS: Final[Mapping[str, int]] = {
-    "leastrequested.weight": 1,
-    "mostrequested.weight": 0,
-    "balancedresource.weight": 1,
-    "nodeaffinity.weight": 2,
-    "podaffinity.weight": 2,
-    "tainttoleration.weight": 3,
-    "imagelocality.weight": 1,
-    "podtopologyspread.weight": 2,
-}
+
+@attrs.frozen
+class NodeOrderArguments:
+    """The weights of the score plugins (Volcano's current defaults); a weight of 0 switches that score off."""
+
+    least_requested: int = argument(
+        key="leastrequested.weight", default=1, doc="Prefer nodes with more free cpu and memory."
+    )
+    most_requested: int = argument(
+        key="mostrequested.weight", default=0, doc="Prefer nodes with less free cpu and memory."
+    )
+    balanced_resource: int = argument(
+        key="balancedresource.weight",
+        default=1,
+        doc="Prefer nodes whose cpu, memory (and GPU) usage stay balanced.",
+    )
+    node_affinity: int = argument(key="nodeaffinity.weight", default=2, doc="Preferred node affinity terms.")
+    pod_affinity: int = argument(
+        key="podaffinity.weight", default=2, doc="Preferred inter-pod affinity and anti-affinity."
+    )
+    taint_toleration: int = argument(
+        key="tainttoleration.weight", default=3, doc="Avoid untolerated PreferNoSchedule taints."
+    )
+    image_locality: int = argument(
+        key="imagelocality.weight", default=1, doc="Prefer nodes that already have the task's images."
+    )
+    pod_topology_spread: int = argument(
+        key="podtopologyspread.weight", default=2, doc="`ScheduleAnyway` topology spread constraints."
+    )
+
+
 _GPU: Final = "nvidia.com/gpu"
 _MIB: Final = 1024 * 1024
 _MIN_IMAGE_THRESHOLD: Final = 23 * _MIB
@@ -118,24 +140,27 @@ class _SignatureScores:
 class NodeOrderPlugin:
     """Scores nodes with the Kubernetes score plugins (resources, affinity, taints, images, spread).
 
-    Arguments: the weights in :data:`DEFAULT_WEIGHTS` (integers; 0 switches
-    a score off).
+    Arguments: the weights in :class:`NodeOrderArguments` (integers; 0
+    switches a score off).
     """
 
     name: ClassVar[str] = "nodeorder"
+    Arguments: ClassVar[type[NodeOrderArguments]] = NodeOrderArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NodeOrderArguments) -> None:
         self.arguments = arguments
-        weights = {key: arguments.get_int(key, default) for key, default in DEFAULT_WEIGHTS.items()}
-        self.weights: Mapping[str, int] = weights
-        self.least_weight = weights["leastrequested.weight"]
-        self.most_weight = weights["mostrequested.weight"]
-        self.balanced_weight = weights["balancedresource.weight"]
-        self.node_affinity_weight = weights["nodeaffinity.weight"]
-        self.pod_affinity_weight = weights["podaffinity.weight"]
-        self.taint_weight = weights["tainttoleration.weight"]
-        self.image_weight = weights["imagelocality.weight"]
-        self.spread_weight = weights["podtopologyspread.weight"]
+        #: Every weight by its argument key.
+        self.weights: Mapping[str, int] = {
+            spec.key: getattr(arguments, spec.field) for spec in argument_specs(NodeOrderArguments)
+        }
+        self.least_weight = arguments.least_requested
+        self.most_weight = arguments.most_requested
+        self.balanced_weight = arguments.balanced_resource
+        self.node_affinity_weight = arguments.node_affinity
+        self.pod_affinity_weight = arguments.pod_affinity
+        self.taint_weight = arguments.taint_toleration
+        self.image_weight = arguments.image_locality
+        self.spread_weight = arguments.pod_topology_spread
         self._reset(None)
 
     def _reset(self, ssn: Session | None) -> None:

@@ -23,17 +23,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import PODS, Resource, exceeded_part
 from volcanolib.api.task import ALLOCATED_STATUSES
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
-__all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitPlugin"]
+__all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitArguments", "OvercommitPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,18 @@ log = logging.getLogger(__name__)
 OVERCOMMIT_FACTOR: Final = "overcommit-factor"
 #: The factor used when none is given, or when the given one is below 1.
 DEFAULT_OVERCOMMIT_FACTOR: Final = 1.2
+
+
+@attrs.frozen
+class OvercommitArguments:
+    """The arguments of ``overcommit``."""
+
+    factor: float = argument(
+        key=OVERCOMMIT_FACTOR,
+        default=DEFAULT_OVERCOMMIT_FACTOR,
+        doc="How far admitted minimums may exceed the cluster's allocatable resources; a value below 1.0 is "
+        "replaced by 1.2, with a warning.",
+    )
 
 
 class OvercommitPlugin:
@@ -52,10 +66,11 @@ class OvercommitPlugin:
     """
 
     name: ClassVar[str] = "overcommit"
+    Arguments: ClassVar[type[OvercommitArguments]] = OvercommitArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: OvercommitArguments) -> None:
         self.arguments = arguments
-        factor = arguments.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
+        factor = arguments.factor
         if factor < 1.0:
             log.warning(
                 "overcommit-factor %s is below 1; using the default %s instead", factor, DEFAULT_OVERCOMMIT_FACTOR

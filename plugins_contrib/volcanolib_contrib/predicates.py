@@ -28,9 +28,11 @@ from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.node import Taint
 from volcanolib.api.task import TEMPLATE_UID_KEY, TaskStatus
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import argument, argument_per_name
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status
@@ -53,6 +55,7 @@ __all__ = [
     "REASON_SPREAD",
     "REASON_SPREAD_LABEL",
     "REASON_UNSCHEDULABLE",
+    "PredicatesArguments",
     "PredicatesPlugin",
 ]
 
@@ -169,6 +172,51 @@ class _SpreadState:
         self.minimum: list[int] = [_NO_MIN] * size
 
 
+def _switch(name: str, doc: str, default: bool = True) -> bool:
+    return argument(key=f"predicate.{name}", default=default, doc=doc)
+
+
+@attrs.frozen
+class PredicatesArguments:
+    """The arguments of ``predicates``."""
+
+    node_affinity_enable: bool = _switch("NodeAffinityEnable", "Check `nodeSelector` and required node affinity.")
+    node_ports_enable: bool = _switch("NodePortsEnable", "Check host port conflicts.")
+    taint_toleration_enable: bool = _switch("TaintTolerationEnable", "Check NoSchedule and NoExecute taints.")
+    pod_affinity_enable: bool = _switch("PodAffinityEnable", "Check required inter-pod affinity and anti-affinity.")
+    pod_topology_spread_enable: bool = _switch(
+        "PodTopologySpreadEnable", "Check `DoNotSchedule` topology spread constraints."
+    )
+    node_volume_limits_enable: bool = _switch(
+        "NodeVolumeLimitsEnable", "Accepted; volumes are not modelled, so this filter always passes."
+    )
+    volume_zone_enable: bool = _switch("VolumeZoneEnable", "Accepted; always passes.")
+    volume_binding_enable: bool = _switch("VolumeBindingEnable", "Accepted; always passes.")
+    cache_enable: bool = _switch("CacheEnable", "Volcano's equivalence cache per task template.", default=False)
+    proportional_enable: bool = _switch(
+        "ProportionalEnable",
+        "Keep cpu and memory for the tasks that need the scalars of `predicate.resources`.",
+        default=False,
+    )
+    resources: str = argument(
+        key="predicate.resources",
+        default="",
+        doc="Comma-separated scalar resources for the proportional check, such as `nvidia.com/gpu`.",
+    )
+    resource_cpu: Mapping[str, float] = argument_per_name(
+        key="predicate.resources.<name>.cpu",
+        names="resources",
+        default=1.0,
+        doc="Cores kept per idle unit of `<name>`; a negative value means 1.",
+    )
+    resource_memory: Mapping[str, float] = argument_per_name(
+        key="predicate.resources.<name>.memory",
+        names="resources",
+        default=1.0,
+        doc="Memory (GB, 10^9 bytes) kept per idle unit of `<name>`; a negative value means 1.",
+    )
+
+
 class PredicatesPlugin:
     """Kubernetes node filters: pod count, unschedulable, node affinity, taints, ports, pod affinity, spread.
 
@@ -184,25 +232,20 @@ class PredicatesPlugin:
     """
 
     name: ClassVar[str] = "predicates"
+    Arguments: ClassVar[type[PredicatesArguments]] = PredicatesArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: PredicatesArguments) -> None:
         self.arguments = arguments
-        self.node_affinity_enable = arguments.get_bool("predicate.NodeAffinityEnable", True)
-        self.node_ports_enable = arguments.get_bool("predicate.NodePortsEnable", True)
-        self.taint_toleration_enable = arguments.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_enable = arguments.get_bool("predicate.PodAffinityEnable", True)
-        self.pod_topology_spread_enable = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
-        for ignored in ("NodeVolumeLimitsEnable", "VolumeZoneEnable", "VolumeBindingEnable"):
-            arguments.get_bool(f"predicate.{ignored}", True)
-        self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
-        self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
+        self.node_affinity_enable = arguments.node_affinity_enable
+        self.node_ports_enable = arguments.node_ports_enable
+        self.taint_toleration_enable = arguments.taint_toleration_enable
+        self.pod_affinity_enable = arguments.pod_affinity_enable
+        self.pod_topology_spread_enable = arguments.pod_topology_spread_enable
+        self.cache_enable = arguments.cache_enable
+        self.proportional_enable = arguments.proportional_enable
         self.proportional: dict[str, tuple[float, float]] = {}
-        for raw in arguments.get_str("predicate.resources", "").split(","):
-            resource = raw.strip()
-            if not resource:
-                continue
-            cpu = arguments.get_float(f"predicate.resources.{resource}.cpu", 1.0)
-            memory = arguments.get_float(f"predicate.resources.{resource}.memory", 1.0)
+        for resource, cpu in arguments.resource_cpu.items():
+            memory = arguments.resource_memory[resource]
             self.proportional[resource] = (1.0 if cpu < 0 else cpu, 1.0 if memory < 0 else memory)
         self._reset(None)
 

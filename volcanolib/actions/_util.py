@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
 __all__ = [
-    "NODE_CLASSES_KEY",
-    "PREDICATE_ERROR_CACHE_KEY",
     "VictimNodes",
     "PredicateCache",
     "PriorityQueue",
@@ -42,11 +40,6 @@ __all__ = [
 log = logging.getLogger("volcanolib.actions")
 
 T = TypeVar("T")
-
-#: The action argument that switches the per-role predicate error cache.
-PREDICATE_ERROR_CACHE_KEY: Final = "predicateErrorCacheEnable"
-#: The action argument that switches checking one node per class of alike nodes (volcanolib's own).
-NODE_CLASSES_KEY: Final = "nodeClassesEnable"
 
 
 class PriorityQueue(Generic[T]):

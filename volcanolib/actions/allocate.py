@@ -14,9 +14,9 @@ import logging
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.actions._util import (
-    NODE_CLASSES_KEY,
-    PREDICATE_ERROR_CACHE_KEY,
     FitMemo,
     PredicateCache,
     PriorityQueue,
@@ -32,13 +32,14 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import ClassAnswers, NodeClasses, NodeClassPlan
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["Allocate"]
+__all__ = ["Allocate", "AllocateArguments"]
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +271,25 @@ def _choose_by_class(
     return nodes[classes.nth(best, rank)]
 
 
+@attrs.frozen
+class AllocateArguments:
+    """The ``configurations`` arguments of ``allocate``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="Within one turn of a job, a node on which a task of a role failed the predicates is not checked "
+        "again for later tasks of the same role.",
+    )
+    node_classes: bool = argument(
+        key="nodeClassesEnable",
+        default=True,
+        doc="volcanolib only. Check and score one node per class of alike nodes when every plugin that checks "
+        "or scores nodes says how to group them; the decisions are the same either way. `false` checks every "
+        "node. See [Write fast plugins](performance.md#4-node-classes).",
+    )
+
+
 class Allocate:
     """Place pending tasks on nodes, gang by gang.
 
@@ -303,22 +323,20 @@ class Allocate:
     and is not visited again; otherwise the statement is discarded. Why a
     task fit no node is kept in ``job.nodes_fit_errors``.
 
-    Arguments (``configurations`` of ``allocate``):
-
-    * ``predicateErrorCacheEnable`` (bool, default true): within one job
-      visit, reuse a node's predicate failure for later tasks of the same role.
-    * ``nodeClassesEnable`` (bool, default true; volcanolib's own): check
-      and score one node per class of alike nodes when every plugin that
-      checks or scores nodes says how to group them (``node_class_key``).
-      The decisions are the same either way; false checks every node.
+    Arguments: :class:`AllocateArguments` (``predicateErrorCacheEnable``,
+    ``nodeClassesEnable``).
     """
 
     name: ClassVar[str] = "allocate"
+    Arguments: ClassVar[type[AllocateArguments]] = AllocateArguments
+
+    def __init__(self, arguments: AllocateArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else AllocateArguments()
 
     def execute(self, ssn: Session) -> None:
         """Run the allocation over the session."""
-        args = ssn.action_arguments(self.name)
-        run = _Run(ssn, args.get_bool(PREDICATE_ERROR_CACHE_KEY, True), args.get_bool(NODE_CLASSES_KEY, True))
+        args = self.arguments
+        run = _Run(ssn, args.predicate_error_cache, args.node_classes)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         auto_admit = "enqueue" not in ssn.enabled_actions

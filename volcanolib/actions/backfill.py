@@ -5,19 +5,33 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PREDICATE_ERROR_CACHE_KEY, PriorityQueue, job_is_schedulable
+import attrs
+
+from volcanolib.actions._util import PriorityQueue, job_is_schedulable
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
+from volcanolib.framework.arguments import argument
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
 
-__all__ = ["Backfill"]
+__all__ = ["Backfill", "BackfillArguments"]
 
 log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class BackfillArguments:
+    """The ``configurations`` arguments of ``backfill``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="Accepted for compatibility; each task is checked on its own, so it has no effect.",
+    )
 
 
 class Backfill:
@@ -39,17 +53,18 @@ class Backfill:
     ready. A task that fits no node gets its reasons in
     ``job.nodes_fit_errors``.
 
-    Arguments (``configurations`` of ``backfill``):
-
-    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
-      compatibility; each task is checked on its own, so it changes nothing.
+    Arguments: :class:`BackfillArguments` (``predicateErrorCacheEnable``,
+    accepted for compatibility).
     """
 
     name: ClassVar[str] = "backfill"
+    Arguments: ClassVar[type[BackfillArguments]] = BackfillArguments
+
+    def __init__(self, arguments: BackfillArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else BackfillArguments()
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""
-        ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
         nodes = ssn.node_list
         for task in self._pick_tasks(ssn):
             job = ssn.jobs[task.job]

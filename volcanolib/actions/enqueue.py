@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
+from volcanolib.framework.arguments import NoArguments
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -36,6 +37,10 @@ class Enqueue:
     """
 
     name: ClassVar[str] = "enqueue"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
+
+    def __init__(self, arguments: NoArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else NoArguments()
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""

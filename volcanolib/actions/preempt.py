@@ -15,9 +15,9 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import attrs
+
 from volcanolib.actions._util import (
-    NODE_CLASSES_KEY,
-    PREDICATE_ERROR_CACHE_KEY,
     PredicateCache,
     PriorityQueue,
     VictimNodes,
@@ -31,6 +31,7 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.status import Code
 from volcanolib.framework.victims import VictimOrder, validate_victims
@@ -39,15 +40,10 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["Preempt"]
+__all__ = ["Preempt", "PreemptArguments"]
 
 log = logging.getLogger(__name__)
 
-TOPOLOGY_AWARE_KEY: Final = "enableTopologyAwarePreemption"
-WORKER_NUM_KEY: Final = "topologyAwarePreemptWorkerNum"
-MIN_CANDIDATES_PERCENTAGE_KEY: Final = "minCandidateNodesPercentage"
-MIN_CANDIDATES_ABSOLUTE_KEY: Final = "minCandidateNodesAbsolute"
-MAX_CANDIDATES_ABSOLUTE_KEY: Final = "maxCandidateNodesAbsolute"
 REASON: Final = "preempt"
 _PRIORITY_OFFSET: Final = 2**31
 # Bound or Running: the statuses a victim may have (Volcano's PreemptableStatus).
@@ -55,6 +51,46 @@ _RUNNING: Final = TaskStatus.RUNNING
 _BOUND: Final = TaskStatus.BOUND
 
 TaskFilter = Callable[[TaskInfo], bool]
+
+
+@attrs.frozen
+class PreemptArguments:
+    """The ``configurations`` arguments of ``preempt``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="During the action, a node on which a task of a job's role failed the predicates is not checked "
+        "again for later tasks of the same role.",
+    )
+    node_classes: bool = argument(
+        key="nodeClassesEnable",
+        default=True,
+        doc="volcanolib only. Check and score one node per class of alike nodes when ordering the nodes a "
+        "preemptor tries (not with topology-aware preemption); the decisions are the same either way. "
+        "`false` checks every node.",
+    )
+    topology_aware: bool = argument(
+        key="enableTopologyAwarePreemption",
+        default=False,
+        doc="Choose the node by dry-run victim selection, the Kubernetes way ([preempt](actions.md#preempt)).",
+    )
+    min_candidates_percentage: int = argument(
+        key="minCandidateNodesPercentage",
+        default=10,
+        doc="Topology-aware: candidate nodes to collect, as a percentage of the feasible nodes.",
+    )
+    min_candidates_absolute: int = argument(
+        key="minCandidateNodesAbsolute", default=1, doc="Topology-aware: at least this many candidate nodes."
+    )
+    max_candidates_absolute: int = argument(
+        key="maxCandidateNodesAbsolute", default=100, doc="Topology-aware: at most this many candidate nodes."
+    )
+    worker_num: int = argument(
+        key="topologyAwarePreemptWorkerNum",
+        default=16,
+        doc="Accepted for compatibility; candidates are evaluated one after another.",
+    )
 
 
 class Preempt:
@@ -91,45 +127,38 @@ class Preempt:
     evictions are undone and the next node is tried. A node where the task
     already fits gets it pipelined without evicting anything.
 
-    Arguments (``configurations`` of ``preempt``):
+    With ``nodeClassesEnable`` (volcanolib's own), nodes with nothing to
+    evict where the task does not fit as they are are passed over. With
+    ``enableTopologyAwarePreemption`` the node is chosen the Kubernetes way:
+    the evictions are dry-run on candidate nodes (how many is set by
+    ``minCandidateNodesPercentage``, ``minCandidateNodesAbsolute`` and
+    ``maxCandidateNodesAbsolute``: a percentage of the feasible nodes,
+    bounded below and above, starting at an offset drawn from the session's
+    seeded generator), the smallest victim set of each is kept (victims that
+    are not needed are spared), then the node whose most important victim
+    is least important wins, then the smallest sum of victim priorities,
+    then the fewest victims, then the latest-created victims.
 
-    * ``predicateErrorCacheEnable`` (bool, default true): reuse a node's
-      predicate failure for later tasks of the same role of a job.
-    * ``nodeClassesEnable`` (bool, default true; volcanolib's own): check
-      and score one node per class of alike nodes when every plugin that
-      checks or scores nodes says how to group them (``node_class_key``),
-      and pass over nodes with nothing to evict where the task does not fit
-      as they are. The decisions are the same either way.
-    * ``enableTopologyAwarePreemption`` (bool, default false): choose the
-      node the Kubernetes way: dry-run the evictions on candidate nodes,
-      keep the smallest victim set of each (victims that are not needed are
-      spared), then pick the node whose most important victim is least
-      important, then the smallest sum of victim priorities, then the
-      fewest victims, then the latest-created victims.
-    * ``minCandidateNodesPercentage`` (int, default 10),
-      ``minCandidateNodesAbsolute`` (int, default 1),
-      ``maxCandidateNodesAbsolute`` (int, default 100): with topology-aware
-      preemption, how many candidate nodes to collect before choosing
-      (a percentage of the feasible nodes, bounded below and above), starting
-      at an offset drawn from the session's seeded generator.
-    * ``topologyAwarePreemptWorkerNum`` (int, default 16): accepted for
-      compatibility; candidates are evaluated one after another.
+    Arguments: :class:`PreemptArguments`.
     """
 
     name: ClassVar[str] = "preempt"
+    Arguments: ClassVar[type[PreemptArguments]] = PreemptArguments
+
+    def __init__(self, arguments: PreemptArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else PreemptArguments()
 
     def execute(self, ssn: Session) -> None:
         """Run both preemption phases, queue by queue."""
-        args = ssn.action_arguments(self.name)
-        args.get_int(WORKER_NUM_KEY, 16)
+        args = self.arguments
         run = _PreemptRun(
             ssn,
-            cache=PredicateCache(args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)),
-            classes=args.get_bool(NODE_CLASSES_KEY, True),
-            topology_aware=args.get_bool(TOPOLOGY_AWARE_KEY, False),
-            min_percentage=args.get_int(MIN_CANDIDATES_PERCENTAGE_KEY, 10),
-            min_absolute=args.get_int(MIN_CANDIDATES_ABSOLUTE_KEY, 1),
-            max_absolute=args.get_int(MAX_CANDIDATES_ABSOLUTE_KEY, 100),
+            cache=PredicateCache(args.predicate_error_cache),
+            classes=args.node_classes,
+            topology_aware=args.topology_aware,
+            min_percentage=args.min_candidates_percentage,
+            min_absolute=args.min_candidates_absolute,
+            max_absolute=args.max_candidates_absolute,
         )
         run.execute()
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.actions._util import (
-    PREDICATE_ERROR_CACHE_KEY,
     PredicateCache,
     PriorityQueue,
     VictimNodes,
@@ -21,18 +22,30 @@ from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["Reclaim"]
+__all__ = ["Reclaim", "ReclaimArguments"]
 
 log = logging.getLogger(__name__)
 
 REASON: Final = "reclaim"
 _RUNNING: Final = TaskStatus.RUNNING
+
+
+@attrs.frozen
+class ReclaimArguments:
+    """The ``configurations`` arguments of ``reclaim``."""
+
+    predicate_error_cache: bool = argument(
+        key="predicateErrorCacheEnable",
+        default=True,
+        doc="Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect.",
+    )
 
 
 class Reclaim:
@@ -62,18 +75,19 @@ class Reclaim:
     After the job's tasks, the statement is committed (the evictions are
     sent) when the job is pipelined (``job_pipelined``), else discarded.
 
-    Arguments (``configurations`` of ``reclaim``):
-
-    * ``predicateErrorCacheEnable`` (bool, default true): accepted for
-      compatibility; nodes are filtered afresh for every task, so it changes
-      nothing.
+    Arguments: :class:`ReclaimArguments` (``predicateErrorCacheEnable``,
+    accepted for compatibility).
     """
 
     name: ClassVar[str] = "reclaim"
+    Arguments: ClassVar[type[ReclaimArguments]] = ReclaimArguments
+
+    def __init__(self, arguments: ReclaimArguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else ReclaimArguments()
 
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""
-        enabled = ssn.action_arguments(self.name).get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        enabled = self.arguments.predicate_error_cache
         self._victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         seen: set[str] = set()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -31,6 +31,7 @@ import attrs
 import yaml
 
 from volcanolib.errors import ConfigError
+from volcanolib.framework.arguments import parse_bool, parse_float, parse_int, parse_str
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -130,9 +131,12 @@ T = TypeVar("T")
 
 @attrs.frozen
 class Arguments(Mapping[str, Any]):
-    """A plugin's or an action's ``arguments``, with typed getters.
+    """A plugin's or an action's ``arguments`` as written, with typed getters.
 
-    A value of the wrong type is an error naming the owner and the key.
+    Plugins and actions that declare their arguments
+    (:mod:`volcanolib.framework.arguments`) receive a parsed instance of
+    their declaration instead; a plugin without a declaration receives this
+    mapping. A value of the wrong type is an error naming the owner and the key.
     """
 
     data: Mapping[str, Any] = attrs.field(factory=dict)
@@ -148,47 +152,30 @@ class Arguments(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.data)
 
-    def _bad(self, key: str, expected: str) -> ConfigError:
-        value = self.data[key]
-        return ConfigError(f"expected {expected}, got {value!r}", key=f"{self.owner} arguments.{key}".strip())
+    def _get(self, key: str, default: T, parse: Callable[[object], T]) -> T:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise ConfigError(str(exc), key=f"{self.owner} arguments.{key}".strip()) from None
 
     def get_int(self, key: str, default: int) -> int:
         """An integer argument."""
-        if key not in self.data or self.data[key] is None:
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer")
-        return value
+        return self._get(key, default, parse_int)
 
     def get_float(self, key: str, default: float) -> float:
         """A number argument (integers are accepted)."""
-        if key not in self.data or self.data[key] is None:
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self._bad(key, "a number")
-        return float(value)
+        return self._get(key, default, parse_float)
 
     def get_bool(self, key: str, default: bool) -> bool:
         """A boolean argument (``"true"``/``"false"`` strings are accepted)."""
-        if key not in self.data or self.data[key] is None:
-            return default
-        value = self.data[key]
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
-            return value.strip().lower() in ("true", "1", "t")
-        raise self._bad(key, "a boolean")
+        return self._get(key, default, parse_bool)
 
     def get_str(self, key: str, default: str) -> str:
         """A string argument."""
-        if key not in self.data or self.data[key] is None:
-            return default
-        value = self.data[key]
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
+        return self._get(key, default, parse_str)
 
 
 @attrs.frozen

@@ -20,7 +20,8 @@ import pluggy
 
 from volcanolib.errors import ConfigError, PluginConfigError, PluginNotFoundError
 from volcanolib.framework import hookspecs
-from volcanolib.framework.config import Arguments, SchedulerConfig
+from volcanolib.framework.arguments import declared_arguments, parse_arguments
+from volcanolib.framework.config import SchedulerConfig
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -71,18 +72,29 @@ CONTRIB_PLUGINS: Final = frozenset({"capacity", "nodeorder", "overcommit", "pred
 class Plugin(Protocol):
     """What a plugin class looks like.
 
-    The class is built once per configuration with its ``arguments``;
-    it implements hooks as methods marked with :data:`hookimpl`.
+    The class is built once per configuration with its ``arguments``: an
+    instance of the class it names in an ``Arguments`` class attribute (see
+    :mod:`volcanolib.framework.arguments`), parsed when the configuration is
+    installed, or the raw :class:`~volcanolib.framework.config.Arguments`
+    mapping when it declares none. It implements hooks as methods marked
+    with :data:`hookimpl`.
     """
 
     name: ClassVar[str]
 
-    def __init__(self, arguments: Arguments) -> None: ...
+    def __init__(self, arguments: Any) -> None: ...
 
 
 @runtime_checkable
 class Action(Protocol):
-    """What an action looks like: a name and ``execute(ssn)``, run once per cycle."""
+    """What an action looks like: a name and ``execute(ssn)``, run once per cycle.
+
+    An action that names a declaration class in an ``Arguments`` class
+    attribute is built with its ``configurations`` arguments parsed into it
+    (``Allocate(AllocateArguments(...))``); one without is built with no
+    arguments and may read the raw mapping with
+    :meth:`Session.action_arguments <volcanolib.framework.session.Session.action_arguments>`.
+    """
 
     name: ClassVar[str]
 
@@ -191,19 +203,37 @@ class Registry:
             raise PluginNotFoundError(f"unknown plugin {name!r}{hint}; installed plugins: {installed}")
         return self._load(provider, "plugin")  # type: ignore[no-any-return]
 
-    def action(self, name: str) -> Action:
-        """A new instance of an installed action.
+    def action_class(self, name: str) -> type[Any]:
+        """The class of an installed action.
 
         :raises PluginNotFoundError: naming the installed actions.
-        :raises PluginConfigError: when the action cannot be imported or built.
+        :raises PluginConfigError: when the action's module cannot be imported.
         """
         provider = self._actions.get(name)
         if provider is None:
             installed = ", ".join(self._actions) or "none"
             raise PluginNotFoundError(f"unknown action {name!r}; installed actions: {installed}")
-        cls = self._load(provider, "action")
+        return self._load(provider, "action")  # type: ignore[no-any-return]
+
+    def action(self, name: str, arguments: Mapping[str, Any] | None = None) -> Action:
+        """A new instance of an installed action, built with its arguments.
+
+        :param arguments: the action's ``configurations`` arguments (none
+            when omitted), parsed into its declaration if it has one.
+        :raises PluginNotFoundError: naming the installed actions.
+        :raises ConfigError: when an argument has the wrong type, naming the
+            action and the argument.
+        :raises PluginConfigError: when the action cannot be imported or built.
+        """
+        cls = self.action_class(name)
+        declaration = declared_arguments(cls)
         try:
-            action: Action = cls()
+            if declaration is None:
+                action: Action = cls()
+            else:
+                action = cls(parse_arguments(declaration, arguments or {}, owner=f"action {name!r}"))
+        except ConfigError:
+            raise
         except Exception as exc:
             raise PluginConfigError(f"cannot build action {name!r}: {one_line(exc)}") from exc
         return action
@@ -212,11 +242,14 @@ class Registry:
 class PluginHost:
     """The plugins of one configuration, registered with their own plugin manager.
 
-    Built once per configuration: plugin instances live as long as the
-    configuration and reset their state in ``on_session_open``.
+    Built once per configuration: plugin and action instances live as long
+    as the configuration (plugins reset their state in ``on_session_open``).
+    Declared arguments are parsed here, so a configuration with a bad one is
+    refused before it runs.
 
     :raises ConfigError: when the configuration names an unknown plugin or
-        action, or a plugin refuses its arguments.
+        action, a plugin or action argument has the wrong type, or a plugin
+        refuses its arguments.
     :raises PluginConfigError: when a plugin's hooks do not match the specs,
         or a plugin or action cannot be imported.
     """
@@ -234,8 +267,12 @@ class PluginHost:
                     cls = self.registry.plugin_class(option.name)
                 except PluginNotFoundError as exc:
                     raise ConfigError(exc.message, key=f"{key}.name", source=config.source) from None
+                declaration = declared_arguments(cls)
                 try:
-                    instance = cls(option.arguments)
+                    if declaration is None:
+                        instance = cls(option.arguments)
+                    else:
+                        instance = cls(parse_arguments(declaration, option.arguments, owner=f"plugin {option.name!r}"))
                 except ConfigError as exc:
                     if exc.source is None:
                         raise ConfigError(exc.message, key=exc.key, source=config.source) from None
@@ -257,9 +294,11 @@ class PluginHost:
         self.actions = []
         for name in config.actions:
             try:
-                self.actions.append(self.registry.action(name))
+                self.actions.append(self.registry.action(name, config.action_arguments(name)))
             except PluginNotFoundError as exc:
                 raise ConfigError(exc.message, key="actions", source=config.source) from None
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key=exc.key, source=exc.source or config.source) from None
 
     def _register(self, instance: object, name: str) -> None:
         try:

@@ -33,8 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.resource import CPU, MEMORY
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import argument, argument_per_name
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 
@@ -44,7 +46,15 @@ if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
 
-__all__ = ["BINPACK_CPU", "BINPACK_MEMORY", "BINPACK_RESOURCES", "BINPACK_WEIGHT", "MAX_NODE_SCORE", "BinpackPlugin"]
+__all__ = [
+    "BINPACK_CPU",
+    "BINPACK_MEMORY",
+    "BINPACK_RESOURCES",
+    "BINPACK_WEIGHT",
+    "MAX_NODE_SCORE",
+    "BinpackArguments",
+    "BinpackPlugin",
+]
 
 BINPACK_WEIGHT: Final = "binpack.weight"
 BINPACK_CPU: Final = "binpack.cpu"
@@ -58,6 +68,26 @@ def _non_negative(value: int) -> int:
     return 1 if value < 0 else value
 
 
+@attrs.frozen
+class BinpackArguments:
+    """The arguments of ``binpack``."""
+
+    weight: int = argument(key=BINPACK_WEIGHT, default=1, doc="Multiplies the score; 0 turns the plugin off.")
+    resources: str = argument(
+        key=BINPACK_RESOURCES,
+        default="",
+        doc="Comma-separated further resources to score, such as `nvidia.com/gpu`.",
+    )
+    resource_weights: Mapping[str, int] = argument_per_name(
+        key=f"{BINPACK_RESOURCES}.<name>",
+        names="resources",
+        default=1,
+        doc="Weight of one resource listed in `binpack.resources`; a negative value means 1.",
+    )
+    cpu: int = argument(key=BINPACK_CPU, default=1, doc="Weight of cpu; a negative value means 1.")
+    memory: int = argument(key=BINPACK_MEMORY, default=1, doc="Weight of memory; a negative value means 1.")
+
+
 class BinpackPlugin:
     """Scores nodes by how full they would be after placing the task (bin packing).
 
@@ -67,18 +97,15 @@ class BinpackPlugin:
     """
 
     name: ClassVar[str] = "binpack"
+    Arguments: ClassVar[type[BinpackArguments]] = BinpackArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: BinpackArguments) -> None:
         self.arguments = arguments
-        self.weight = arguments.get_int(BINPACK_WEIGHT, 1)
-        weights: dict[str, int] = {}
-        for raw in arguments.get_str(BINPACK_RESOURCES, "").split(","):
-            resource = raw.strip()
-            if resource:
-                weights[resource] = _non_negative(arguments.get_int(f"{BINPACK_RESOURCES}.{resource}", 1))
+        self.weight = arguments.weight
+        weights = {resource: _non_negative(weight) for resource, weight in arguments.resource_weights.items()}
         # cpu and memory take their own arguments even when listed in binpack.resources.
-        weights[CPU] = _non_negative(arguments.get_int(BINPACK_CPU, 1))
-        weights[MEMORY] = _non_negative(arguments.get_int(BINPACK_MEMORY, 1))
+        weights[CPU] = _non_negative(arguments.cpu)
+        weights[MEMORY] = _non_negative(arguments.memory)
         self.resource_weights: Mapping[str, int] = weights
 
     def _scored(self, request: Resource) -> tuple[list[tuple[int, str, float, int]], int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 
 if TYPE_CHECKING:
@@ -43,8 +43,9 @@ class ConformancePlugin:
     """Protects system-critical pods from preemption and reclaim. Takes no arguments."""
 
     name: ClassVar[str] = "conformance"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
 
     @hookimpl

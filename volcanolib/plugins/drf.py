@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.resource import Resource
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 
 if TYPE_CHECKING:
@@ -147,11 +147,12 @@ class DrfPlugin:
     """
 
     name: ClassVar[str] = "drf"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
     #: The job order key reads only the job's own dominant share:
     #: the session may reuse it until one of the job's tasks changes.
     job_order_key_is_local: ClassVar[bool] = True
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
         self.total = Resource()
         self._total_names: list[str] = []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
 from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status, Vote
 
@@ -83,11 +83,12 @@ class GangPlugin:
     """
 
     name: ClassVar[str] = "gang"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
     #: The job order key reads only whether the job is ready:
     #: the session may reuse it until one of the job's tasks changes.
     job_order_key_is_local: ClassVar[bool] = True
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
 
     # ------------------------------------------------------------------ validation and voting

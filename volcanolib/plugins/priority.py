@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 
 if TYPE_CHECKING:
@@ -42,11 +42,12 @@ class PriorityPlugin:
     """
 
     name: ClassVar[str] = "priority"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
     #: The job order key reads only the job's priority:
     #: the session may reuse it until one of the job's tasks changes.
     job_order_key_is_local: ClassVar[bool] = True
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
 
     # ------------------------------------------------------------------ orders

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
-from volcanolib.framework.config import Arguments
+from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
@@ -147,8 +147,9 @@ class ProportionPlugin:
     """
 
     name: ClassVar[str] = "proportion"
+    Arguments: ClassVar[type[NoArguments]] = NoArguments
 
-    def __init__(self, arguments: Arguments) -> None:
+    def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
         self.total = Resource()
         self.total_guarantee = Resource()

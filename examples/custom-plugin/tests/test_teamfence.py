@@ -10,9 +10,18 @@ import functools
 import random
 
 import pytest
-from teamfence import NO_DEADLINE, TeamFencePlugin, parse_deadline
+from teamfence import NO_DEADLINE, TeamFenceArguments, TeamFencePlugin, parse_deadline
 
-from volcanolib import Arguments, Code, ConfigError, InMemoryCache, PodGroup, PodGroupPhase, Registry, Scheduler
+from volcanolib import (
+    Code,
+    ConfigError,
+    InMemoryCache,
+    PodGroup,
+    PodGroupPhase,
+    Registry,
+    Scheduler,
+    parse_arguments,
+)
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session, run_session
 
 CONF = """
@@ -38,7 +47,7 @@ def fenced_cluster() -> FakeCache:
 
 
 def plugin(**arguments: object) -> TeamFencePlugin:
-    return TeamFencePlugin(Arguments(arguments, owner="plugin 'teamfence'"))
+    return TeamFencePlugin(parse_arguments(TeamFenceArguments, arguments, owner="plugin 'teamfence'"))
 
 
 # ---------------------------------------------------------------------- discovery and arguments
