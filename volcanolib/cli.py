@@ -95,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a scenario and show what the scheduler decides",
         description="Run the scheduler over a cluster snapshot. Several files are merged in order.",
     )
-    simulate.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files (YAML or JSON)")
+    simulate.add_argument(
+        "files", nargs="+", metavar="FILE", help="scenario or manifest files (YAML or JSON); - reads standard input"
+    )
     run_options(simulate)
     simulate.add_argument("--json", action="store_true", help="print the result as JSON (stable across runs)")
     simulate.add_argument("--timings", action="store_true", help="add the time spent in each step")
@@ -115,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a scenario, then show why a PodGroup still has pending pods: "
         "per pod, per node, per plugin, and its queue as the plugins see it.",
     )
-    explain.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files")
+    explain.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files; - reads standard input")
     explain.add_argument("pod_group", metavar="NAMESPACE/PODGROUP", help="the PodGroup to explain")
     run_options(explain)
     explain.add_argument(

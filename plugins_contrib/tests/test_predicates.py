@@ -268,6 +268,37 @@ def test_anti_affinity_sees_session_placements_and_their_rollback() -> None:
     assert ssn.predicate(w2, n1).ok
 
 
+def test_anti_affinity_follows_evictions_and_their_undo() -> None:
+    # What preempt's dry runs rely on: a tentatively evicted pod stops counting for the
+    # anti-affinity of the pod and of the placed pods, a pod that stays still counts.
+    nodes = [node("n1", labels={HOST: "n1", "zone": "a"}), node("n2", labels={HOST: "n2", "zone": "a"})]
+    anti_web = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("zone", app="web")]}}
+    anti_api = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(app="api")]}}
+    tasks = [
+        pod_task("web1", node="n1", job="o", labels={"app": "web"}),
+        pod_task("web2", node="n2", job="o", labels={"app": "web"}),
+        pod_task("guard", node="n1", job="o", affinity=anti_api),
+        pod_task("api", job="j", labels={"app": "api"}, affinity=anti_web),
+    ]
+    ssn = session(CONF, nodes, tasks)
+    api, n1 = find(ssn, "default/api"), ssn.nodes["n1"]
+    web1, web2, guard = find(ssn, "default/web1"), find(ssn, "default/web2"), find(ssn, "default/guard")
+    stmt = ssn.statement()
+    stmt.evict(web1, "test")
+    stmt.evict(guard, "test")
+    assert ssn.predicate(api, n1).reasons == ("node(s) didn't match pod anti-affinity rules",), "web2 stays in zone a"
+    stmt.evict(web2, "test")
+    assert ssn.predicate(api, n1).ok
+    stmt.discard()
+    assert ssn.predicate(api, n1).reasons == ("node(s) didn't match pod anti-affinity rules",)
+    again = ssn.statement()
+    again.evict(web1, "test")
+    again.evict(web2, "test")
+    assert ssn.predicate(api, n1).reasons == ("node(s) didn't satisfy existing pods anti-affinity rules",)
+    again.discard()
+    assert web1.status is TaskStatus.RUNNING and guard.status is TaskStatus.RUNNING
+
+
 def test_namespaces_of_affinity_terms() -> None:
     nodes = [node("n1", labels={HOST: "n1"})]
     anti_same_ns = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(app="x")]}}

@@ -517,7 +517,7 @@ class NodeOrderPlugin:
             total = {n.name: self._base_score(sig, n, usage(n.name)) for n in nodes}
         else:
             base = self._base_scores(task)
-        if total is None and len(nodes) != len(ssn.node_list):
+        if total is None and nodes is not ssn.node_list:
             names = list(map(_NODE_NAME, nodes))
             try:
                 total = dict(zip(names, map(base.__getitem__, names), strict=True))

@@ -648,7 +648,7 @@ class PredicatesPlugin:
             full = self._full
             if not static and not full:
                 return {}
-            if len(nodes) == len(ssn.node_list):
+            if nodes is ssn.node_list:
                 if not full:
                     return MappingProxyType(static)
                 merged = dict(static)

@@ -145,7 +145,7 @@ def test_explain_pending_group() -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("PodGroup research/hp-sweep (queue research): Running, 2 pods scheduled, minMember 1\n")
-    assert "research/hp-sweep-trial-2: requests cpu 4, memory 8Gi" in out
+    assert "research/hp-sweep-trial-2: requests cpu 4, memory 8 GiB" in out
     assert "gpu-node-1  predicates  node(s) had untolerated taint {nvidia.com/gpu: present}" in out
     assert "Queue research, as the plugins see it:\n  proportion:\n" in out
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from cli_helpers import EXAMPLES, run
+from cli_helpers import EXAMPLES, command, run
 
 NODE = "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4', pods: '10'}}}\n"
 POD = (
@@ -117,10 +119,50 @@ def test_check_reports_bad_files_and_exits_2(tmp_path: Path) -> None:
     path.write_text("objects: [\n")
     proc = run("check", path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stdout.splitlines()[0].startswith(f"ERROR {path}: {path}: not valid YAML")
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(f"ERROR {path}: not valid YAML")
+    assert first.count(str(path)) == 1
 
 
 def test_usage_errors_exit_2() -> None:
     proc = run("simulate", EXAMPLES / "quickstart.yaml", "--sessions", "0")
     assert proc.returncode == 2 and "expected a positive integer" in proc.stderr
     assert run().returncode == 2
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", "---\n---\n"])
+def test_an_empty_file_is_no_objects_passed(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    proc = run("simulate", path)
+    _assert_one_line_error(proc, f"{path}: no objects passed")
+
+
+def test_simulate_reads_standard_input(tmp_path: Path) -> None:
+    text = (EXAMPLES / "quickstart.yaml").read_text()
+    from_file = run("simulate", EXAMPLES / "quickstart.yaml", "--json")
+    proc = subprocess.run(
+        [*command(), "simulate", "-", "--json"], input=text, capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["binds"] == json.loads(from_file.stdout)["binds"]
+    assert json.loads(proc.stdout)["binds"]
+
+
+def test_empty_standard_input_is_no_objects_passed(tmp_path: Path) -> None:
+    proc = subprocess.run([*command(), "simulate", "-"], input="", capture_output=True, text=True, timeout=120)
+    _assert_one_line_error(proc, "<stdin>: no objects passed")
+
+
+def test_a_plugin_failure_is_a_warning_and_the_run_succeeds(tmp_path: Path) -> None:
+    conf = tmp_path / "s.conf"
+    conf.write_text(
+        "actions: enqueue, allocate\n"
+        "tiers: [{plugins: [{name: gang}, {name: scripted-a, arguments: {raiseIn: job_ready}}]}]\n"
+    )
+    proc = run("simulate", EXAMPLES / "quickstart.yaml", "--conf", conf)
+    assert proc.returncode == 0, proc.stderr
+    assert "fails in job_ready" in proc.stderr
+    assert "volcanolib: error:" not in proc.stderr
+    assert all(line.startswith("volcanolib: warning:") for line in proc.stderr.splitlines())
+    assert "Plugin errors" in proc.stdout

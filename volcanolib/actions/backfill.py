@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue, job_is_schedulable
+from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
@@ -65,7 +65,8 @@ class Backfill:
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""
-        nodes = ssn.node_list
+        placement = ssn.placement
+        nodes = placement.nodes
         for task in self._pick_tasks(ssn):
             job = ssn.jobs[task.job]
             with ssn.guard(job):
@@ -78,11 +79,11 @@ class Backfill:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
                 errors = FitErrors(total_nodes=len(nodes))
-                feasible = ssn.predicate_nodes(task, nodes, fit_errors=errors)
+                feasible = placement.feasible(task, fit_errors=errors)
                 if not feasible:
                     job.nodes_fit_errors[task.uid] = errors
                     continue
-                chosen = ssn.best_node(task, feasible)
+                chosen = placement.best(task, feasible)
                 if chosen is None:
                     continue
                 try:
@@ -100,7 +101,7 @@ class Backfill:
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
                 for task in job.tasks_in(TaskStatus.PIPELINED):

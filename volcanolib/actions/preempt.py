@@ -10,29 +10,22 @@ cycle once its victims are gone.
 
 from __future__ import annotations
 
-import heapq
 import logging
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
 from volcanolib.actions._util import (
-    PredicateCache,
     PriorityQueue,
-    VictimNodes,
-    fits_future_idle,
-    job_is_schedulable,
-    pod_priority,
 )
-from volcanolib.api.fiterrors import FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
+from volcanolib.framework.placement import PredicateCache
 from volcanolib.framework.status import Code
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
@@ -180,9 +173,9 @@ class _PreemptRun:
         self.ssn = ssn
         self.cache = cache
         #: Nodes grouped into classes the plugins treat alike, when they say how.
-        self.classes = NodeClasses(ssn.node_list, ssn.node_log) if classes and not topology_aware else None
+        self.node_classes = classes and not topology_aware
         #: Nodes holding a running or bound task that may be preempted.
-        self.victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
+        self.victim_nodes = ssn.placement.victim_nodes(_possible_victim)
         self.topology_aware = topology_aware
         self.min_percentage = min_percentage
         self.min_absolute = min_absolute
@@ -197,7 +190,7 @@ class _PreemptRun:
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job) or not ssn.job_starving(job):
+                if not ssn.job_schedulable(job) or not ssn.job_starving(job):
                     continue
                 jobs = starving.get(job.queue)
                 if jobs is None:
@@ -257,57 +250,14 @@ class _PreemptRun:
         if job is None:
             return False
         queue = ssn.queues[job.queue]
-        if self.classes is not None:
-            plan = ssn.node_class_plan(preemptor)
-            if plan is not None:
-                return self._normal(stmt, queue, preemptor, victim_filter, self._by_class(preemptor, plan))
-        nodes = self.cache.filter(ssn, preemptor, ssn.node_list, FitErrors(), for_preempt=True)
-        if not nodes:
-            return False
+        placement = ssn.placement
         if self.topology_aware:
+            nodes = placement.feasible(preemptor, cache=self.cache, for_preempt=True)
+            if not nodes:
+                return False
             return self._topology_aware(stmt, queue, preemptor, victim_filter, nodes)
-        return self._normal(stmt, queue, preemptor, victim_filter, ssn.sorted_by_score(preemptor, nodes))
-
-    def _by_class(self, preemptor: TaskInfo, plan: NodeClassPlan) -> Iterator[NodeInfo]:
-        """The nodes :meth:`_normal` would try, in its order, checking and scoring one node per class.
-
-        Feasible nodes go by descending score, ties in node order, as
-        :meth:`Session.sorted_by_score` would sort them; left out are nodes
-        that hold no possible victim and cannot take the preemptor as they
-        are, which :meth:`_victims` would turn down.
-        """
-        ssn = self.ssn
-        assert self.classes is not None
-        part = self.classes.partition(plan)
-        nodes = self.classes.nodes
-        reps: list[NodeInfo] = []
-        members_of: dict[str, list[int]] = {}
-        for members in part.classes.values():
-            rep = nodes[members[0]]
-            reps.append(rep)
-            members_of[rep.name] = members
-        passed = self.cache.filter(ssn, preemptor, reps, FitErrors(), for_preempt=True)
-        if not passed:
-            return
-        scores = ssn.node_scores(preemptor, passed)
-        levels: dict[float, list[NodeInfo]] = {}
-        for rep in passed:
-            levels.setdefault(scores[rep.name], []).append(rep)
-        index = self.victim_nodes
-        index.refresh()
-        key_of = part.key_of
-        for score in sorted(levels, reverse=True):
-            whole: list[list[int]] = []
-            only_victims: set[Hashable] = set()
-            for rep in levels[score]:
-                members = members_of[rep.name]
-                if fits_future_idle(preemptor, rep):
-                    whole.append(members)
-                else:
-                    only_victims.add(key_of[members[0]])
-            holding = (p for p in index.alive if key_of[p] in only_victims) if only_victims else iter(())
-            for position in heapq.merge(*whole, holding):
-                yield nodes[position]
+        order = placement.preemption_order(preemptor, self.cache, self.victim_nodes, node_classes=self.node_classes)
+        return self._normal(stmt, queue, preemptor, victim_filter, order)
 
     def _eligible(self, preemptor: TaskInfo) -> bool:
         pod = preemptor.pod
@@ -325,14 +275,14 @@ class _PreemptRun:
             return False
         if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return True
-        priority = pod_priority(preemptor)
-        return not any(pod_priority(t) < priority and _terminating_by_preemption(t) for t in list(node.tasks.values()))
+        priority = preemptor.pod_priority
+        return not any(t.pod_priority < priority and _terminating_by_preemption(t) for t in list(node.tasks.values()))
 
     def _fits(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
         ssn = self.ssn
         return (
             ssn.allocatable(queue, preemptor)
-            and fits_future_idle(preemptor, node)
+            and node.fits_future_idle(preemptor.init_resreq)
             and ssn.predicate(preemptor, node).ok
         )
 
@@ -388,6 +338,12 @@ class _PreemptRun:
         victim_filter: TaskFilter,
         nodes: Sequence[NodeInfo],
     ) -> bool:
+        """Dry-run the evictions on candidate nodes, then evict on the best one and pipeline ``preemptor`` there.
+
+        A node is a candidate when some set of at least one victim makes the
+        preemptor pass there (:meth:`_select_victims`); when no node is one,
+        nothing is evicted and the preemptor is not pipelined.
+        """
         ssn = self.ssn
         total = len(nodes)
         wanted = self._candidate_count(total)
@@ -422,8 +378,13 @@ class _PreemptRun:
     ) -> list[TaskInfo] | None:
         """The smallest victim set that makes ``preemptor`` fit ``node``, found by dry runs.
 
-        Victims are removed in victim order until the task fits; then, in the
-        same order, each is spared if the task still fits without evicting it.
+        Victims are removed in victim order until the task fits (:meth:`_trial`:
+        the queue, the future idle resources and every predicate, against the
+        pods that stay); then, in the same order, each is spared if the task
+        still fits without evicting it, so the set returned fits. ``None`` when
+        the plugins allow no victim on the node, or when the task does not fit
+        even with every victim gone (a pod that stays still rejects it, say);
+        an empty list when it fits without evicting anything.
         """
         allowed = self._victims(preemptor, node, victim_filter)
         if not allowed:
@@ -447,7 +408,16 @@ class _PreemptRun:
         return victims
 
     def _trial(self, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo, evicted: Sequence[TaskInfo]) -> bool:
-        """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed."""
+        """Whether ``preemptor`` would fit ``node`` with ``evicted`` gone; nothing stays changed.
+
+        The evictions are tentative: the plugins see them through the
+        deallocate events (the predicates drop the pods from the node, so
+        inter-pod anti-affinity and host ports are checked against the pods
+        that stay, as Volcano's dry run removes them from its node copy), and
+        every predicate runs again. Rolling back to the savepoint restores
+        each task's status and its record of the last undone decision, as a
+        dry run on copies would leave them.
+        """
         trial = self.ssn.statement()
         start = trial.savepoint()
         try:
@@ -508,7 +478,7 @@ def _terminating_by_preemption(task: TaskInfo) -> bool:
 def _candidate_rank(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, int, int, float]:
     """Smaller is better: least important top victim, smallest priority sum, fewest victims, latest start."""
     victims = candidate[1]
-    priorities = [pod_priority(v) for v in victims]
+    priorities = [v.pod_priority for v in victims]
     top = max(priorities)
     earliest = min(v.creation_timestamp for v, p in zip(victims, priorities, strict=True) if p == top)
     return (top, sum(p + _PRIORITY_OFFSET for p in priorities), len(victims), -earliest)

@@ -8,21 +8,15 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import attrs
 
 from volcanolib.actions._util import (
-    PredicateCache,
     PriorityQueue,
-    VictimNodes,
-    fits_future_idle,
-    fits_future_idle_after_evicting,
-    job_is_schedulable,
-    queue_overused,
 )
-from volcanolib.api.fiterrors import FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.arguments import argument
+from volcanolib.framework.placement import PredicateCache, VictimNodes
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
@@ -88,14 +82,14 @@ class Reclaim:
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""
         enabled = self.arguments.predicate_error_cache
-        self._victim_nodes = VictimNodes(ssn.node_list, ssn.node_log, _possible_victim)
+        self._victim_nodes = ssn.placement.victim_nodes(_possible_victim)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for job in ssn.jobs.values():
             with ssn.guard(job):
-                if not job_is_schedulable(ssn, job):
+                if not ssn.job_schedulable(job):
                     continue
                 if job.queue not in seen:
                     seen.add(job.queue)
@@ -110,7 +104,7 @@ class Reclaim:
 
         while queues:
             queue = queues.pop()
-            if queue_overused(ssn, queue, "it reclaims nothing"):
+            if ssn.queue_overused(queue):
                 continue
             jobs_q = starving.get(queue.name)
             while jobs_q:
@@ -149,22 +143,23 @@ class Reclaim:
     ) -> bool:
         # Nodes in order that pass the predicates; only those holding a running task can give any.
         index = self._victim_nodes
-        index.refresh()
+        placement = ssn.placement
         nodes = index.nodes
+        req = task.init_resreq
         victim_order = VictimOrder(ssn, task)
-        for position in index.alive:
+        for position in index.alive():
             node = nodes[position]
             candidates = self._candidates(ssn, job, node)
             if not candidates:
                 continue
-            if not cache.filter(ssn, task, [node], FitErrors(), for_preempt=True):
+            if not placement.passes(task, node, cache):
                 continue
             victims = ssn.reclaimable(task, candidates) or []
             # When the first victim in victim order makes room alone, the others need no order
             # (and evicting them all would make room too).
             order = victim_order.queue(victims)
             first = order.peek()
-            if first is None or not fits_future_idle_after_evicting(task, node, first):
+            if first is None or node.first_insufficient(req, first.resreq) is not None:
                 first = None
                 if not validate_victims(task, node, victims):
                     continue
@@ -175,9 +170,9 @@ class Reclaim:
                 else:
                     while order:
                         node_stmt.evict(order.pop(), REASON)
-                        if fits_future_idle(task, node):
+                        if node.fits_future_idle(req):
                             break
-                if fits_future_idle(task, node):
+                if node.fits_future_idle(req):
                     node_stmt.pipeline(task, node.name)
                     stmt.merge(node_stmt)
                     return True

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
-from volcanolib.api.resource import PODS, Resource
+from volcanolib.api.resource import CPU, MEMORY, PODS, Resource, tolerant_le
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 
@@ -19,6 +19,9 @@ DEFAULT_POD_CAPACITY = 110
 _RELEASING = TaskStatus.RELEASING
 _PIPELINED = TaskStatus.PIPELINED
 
+
+#: Nothing released: the default of :meth:`NodeInfo.first_insufficient`'s ``released``.
+_NOTHING: Final = Resource()
 
 _ROW_PIPELINED: Final = 1
 _ROW_RELEASING: Final = 2
@@ -99,6 +102,49 @@ class NodeInfo:
     def future_idle(self) -> Resource:
         """What will be free once releasing tasks leave: ``idle + releasing - pipelined``."""
         return self.idle.clone().add(self.releasing).sub_unchecked(self.pipelined)
+
+    # ------------------------------------------------------------------ fit checks
+
+    def first_insufficient(self, req: Resource, released: Resource | None = None) -> str | None:
+        """The first dimension (cpu, memory, then scalars) in which ``req`` exceeds the future idle.
+
+        Future idle is ``idle + releasing - pipelined``; each dimension
+        compares with Volcano's tolerant less-or-equal, a scalar missing on
+        the node read as zero. ``None`` when the request fits.
+
+        :param released: a placed task's request counted as releasing too (the
+            answer after evicting that task, without changing the node).
+        """
+        idle, rel, pip = self.idle, self.releasing, self.pipelined
+        e = released if released is not None else _NOTHING
+        if not tolerant_le(req.milli_cpu, idle.milli_cpu + (rel.milli_cpu + e.milli_cpu) - pip.milli_cpu):
+            return CPU
+        if not tolerant_le(req.memory, idle.memory + (rel.memory + e.memory) - pip.memory):
+            return MEMORY
+        if req.scalars:
+            i, r, p, x = idle.scalars, rel.scalars, pip.scalars, e.scalars
+            for name, v in req.scalars.items():
+                freed = r.get(name, 0) + x[name] if name in x else r.get(name, 0)
+                if not tolerant_le(v, i.get(name, 0) + freed - p.get(name, 0)):
+                    return name
+        return None
+
+    def fits_future_idle(self, req: Resource) -> bool:
+        """Whether ``req`` fits what the node will have once its releasing tasks leave."""
+        return self.first_insufficient(req) is None
+
+    def fits_idle(self, req: Resource) -> bool:
+        """Whether ``req`` fits the node's idle resources now."""
+        return req.less_equal(self.idle)
+
+    def fits_future_idle_without(self, req: Resource, released: Iterable[Resource]) -> bool:
+        """Whether ``req`` would fit the future idle once every request in ``released`` is given back too."""
+        future = self.future_idle()
+        for r in released:
+            future.add(r)
+        return req.less_equal(future)
+
+    # ------------------------------------------------------------------ accounting
 
     def add_task(self, task: TaskInfo) -> None:
         """Place a task on this node and account for it by its status.

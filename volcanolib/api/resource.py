@@ -34,6 +34,7 @@ __all__ = [
     "res_max",
     "res_min",
     "share",
+    "tolerant_le",
     "total",
 ]
 
@@ -59,8 +60,12 @@ _ZERO = Mode.ZERO
 _INF = Mode.INFINITY
 
 
-def _le(left: float, right: float) -> bool:
+def tolerant_le(left: float, right: float) -> bool:
+    """Volcano's "less or equal" for one dimension: ``left <= right`` within :data:`MIN_RESOURCE`."""
     return left < right or abs(left - right) < MIN_RESOURCE
+
+
+_le = tolerant_le
 
 
 def _is_scalar_name(name: str) -> bool:
@@ -130,6 +135,17 @@ class Resource:
             if amount < 0:
                 raise QuantityError(f"negative quantity {raw!r}", field=where)
         return res
+
+    def key(self) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+        """A hashable form of the vector: equal keys mean equal vectors.
+
+        Scalars keep their own order, so two equal vectors whose scalars were
+        added in another order may give different keys; callers use keys to
+        share work between equal requests, where that only costs a little
+        sharing.
+        """
+        scalars = self.scalars
+        return (self.milli_cpu, self.memory, tuple(scalars.items()) if scalars else ())
 
     def clone(self) -> Resource:
         """Return an independent copy."""
@@ -461,6 +477,31 @@ class Resource:
             out[name] = _fmt_whole(v) if name == PODS else _fmt_milli(v)
         return out
 
+    def describe(self, *, with_pods: bool = False, readable: bool = False) -> str:
+        """``cpu 2, memory 4Gi, nvidia.com/gpu 1``: the non-zero dimensions (``pods`` only ``with_pods``).
+
+        :param readable: as :meth:`to_readable` (``memory 22.9 GiB``) instead of Kubernetes quantities.
+        """
+        shown = self.to_readable() if readable else self.to_quantities()
+        parts = [f"{name} {qty}" for name, qty in shown.items() if self.get(name) != 0 and (with_pods or name != PODS)]
+        return ", ".join(parts) or "nothing"
+
+    def to_readable(self) -> dict[str, str]:
+        """Return the resource as a person reads it: cpu in cores, sizes in KiB to TiB, GPUs and others in units.
+
+        >>> Resource.from_list({"cpu": "2500m", "memory": "24069276Ki", "nvidia.com/gpu": "5331200m"}).to_readable()
+        {'cpu': '2.5', 'memory': '23 GiB', 'nvidia.com/gpu': '5331.2'}
+        """
+        out = {CPU: _readable_units(self.milli_cpu / 1000), MEMORY: _readable_bytes(self.memory)}
+        for name, v in sorted(self.scalars.items()):
+            if name == PODS:
+                out[name] = _fmt_whole(v)
+            elif name == "ephemeral-storage" or name.startswith("hugepages-"):
+                out[name] = _readable_bytes(v / 1000)
+            else:
+                out[name] = _readable_units(v / 1000)
+        return out
+
     def __repr__(self) -> str:
         parts = [f"cpu {_num(self.milli_cpu)}m", f"memory {_num(self.memory)}"]
         parts.extend(f"{name} {_num(v)}" for name, v in sorted(self.scalars.items()))
@@ -483,6 +524,21 @@ def _fmt_milli(v: float) -> str:
     if float(v).is_integer() and int(v) % 1000 == 0:
         return str(int(v) // 1000)
     return f"{_num(v)}m"
+
+
+def _readable_units(v: float) -> str:
+    if v >= INFINITE / 1000:
+        return "unlimited"
+    return f"{round(v, 3):g}" if abs(v) < 1e15 else f"{v:.3e}"
+
+
+def _readable_bytes(v: float) -> str:
+    if v >= INFINITE / 1000:
+        return "unlimited"
+    for suffix, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(v) >= size:
+            return f"{round(v / size, 1):g} {suffix}"
+    return f"{round(v):g} B" if v else "0"
 
 
 def _fmt_bytes(v: float) -> str:

@@ -146,6 +146,18 @@ class TaskInfo:
         """The request checked against a node's free resources (the same as :attr:`resreq`)."""
         return self.resreq
 
+    @property
+    def pod_priority(self) -> int:
+        """The pod's own priority (``spec.priority`` of its manifest), else :attr:`priority`."""
+        pod = self.pod
+        if pod is not None and pod.manifest is not None:
+            spec = pod.manifest.get("spec")
+            if isinstance(spec, dict):
+                value = spec.get("priority")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+        return self.priority
+
     def clone(self) -> TaskInfo:
         """Return a copy with its own status and placement (the request is shared, it never changes)."""
         # Field by field: snapshots clone every task each session, and this is several times faster

@@ -25,7 +25,7 @@ from sortedcontainers import SortedDict
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
-    from volcanolib.api.resource import Resource
+    from volcanolib.framework.placement import NodeChanges
 
 __all__ = [
     "Answer",
@@ -75,21 +75,14 @@ class NodeClassPlan:
     pointwise: bool = False
 
 
-def _resource(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
-    # Scalars in their own order: nodes whose scalars were added in another order only land in
-    # different classes (more classes, same answers), and sorting on every change costs more.
-    scalars = r.scalars
-    return (r.milli_cpu, r.memory, tuple(scalars.items()) if scalars else ())
-
-
 def static_resource_key(node: NodeInfo) -> Hashable:
     """The resources of a node that do not change within a session."""
-    return (_resource(node.allocatable), _resource(node.capability))
+    return (node.allocatable.key(), node.capability.key())
 
 
 def resource_key(node: NodeInfo) -> Hashable:
     """The resources of a node that change as tasks come and go."""
-    return (_resource(node.idle), _resource(node.used), _resource(node.releasing), _resource(node.pipelined))
+    return (node.idle.key(), node.used.key(), node.releasing.key(), node.pipelined.key())
 
 
 class _ClassKey:
@@ -166,32 +159,27 @@ class NodeClasses:
     """The nodes of a session grouped into classes, per plan, kept current as nodes change.
 
     Classes are built the first time a plan is asked for and brought up to
-    date from ``log`` (the session's :attr:`~volcanolib.framework.session.Session.node_log`),
-    where every change to a node's tasks is recorded.
+    date from the nodes ``changes`` reports.
 
-    :param nodes: the nodes, in the order ties are broken in.
-    :param log: names of changed nodes, appended to as nodes change.
+    :param changes: the session's node-change reader; its nodes, in the order
+        ties are broken in, are the ones grouped.
     """
 
-    __slots__ = ("_log", "_parts", "_position", "_static", "nodes")
+    __slots__ = ("_changes", "_parts", "_static", "nodes")
 
     #: Plans remembered before the grouping starts over.
     MAX_PLANS: Final = 64
 
-    def __init__(self, nodes: Sequence[NodeInfo], log: list[str]) -> None:
+    def __init__(self, changes: NodeChanges) -> None:
+        nodes = changes.nodes
         self.nodes = nodes
-        self._position = {node.name: i for i, node in enumerate(nodes)}
-        self._log = log
+        self._changes = changes
         self._parts: dict[tuple[Hashable, ...], _Partition] = {}
         # Equal static keys are interned, so comparing class keys mostly compares small objects by identity.
         interned: dict[Hashable, Hashable] = {}
         self._static: list[Hashable] = [
             interned.setdefault(static_resource_key(n), static_resource_key(n)) for n in nodes
         ]
-
-    def position(self, name: str) -> int | None:
-        """A node's place in :attr:`nodes`, or ``None`` for a node not among them."""
-        return self._position.get(name)
 
     def classes(self, plan: NodeClassPlan) -> dict[Hashable, list[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""
@@ -200,19 +188,16 @@ class NodeClasses:
     def partition(self, plan: NodeClassPlan) -> _Partition:
         """The current grouping of ``plan`` (its ``classes`` and each position's class ``key_of``)."""
         part = self._parts.get(plan.token)
-        log = self._log
+        changes = self._changes
         if part is None:
             if len(self._parts) >= self.MAX_PLANS:
                 self._parts.clear()
-            part = self._parts[plan.token] = _Partition(plan, self.nodes, self._static, len(log))
-        elif part.seen < len(log):
+            part = self._parts[plan.token] = _Partition(plan, self.nodes, self._static, changes.mark())
+        elif part.seen < changes.mark():
             nodes = self.nodes
-            where = self._position
-            for name in set(log[part.seen :]):
-                position = where.get(name)
-                if position is not None:
-                    part.move(position, nodes[position])
-            part.seen = len(log)
+            for position in changes.since(part.seen):
+                part.move(position, nodes[position])
+            part.seen = changes.mark()
         return part
 
     @staticmethod

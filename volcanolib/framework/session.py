@@ -39,6 +39,7 @@ from volcanolib.framework import combine
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
 from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
+from volcanolib.framework.placement import Placement
 from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
 
@@ -174,6 +175,7 @@ class Session:
         #: deallocate event, oldest first; indexes over nodes read it to stay current.
         self.node_log: list[str] = []
         self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
+        self._placement: Placement | None = None
         self._compile()
 
     # ------------------------------------------------------------------ configuration
@@ -476,9 +478,13 @@ class Session:
             task.status = status
 
     def record_plugin_error(self, err: PluginError, job: JobInfo | None = None) -> None:
-        """Record a plugin failure; the scheduler reports it and carries on."""
+        """Record a plugin failure; the scheduler reports it and carries on.
+
+        It is logged as a warning: the cycle goes on, the job being scheduled
+        keeps the state it had, and the failure is listed in the cycle's result.
+        """
         self.plugin_errors.append(err)
-        log.error("%s%s", f"job {job.uid}: " if job is not None else "", err)
+        log.warning("%s%s", f"job {job.uid}: " if job is not None else "", err)
 
     @contextmanager
     def guard(self, job: JobInfo | None = None, stmt: Statement | None = None) -> Iterator[None]:
@@ -593,7 +599,9 @@ class Session:
 
         :param fit_errors: receives the reason of every node that fails.
         """
-        candidates = list(nodes)
+        # The batch stays the caller's object until a node fails, so that a batch of every
+        # ready node reaches the plugins as ``ssn.node_list`` itself.
+        candidates: Sequence[NodeInfo] = nodes
         passed_early: set[str] = set()
         for plugin, single, many in self._predicate_entries:
             if not candidates:
@@ -622,11 +630,12 @@ class Session:
                 raise
             except Exception as exc:
                 raise combine.plugin_failure(plugin, "predicate", exc) from exc
-            candidates = keep
+            if len(keep) != len(candidates):
+                candidates = keep
         if passed_early:
             alive = {n.name for n in candidates} | passed_early
             return [n for n in nodes if n.name in alive]
-        return candidates
+        return list(candidates)
 
     @staticmethod
     def _predicate_failed(
@@ -741,9 +750,34 @@ class Session:
 
     # ------------------------------------------------------------------ helpers for actions
 
+    @property
+    def placement(self) -> Placement:
+        """Where tasks may go in this session: feasible nodes, the best node, and why not."""
+        placement = self._placement
+        if placement is None or placement.nodes is not self.node_list:
+            placement = self._placement = Placement(self)
+        return placement
+
     def job_order_before(self, left: JobInfo, right: JobInfo) -> bool:
         """Whether ``left`` is scheduled before ``right``."""
         return self.compare_jobs(left, right) < 0
+
+    def job_schedulable(self, job: JobInfo) -> bool:
+        """Volcano's common job filter for actions: admitted (not Pending), valid, and its queue exists."""
+        if job.is_pending():
+            return False
+        if not self.job_valid(job).ok:
+            return False
+        return job.queue in self.queues
+
+    def queue_overused(self, queue: QueueInfo) -> bool:
+        """Whether the plugins say a queue is overused; a plugin failure is recorded and counts as yes."""
+        overused = True
+        with self.guard():
+            overused = self.overused(queue)
+        if overused:
+            log.debug("queue %s is overused", queue.name)
+        return overused
 
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""

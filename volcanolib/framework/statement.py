@@ -230,7 +230,10 @@ class Statement:
         """Undo the operations recorded after ``savepoint``, newest first, restoring state exactly.
 
         Tasks, nodes, jobs and plugins are as they were at the savepoint,
-        task statuses included (an evicted Bound task is Bound again). A
+        task statuses included (an evicted Bound task is Bound again), and
+        unlike :meth:`discard` no undone decision is remembered in a task's
+        :attr:`~TaskInfo.last_transaction` (it explains a discarded
+        placement; a rollback is a dry run). A
         plugin failing on the undo events does not stop the undo; the first
         :class:`PluginError` is raised afterwards.
 
@@ -307,14 +310,19 @@ class Statement:
         ssn.fire_allocate(task)
 
     def _undo(self, ops: list[_Entry], *, exact: bool) -> None:
-        """Undo ``ops`` newest first; ``exact`` restores each status, else Volcano's (Running, Pending).
+        """Undo ``ops`` newest first.
 
-        Every operation is undone even when a plugin fails on an undo event;
-        the first :class:`PluginError` is raised at the end.
+        ``exact`` restores each status and leaves each task's
+        :attr:`~TaskInfo.last_transaction` as it was (a rollback); otherwise
+        statuses follow Volcano's discard (Running, Pending) and the undone
+        decision is remembered in ``last_transaction``. Every operation is
+        undone even when a plugin fails on an undo event; the first
+        :class:`PluginError` is raised at the end.
         """
         failure: PluginError | None = None
         for op, task, detail, previous in reversed(ops):
-            task.last_transaction = (task.node_name, task.status)
+            if not exact:
+                task.last_transaction = (task.node_name, task.status)
             try:
                 if op is _EVICT:
                     self._put_back(task, previous if exact else _RUNNING, task.node_name)

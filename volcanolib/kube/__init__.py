@@ -10,7 +10,7 @@ Read Nodes, Pods, PodGroups, Queues, PriorityClasses and Volcano Jobs as
     cache = cluster.to_cache()
 """
 
-from volcanolib.kube._documents import parse_documents, read_documents
+from volcanolib.kube._documents import parse_documents, read_documents, source_name
 from volcanolib.kube._pods import PriorityClassInfo, pod_request
 from volcanolib.kube.jobs import JobExpansion, expand_job
 from volcanolib.kube.loader import Cluster, ManifestLoader, load_manifests
@@ -25,4 +25,5 @@ __all__ = [
     "parse_documents",
     "pod_request",
     "read_documents",
+    "source_name",
 ]

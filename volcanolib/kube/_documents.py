@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -46,7 +47,7 @@ from yaml.resolver import Resolver
 from volcanolib.errors import ManifestError
 from volcanolib.kube._fields import gc_paused
 
-__all__ = ["parse_documents", "read_documents"]
+__all__ = ["STDIN", "parse_documents", "read_documents", "source_name"]
 
 try:  # PyYAML built without libyaml has no yaml.cyaml
     from yaml import cyaml as _cyaml
@@ -64,12 +65,25 @@ MAX_ALIASED: Final = 1_000_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+#: The file name that stands for standard input.
+STDIN: Final = "-"
+
+
+def source_name(path: str | Path) -> str:
+    """How errors name a file: its path, or ``<stdin>`` for ``-``."""
+    return "<stdin>" if str(path) == STDIN and not isinstance(path, Path) else str(path)
+
+
 def read_documents(path: str | Path) -> list[Any]:
     """Read a file and return its documents (empty documents left out).
 
+    The name ``-`` reads standard input (``kubectl get ... -o json | volcanolib simulate -``).
+
     :raises ManifestError: naming the file when it cannot be read or parsed.
     """
-    source = str(path)
+    source = source_name(path)
+    if source == "<stdin>":
+        return parse_documents(sys.stdin.read(), source=source)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

@@ -35,7 +35,7 @@ from volcanolib.api.resource import PODS
 from volcanolib.api.task import TaskInfo
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import parse_documents, read_documents
+from volcanolib.kube._documents import parse_documents, read_documents, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
 from volcanolib.kube.jobs import expand_job
@@ -132,7 +132,7 @@ class ManifestLoader:
 
         :raises ManifestError: naming the file when it cannot be read or parsed.
         """
-        source = str(path)
+        source = source_name(path)
         docs = read_documents(path)
         for i, doc in enumerate(docs):
             self.add(doc, source=source, where=f"document {i + 1}" if len(docs) > 1 else "")
@@ -288,9 +288,11 @@ class ManifestLoader:
         for class_name, count in sorted(reader.missing_classes.items()):
             self._warn(f"PriorityClass {class_name!r} does not exist: {count} pod(s) naming it get priority 0")
         if reader.foreign_grouped:
+            one = len(reader.foreign_grouped) == 1
             self._warn(
-                f"{_count(reader.foreign_grouped, 'pending pod')} naming a PodGroup belong to another scheduler "
-                f"than {self.scheduler_name!r} and are ignored: {_some(reader.foreign_grouped)}"
+                f"{_count(reader.foreign_grouped, 'pending pod')} naming a PodGroup "
+                f"{'belongs' if one else 'belong'} to another scheduler than {self.scheduler_name!r} "
+                f"and {'is' if one else 'are'} ignored: {_some(reader.foreign_grouped)}"
             )
         for key, pg in reader.generated.items():
             groups.setdefault(key, pg)

@@ -92,8 +92,8 @@ def _insufficient(request: Resource, free: Resource) -> list[str]:
         want, have = request.get(name), free.get(name)
         if want > have and want - have >= MIN_RESOURCE:
             fmt = (
-                Resource().set(name, want).to_quantities()[name],
-                Resource().set(name, max(have, 0)).to_quantities()[name],
+                Resource().set(name, want).to_readable()[name],
+                Resource().set(name, max(have, 0)).to_readable()[name],
             )
             out.append((name, f"Insufficient {name} (requested {fmt[0]}, free {fmt[1]})"))
     return [text for _, text in out]
@@ -176,9 +176,10 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
                     votes = ", ".join(
                         f"{p} {_vote_text(v)}" for p, v in _plugin_answers(ssn, "job_enqueueable", job=job)
                     )
+                    wanted = job.pod_group.min_resources.describe(readable=True)
                     notes.append(
                         f"The PodGroup is Pending: enqueue {verdict} it now "
-                        f"(minResources {_resources_text(job.pod_group.min_resources)}; votes: {votes or 'none'})."
+                        f"(minResources {wanted}; votes: {votes or 'none'})."
                     )
             by_template: dict[str, list[TaskInfo]] = {}
             pending = job.task_status_index.get(TaskStatus.PENDING, {})
@@ -211,10 +212,6 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
             if view is not None:
                 views.append((name, view))
     return Explanation(uid, queue, report, result.unschedulable.get(uid), tuple(notes), tuple(pods), tuple(views))
-
-
-def _resources_text(res: Resource) -> str:
-    return ", ".join(f"{k} {v}" for k, v in res.to_quantities().items() if res.get(k) != 0) or "nothing"
 
 
 def _plugin_answers(ssn: Session, hook: str, **args: Any) -> list[tuple[str, Any]]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from volcanolib.api.resource import Resource
+from volcanolib.errors import VolcanolibError
 from volcanolib.sim.explain import Explanation
 from volcanolib.sim.runner import CheckOutcome, SimulationResult
 
@@ -36,15 +37,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, indent: s
         cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + row[-1:]
         lines.append((indent + "  ".join(cells)).rstrip())
     return lines
-
-
-def resources_text(res: Resource, *, with_pods: bool = False) -> str:
-    """``cpu 2, memory 4Gi, nvidia.com/gpu 1`` (zero dimensions and, by default, ``pods`` left out)."""
-    quantities = res.to_quantities()
-    parts = [
-        f"{name} {qty}" for name, qty in quantities.items() if res.get(name) != 0 and (with_pods or name != "pods")
-    ]
-    return ", ".join(parts) or "nothing"
 
 
 def _plural(n: int, noun: str) -> str:
@@ -129,14 +121,27 @@ def _view_lines(view: object) -> list[str]:
         out = []
         for key, value in view.items():
             if isinstance(value, Resource):
-                shown = resources_text(value, with_pods=True)
+                shown = value.describe(with_pods=True, readable=True)
             elif isinstance(value, Mapping):
-                shown = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+                shown = _quantities_text(value)
             else:
                 shown = str(value)
             out.append(f"    {key}: {shown}")
         return out
     return [f"    {line}" for line in str(view).splitlines()]
+
+
+def _quantities_text(value: Mapping[Any, Any]) -> str:
+    """A mapping of Kubernetes quantities as a person reads it; any other mapping as ``key value`` pairs."""
+    if value and all(isinstance(v, str) for v in value.values()):
+        try:
+            res = Resource.from_list(value)
+        except VolcanolibError:
+            pass
+        else:
+            if len(res.all_names()) >= len(value):
+                return res.describe(with_pods=True, readable=True)
+    return ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
 
 
 def format_explanation(exp: Explanation, *, max_nodes: int = 20, max_pods: int = 10) -> str:
@@ -162,7 +167,7 @@ def format_explanation(exp: Explanation, *, max_nodes: int = 20, max_pods: int =
     shown_pods = exp.pods[:max_pods] if max_pods else exp.pods
     for pod in shown_pods:
         similar = f" (and {_plural(pod.similar, 'more pod')} like it)" if pod.similar else ""
-        lines.append(f"  {pod.pod}{similar}: requests {resources_text(pod.request)}")
+        lines.append(f"  {pod.pod}{similar}: requests {pod.request.describe(readable=True)}")
         lines.append(f"    {pod.summary}")
         rows = [(n.node, n.plugin or "-", n.reason) for n in pod.nodes]
         if max_nodes and len(rows) > max_nodes:

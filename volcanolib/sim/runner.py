@@ -47,7 +47,7 @@ from volcanolib.errors import ConfigError, ManifestError, VolcanolibError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
-from volcanolib.kube import read_documents
+from volcanolib.kube import read_documents, source_name
 from volcanolib.kube._fields import gc_paused
 from volcanolib.kube.loader import Cluster, ManifestLoader
 from volcanolib.scheduler import CycleResult, Scheduler
@@ -221,8 +221,10 @@ def _load_scenario(
     warnings: list[str] = []
     pending: list[tuple[str, list[Any], bool]] = []
     for path in paths:
-        source = str(path)
+        source = source_name(path)
         docs = read_documents(path)
+        if not docs:
+            raise ManifestError("no objects passed: the file holds no document", source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             data = docs[0]
             if "objects" not in data:
@@ -528,11 +530,18 @@ def check_scenario(path: str | Path, *, seed: int = 0, registry: Registry | None
     try:
         scenario = load_scenario([path])
     except VolcanolibError as exc:
-        return CheckOutcome(source, Path(path).name, error=str(exc), bad_input=True)
+        return CheckOutcome(source, Path(path).name, error=_without_source(exc, source), bad_input=True)
     if scenario.expect is None or scenario.expect.is_empty():
         return CheckOutcome(source, scenario.name, error="nothing to check: the file has no 'expect' block")
     try:
         result = run_scenario(scenario, seed=seed, registry=registry)
     except VolcanolibError as exc:
-        return CheckOutcome(source, scenario.name, error=str(exc), bad_input=True)
+        return CheckOutcome(source, scenario.name, error=_without_source(exc, source), bad_input=True)
     return CheckOutcome(source, scenario.name, tuple(compare(scenario.expect, result)), result=result)
+
+
+def _without_source(exc: VolcanolibError, source: str) -> str:
+    """An error's message without the file name it starts with (the check line names the file already)."""
+    text = str(exc)
+    prefix = f"{source}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text

@@ -283,3 +283,42 @@ def test_topology_aware_dry_runs_leave_bound_victims_bound() -> None:
     ssn = result.session
     assert ssn is not None
     assert ssn.jobs["default/j1"].tasks["default-v-j1"].status is S.BOUND
+
+
+def test_topology_aware_dry_runs_leave_the_tasks_they_try_as_they_were() -> None:
+    # Volcano's dry runs work on copies; here they evict and undo, which must not leave a trace on a spared task.
+    cache = cluster()
+    cache.add_node(build_node("n1", cpu="4"))
+    cache.add_pod_group(build_pod_group("ja", min_member=1, priority_class_name="low"))
+    cache.add_task(build_task("a", job="ja", cpu="1", node="n1", priority=1, status=S.BOUND))
+    running(cache, "jb", "n1", ("b", "2", 1), prio="mid")
+    running(cache, "jc", "n1", ("c", "1", 1), prio="high")
+    cache.add_priority_class("top", 100)
+    preemptor(cache, "hi", "2", prio="top")
+    result = run_session(cache, conf("t-prio", extra=TOPOLOGY), registry=REGISTRY)
+    assert cache.evicted == ["default/b"]
+    ssn = result.session
+    assert ssn is not None
+    spared = ssn.jobs["default/ja"].tasks["default-a"]
+    assert spared.status is S.BOUND
+    assert spared.last_transaction is None, "a tried and spared victim carries no record of an undone eviction"
+    assert ssn.nodes["n1"].releasing.milli_cpu == 2000
+
+
+def test_topology_aware_preemption_skips_nodes_whose_predicates_still_fail_after_the_evictions() -> None:
+    def once(blocked: str) -> tuple[list[str], list[str]]:
+        cache = cluster()
+        for name in ("n1", "n2"):
+            cache.add_node(build_node(name, cpu="1"))
+        running(cache, "j1", "n1", ("v1", "1", 1), prio="low")
+        running(cache, "j2", "n2", ("v2", "1", 1), prio="mid")
+        preemptor(cache, "hi", "1")
+        result = run_session(
+            cache, conf("t-prio", f"t-block {{nodes: [{blocked}]}}", extra=TOPOLOGY), registry=REGISTRY
+        )
+        return cache.evicted, [node for _, node in result.pipelined]
+
+    # n1 holds the least important victim, but the preemptor never passes there: n2 is the only candidate.
+    assert once("n1") == (["default/v2"], ["n2"])
+    # No node where a victim set makes the preemptor pass: nothing is evicted, nothing pipelined.
+    assert once("n1, n2") == ([], [])

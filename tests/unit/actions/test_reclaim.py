@@ -175,38 +175,3 @@ def test_tasks_of_the_reclaimers_own_queue_are_not_candidates() -> None:
     cache.add_task(build_task("new-0", job="new"))
     run_session(cache, conf("{anything: true}"), registry=REGISTRY)
     assert cache.evicted == []
-
-
-def test_fit_after_evicting_one_victim_is_the_fit_after_the_eviction() -> None:
-    import random
-
-    from volcanolib.actions._util import fits_future_idle, fits_future_idle_after_evicting
-
-    rng = random.Random(5)
-    for trial in range(200):
-        node = build_node("n1", "16", "64Gi", scalars={"nvidia.com/gpu": "8"})
-        tasks = []
-        for i in range(rng.randint(1, 6)):
-            status = rng.choice([S.RUNNING, S.RUNNING, S.RELEASING, S.PIPELINED])
-            gpu = {"nvidia.com/gpu": str(rng.randint(0, 2))} if rng.random() < 0.5 else None
-            task = build_task(
-                f"t{trial}-{i}",
-                node="n1",
-                cpu=f"{rng.randint(1, 4000)}m",
-                memory=f"{rng.randint(1, 12)}Gi",
-                scalars=gpu,
-                status=status,
-            )
-            node.add_task(task)
-            tasks.append(task)
-        gpu = {"nvidia.com/gpu": str(rng.randint(0, 4))} if rng.random() < 0.5 else None
-        preemptor = build_task(
-            f"p{trial}", cpu=f"{rng.randint(1, 8000)}m", memory=f"{rng.randint(1, 24)}Gi", scalars=gpu
-        )
-        for victim in (t for t in tasks if t.status is S.RUNNING):
-            predicted = fits_future_idle_after_evicting(preemptor, node, victim)
-            victim.status = S.RELEASING
-            node.update_task(victim)
-            assert predicted is fits_future_idle(preemptor, node)
-            victim.status = S.RUNNING
-            node.update_task(victim)

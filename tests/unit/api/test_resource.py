@@ -150,3 +150,26 @@ def test_fits_with_is_the_sum_compared_on_the_requested_dimensions() -> None:
         allocated, request, deserved = resource(), resource(), resource()
         expected = allocated.clone().add(request).less_equal_with_dimension(deserved, request)
         assert allocated.fits_with(request, deserved) is expected
+
+
+def test_readable_quantities_use_the_units_people_read() -> None:
+    res = Resource.from_list(
+        {
+            "cpu": "3290m",
+            "memory": "24069276Ki",
+            "ephemeral-storage": "214748364800",
+            "nvidia.com/gpu": "5331200m",
+            "pods": "110",
+        }
+    )
+    assert res.to_readable() == {
+        "cpu": "3.29",
+        "memory": "23 GiB",
+        "ephemeral-storage": "200 GiB",
+        "nvidia.com/gpu": "5331.2",
+        "pods": "110",
+    }
+    assert Resource.from_list({"memory": "1536Mi"}).to_readable()["memory"] == "1.5 GiB"
+    assert Resource.from_list({"memory": "100"}).to_readable()["memory"] == "100 B"
+    assert Resource.from_list({"cpu": "4"}).describe(readable=True) == "cpu 4"
+    assert Resource().describe() == "nothing"

@@ -375,9 +375,11 @@ def test_rollback_gives_an_evicted_bound_task_back_as_bound_and_discard_as_runni
     stmt.evict(bound, "test")
     stmt.rollback(start)
     assert bound.status is TaskStatus.BOUND and capture(ssn, ledger) == before
+    assert bound.last_transaction is None  # a rollback is a dry run: no undone decision to explain
     stmt.evict(bound, "test")
     stmt.discard()
     assert bound.status is TaskStatus.RUNNING  # Volcano's unevict
+    assert bound.last_transaction == ("n0", TaskStatus.RELEASING)
     assert capture(ssn, ledger) == _with_status(before, {bound.key: TaskStatus.RUNNING})
 
 

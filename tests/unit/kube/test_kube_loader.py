@@ -342,7 +342,10 @@ def test_pods_of_other_schedulers_only_occupy_their_node() -> None:
     )
     assert [t.name for t in cluster.tasks] == ["placed"]
     assert cluster.tasks[0].job == ""
-    assert any("belong to another scheduler" in w and "ns1/no-name" in w for w in cluster.warnings)
+    assert any(
+        "1 pending pod naming a PodGroup belongs to another scheduler" in w and "is ignored: ns1/no-name" in w
+        for w in cluster.warnings
+    )
     cache = cluster.to_cache()
     snap = cache.snapshot()
     assert snap.nodes["n1"].idle.milli_cpu == 3000

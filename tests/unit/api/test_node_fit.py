@@ -1,0 +1,68 @@
+"""NodeInfo's fit checks: what a request fits now, later, and after an eviction."""
+
+from __future__ import annotations
+
+import random
+
+from volcanolib.api.task import TaskStatus as S
+from volcanolib.testing import build_node, build_task
+
+
+def test_fit_after_evicting_one_victim_is_the_fit_after_the_eviction() -> None:
+    rng = random.Random(5)
+    for trial in range(200):
+        node = build_node("n1", "16", "64Gi", scalars={"nvidia.com/gpu": "8"})
+        tasks = []
+        for i in range(rng.randint(1, 6)):
+            status = rng.choice([S.RUNNING, S.RUNNING, S.RELEASING, S.PIPELINED])
+            gpu = {"nvidia.com/gpu": str(rng.randint(0, 2))} if rng.random() < 0.5 else None
+            task = build_task(
+                f"t{trial}-{i}",
+                node="n1",
+                cpu=f"{rng.randint(1, 4000)}m",
+                memory=f"{rng.randint(1, 12)}Gi",
+                scalars=gpu,
+                status=status,
+            )
+            node.add_task(task)
+            tasks.append(task)
+        gpu = {"nvidia.com/gpu": str(rng.randint(0, 4))} if rng.random() < 0.5 else None
+        preemptor = build_task(
+            f"p{trial}", cpu=f"{rng.randint(1, 8000)}m", memory=f"{rng.randint(1, 24)}Gi", scalars=gpu
+        )
+        for victim in (t for t in tasks if t.status is S.RUNNING):
+            predicted = node.first_insufficient(preemptor.init_resreq, victim.resreq) is None
+            victim.status = S.RELEASING
+            node.update_task(victim)
+            assert predicted is node.fits_future_idle(preemptor.init_resreq)
+            victim.status = S.RUNNING
+            node.update_task(victim)
+
+
+def test_fit_after_releasing_many_is_the_fit_after_evicting_them() -> None:
+    rng = random.Random(11)
+    for trial in range(200):
+        node = build_node("n1", "16", "64Gi", scalars={"nvidia.com/gpu": "8"})
+        running = []
+        for i in range(rng.randint(1, 6)):
+            task = build_task(
+                f"t{trial}-{i}",
+                node="n1",
+                cpu=f"{rng.randint(1, 4000)}m",
+                memory=f"{rng.randint(1, 12)}Gi",
+                scalars={"nvidia.com/gpu": str(rng.randint(0, 2))} if rng.random() < 0.5 else None,
+                status=S.RUNNING,
+            )
+            node.add_task(task)
+            running.append(task)
+        preemptor = build_task(f"p{trial}", cpu=f"{rng.randint(1, 12000)}m", memory=f"{rng.randint(1, 40)}Gi")
+        victims = rng.sample(running, rng.randint(0, len(running)))
+        predicted = node.fits_future_idle_without(preemptor.init_resreq, (v.resreq for v in victims))
+        for victim in victims:
+            victim.status = S.RELEASING
+            node.update_task(victim)
+        assert predicted is node.fits_future_idle(preemptor.init_resreq)
+        short = node.first_insufficient(preemptor.init_resreq)
+        assert (short is None) is predicted
+        if short is not None:
+            assert short in ("cpu", "memory")

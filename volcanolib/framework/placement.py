@@ -1,0 +1,527 @@
+"""Placement: the one answer to "which nodes may take this task, which is best, and why not".
+
+Every action that puts a task on a node (allocate, backfill, preempt,
+reclaim) asks the session's :class:`Placement`. It combines the resource
+check, the plugins' predicates and scores and Volcano's per-role predicate
+error cache, and keeps three private strategies that give the same answers
+as checking every node, faster:
+
+* a **fit index**: for each distinct request, the nodes it fits (future idle)
+  and fits now (idle), re-checked only on the nodes that changed since;
+* **node classes**: when every plugin that checks or scores nodes says what
+  it reads of a node (``node_class_key``), one node per class of alike nodes
+  is checked and scored in place of all of them;
+* **remembered class answers**: when every such plugin's scores are
+  pointwise, each class's answer is kept per task signature, so a task
+  touches only the classes that appeared since the last alike task.
+
+Each strategy stays current by reading the session's node log (every
+allocate or deallocate event appends its node's name) through one reader,
+:class:`NodeChanges`.
+
+A batch that covers every ready node is always the session's
+:attr:`~volcanolib.framework.session.Session.node_list` object itself, so a
+plugin's ``batch_predicate`` or ``batch_node_order`` can tell a full batch by
+identity (``nodes is ssn.node_list``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+
+from sortedcontainers import SortedList
+
+from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
+from volcanolib.framework.nodeclass import ClassAnswers, NodeClasses, NodeClassPlan
+
+if TYPE_CHECKING:
+    from volcanolib.api.node import NodeInfo
+    from volcanolib.api.resource import Resource
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+
+__all__ = ["NodeChanges", "Placement", "PredicateCache", "VictimNodes"]
+
+#: Task signatures whose class answers are remembered before starting over.
+_MAX_SIGNATURES: Final = 4096
+
+
+class NodeChanges:
+    """Which nodes changed since a mark, read from the session's node log.
+
+    The indexes of a :class:`Placement` each keep a mark (an integer) and
+    ask for the positions of the nodes changed since; this is the only code
+    that reads the log.
+
+    :param nodes: the node list positions refer to.
+    :param log: names of changed nodes, appended to as nodes change.
+    """
+
+    __slots__ = ("_log", "nodes", "position")
+
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str]) -> None:
+        self.nodes = nodes
+        self._log = log
+        #: A node's place in :attr:`nodes`, by name.
+        self.position: dict[str, int] = {node.name: i for i, node in enumerate(nodes)}
+
+    def mark(self) -> int:
+        """A mark for "now"."""
+        return len(self._log)
+
+    def since(self, mark: int) -> list[int]:
+        """The positions of the nodes changed since ``mark``, each once, in order of first change."""
+        where = self.position
+        positions = []
+        for name in dict.fromkeys(self._log[mark:]):
+            position = where.get(name)
+            if position is not None:
+                positions.append(position)
+        return positions
+
+
+class PredicateCache:
+    """Volcano's per-role predicate error cache: the scope in which a failure is reused.
+
+    Once a task of a job's role fails a predicate on a node, later tasks of
+    the same role (same :attr:`TaskInfo.template`) asked about with the same
+    cache get the recorded failure for that node without running the
+    predicates again. Tasks without a role are never cached. Volcano keeps
+    one cache per job visit in allocate, one per action in preempt and one
+    per task in reclaim; the actions make theirs accordingly.
+
+    :param enabled: the action argument ``predicateErrorCacheEnable``.
+    """
+
+    __slots__ = ("_failed", "enabled")
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._failed: dict[str, dict[str, FitError]] = {}
+
+    def has_failures(self, task: TaskInfo) -> bool:
+        """Whether failures are recorded for the task's role (its later tasks skip those nodes)."""
+        return bool(self._failed) and self.enabled and bool(task.role) and bool(self._failed.get(task.template))
+
+    def _key(self, task: TaskInfo) -> str | None:
+        return task.template if self.enabled and task.role else None
+
+
+class _FitIndex:
+    """Per distinct request: the nodes it fits (future idle), their names, and the names it fits now (idle).
+
+    Re-checks only the nodes changed since the request was last asked
+    about. When every node fits, the node list itself is returned, so a full
+    batch stays recognisable.
+    """
+
+    __slots__ = ("_changes", "_entries", "nodes")
+
+    #: Distinct requests remembered before the index starts over.
+    MAX_ENTRIES: Final = 1024
+
+    def __init__(self, nodes: Sequence[NodeInfo], changes: NodeChanges) -> None:
+        self.nodes = nodes
+        self._changes = changes
+        # request key -> [fitting nodes, fitting names, idle-fitting names, mark]
+        self._entries: dict[Hashable, list[Any]] = {}
+
+    def fitting(self, req: Resource) -> tuple[Sequence[NodeInfo], set[str], set[str]]:
+        """``(nodes fitting future idle in order, their names, names of those fitting idle)``."""
+        key = req.key()
+        entry = self._entries.get(key)
+        changes = self._changes
+        if entry is None:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            fit: list[NodeInfo] = []
+            names: set[str] = set()
+            idle: set[str] = set()
+            for node in self.nodes:
+                if node.first_insufficient(req) is None:
+                    fit.append(node)
+                    names.add(node.name)
+                    if req.less_equal(node.idle):
+                        idle.add(node.name)
+            found: Sequence[NodeInfo] = self.nodes if len(fit) == len(self.nodes) else fit
+            entry = self._entries[key] = [found, names, idle, changes.mark()]
+        elif entry[3] < changes.mark():
+            names = entry[1]
+            idle = entry[2]
+            changed = False
+            nodes = self.nodes
+            for position in changes.since(entry[3]):
+                node = nodes[position]
+                name = node.name
+                now = node.first_insufficient(req) is None
+                if now != (name in names):
+                    changed = True
+                    if now:
+                        names.add(name)
+                    else:
+                        names.discard(name)
+                if now and req.less_equal(node.idle):
+                    idle.add(name)
+                else:
+                    idle.discard(name)
+            if changed:
+                entry[0] = nodes if len(names) == len(nodes) else [n for n in nodes if n.name in names]
+            entry[3] = changes.mark()
+        return entry[0], entry[1], entry[2]
+
+
+class VictimNodes:
+    """Positions of the nodes holding a task ``possible`` accepts, ascending, kept current.
+
+    Preempt and reclaim look for victims node by node; on a busy cluster most
+    nodes they pass have nothing left to evict. Read :meth:`alive` to skip
+    those without looking at their tasks.
+
+    :param changes: the session's node-change reader (positions refer to its nodes).
+    :param possible: whether a task might be a victim (a superset of every
+        victim filter the action applies).
+    """
+
+    __slots__ = ("_alive", "_changes", "_mark", "_possible")
+
+    def __init__(self, changes: NodeChanges, possible: Callable[[TaskInfo], bool]) -> None:
+        self._changes = changes
+        self._mark = changes.mark()
+        self._possible = possible
+        self._alive: SortedList[int] = SortedList(i for i, node in enumerate(changes.nodes) if self._holds(node))
+
+    @property
+    def nodes(self) -> Sequence[NodeInfo]:
+        """The node list positions refer to."""
+        return self._changes.nodes
+
+    def _holds(self, node: NodeInfo) -> bool:
+        possible = self._possible
+        return any(possible(task) for task in node.tasks.values())
+
+    def alive(self) -> SortedList[int]:
+        """The positions of the nodes holding a possible victim now (do not change it)."""
+        changes = self._changes
+        if self._mark != changes.mark():
+            alive = self._alive
+            nodes = changes.nodes
+            for position in changes.since(self._mark):
+                holds = self._holds(nodes[position])
+                if holds and position not in alive:
+                    alive.add(position)
+                elif not holds and position in alive:
+                    alive.remove(position)
+            self._mark = changes.mark()
+        return self._alive
+
+
+@final
+class Placement:
+    """Where a task may go in one session: feasible nodes, the best node, and why not.
+
+    Made by the session (:attr:`Session.placement
+    <volcanolib.framework.session.Session.placement>`) once its snapshot is
+    loaded; every answer reflects the nodes as they are when asked.
+    Node-class strategies are used only where the caller allows them
+    (``node_classes``) and every plugin that checks or scores nodes says how
+    to group them; the answers are the same either way.
+    """
+
+    __slots__ = ("_answers", "_changes", "_classes", "_fit", "_ssn", "nodes")
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        #: The session's ready nodes, in order (ties are broken in this order).
+        self.nodes: Sequence[NodeInfo] = ssn.node_list
+        self._changes = NodeChanges(self.nodes, ssn.node_log)
+        self._fit = _FitIndex(self.nodes, self._changes)
+        self._classes: NodeClasses | None = None
+        #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
+        self._answers: dict[Hashable, ClassAnswers] = {}
+
+    def _node_classes(self) -> NodeClasses:
+        classes = self._classes
+        if classes is None:
+            classes = self._classes = NodeClasses(self._changes)
+        return classes
+
+    def victim_nodes(self, possible: Callable[[TaskInfo], bool]) -> VictimNodes:
+        """An index of the nodes holding a task ``possible`` accepts, kept current as tasks move."""
+        return VictimNodes(self._changes, possible)
+
+    # ------------------------------------------------------------------ feasibility
+
+    def feasible(
+        self,
+        task: TaskInfo,
+        nodes: Sequence[NodeInfo] | None = None,
+        *,
+        cache: PredicateCache | None = None,
+        fit_errors: FitErrors | None = None,
+        resource_check: bool = False,
+        for_preempt: bool = False,
+    ) -> list[NodeInfo]:
+        """The nodes, in order, that may take ``task``; when none may, ``fit_errors`` says why for each.
+
+        :param nodes: the nodes to consider (every ready node by default).
+        :param cache: reuse and record predicate failures of the task's role.
+        :param resource_check: first require the request to fit each node's
+            future idle (failing with ``Insufficient <resource>``), as allocate does.
+        :param for_preempt: keep nodes whose only failure is plain
+            ``UNSCHEDULABLE`` (evicting may fix it), as preempt and reclaim do.
+        """
+        ssn = self._ssn
+        every = nodes is None or nodes is self.nodes
+        considered: Sequence[NodeInfo] = self.nodes if nodes is None else nodes
+        errors = fit_errors if fit_errors is not None else FitErrors()
+        key = cache._key(task) if cache is not None else None
+        cached = cache._failed.get(key) if cache is not None and key is not None else None
+        req = task.init_resreq
+        fit_names: set[str] | None = None
+        candidates: Sequence[NodeInfo]
+        if resource_check and every:
+            fit, fit_names, _ = self._fit.fitting(req)
+            candidates = [n for n in fit if n.name not in cached] if cached else fit
+        else:
+            chosen: list[NodeInfo] = []
+            for node in considered:
+                if cached is not None and node.name in cached:
+                    continue
+                if resource_check and node.first_insufficient(req) is not None:
+                    continue
+                chosen.append(node)
+            candidates = considered if every and len(chosen) == len(considered) else chosen
+        passed = ssn.predicate_nodes(task, candidates, for_preempt=for_preempt, fit_errors=errors) if candidates else []
+        if cache is not None and key is not None and len(passed) != len(candidates):
+            alive = {n.name for n in passed}
+            store = cache._failed.setdefault(key, {})
+            for node in candidates:
+                if node.name not in alive:
+                    failure = errors.nodes.get(node.name)
+                    if failure is not None:
+                        store[node.name] = failure
+        if not passed and fit_errors is not None:
+            # Explain the nodes that never reached the predicates.
+            record = fit_errors.set_node_error
+            for node in considered:
+                if cached is not None:
+                    hit = cached.get(node.name)
+                    if hit is not None:
+                        record(FitError(task.key, node.name, hit.reasons))
+                        continue
+                if resource_check and (fit_names is None or node.name not in fit_names):
+                    short = node.first_insufficient(req)
+                    if short is not None:
+                        record(FitError(task.key, node.name, (insufficient(short),)))
+        return passed
+
+    def passes(self, task: TaskInfo, node: NodeInfo, cache: PredicateCache, *, for_preempt: bool = True) -> bool:
+        """Whether ``node`` passes for ``task`` (as :meth:`feasible` over that one node)."""
+        return bool(self.feasible(task, [node], cache=cache, for_preempt=for_preempt))
+
+    def best(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        """The node a task goes to among feasible ones: ``best_node``, else the top score, ties drawn."""
+        return self._ssn.best_node(task, nodes)
+
+    # ------------------------------------------------------------------ allocate's choice
+
+    def choose(
+        self, task: TaskInfo, cache: PredicateCache, *, node_classes: bool = True
+    ) -> NodeInfo | FitErrors | None:
+        """The node allocate places ``task`` on, or why no node may take it.
+
+        A nominated node that fits and passes is chosen first. Otherwise the
+        feasible nodes (future idle fits the request and every predicate
+        passes) where the task fits idle resources now are preferred to those
+        where it would be pipelined; among them ``best_node`` decides, else
+        the highest score, ties broken by the session's seeded generator.
+
+        :returns: the node; or :class:`FitErrors` saying, node by node, why
+            none is feasible; or ``None`` when feasible nodes exist but no
+            node was chosen among them.
+        """
+        ssn = self._ssn
+        pod = task.pod
+        nominated = pod.nominated_node_name if pod is not None else ""
+        if not nominated and node_classes:
+            plan = ssn.node_class_plan(task)
+            if plan is not None:
+                chosen: NodeInfo | FitErrors | None = None
+                if plan.pointwise:
+                    chosen = self._choose_remembered(task, plan)
+                if chosen is None:
+                    chosen = self._choose_by_class(task, plan, explain=not cache.has_failures(task))
+                if chosen is not None:
+                    return chosen
+        errors = FitErrors(total_nodes=len(self.nodes))
+        feasible: list[NodeInfo] = []
+        if nominated:
+            nominee = ssn.nodes.get(nominated)
+            if nominee is not None and nominee.fits_future_idle(task.init_resreq):
+                feasible = self.feasible(task, [nominee], cache=cache, fit_errors=FitErrors(), resource_check=True)
+        if not feasible:
+            feasible = self.feasible(task, cache=cache, fit_errors=errors, resource_check=True)
+        if not feasible:
+            return errors
+        return self._choose_node(task, feasible)
+
+    def _choose_node(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
+        """The best feasible node: nodes where the task fits idle resources win over pipelining."""
+        idle: list[NodeInfo] = []
+        future: list[NodeInfo] = []
+        _, fit_names, idle_names = self._fit.fitting(task.init_resreq)
+        for node in feasible:
+            name = node.name
+            if name in idle_names:
+                idle.append(node)
+            elif name in fit_names:
+                future.append(node)
+        for group in (idle, future):
+            if group:
+                chosen = self._ssn.best_node(task, group)
+                if chosen is not None:
+                    return chosen
+        return None
+
+    def _choose_remembered(self, task: TaskInfo, plan: NodeClassPlan) -> NodeInfo | None:
+        """:meth:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
+
+        Tasks with the same plan token and request get the same answers from
+        a class as long as it exists, so only classes that appeared since the
+        last such task are checked and scored. ``None`` when no node is feasible.
+        """
+        classes = self._node_classes()
+        ssn = self._ssn
+        req = task.init_resreq
+        part = classes.partition(plan)
+        signature = (plan.token, req.key())
+        view = self._answers.get(signature)
+        if view is None:
+            if len(self._answers) >= _MAX_SIGNATURES:
+                self._answers.clear()
+            view = self._answers[signature] = ClassAnswers()
+
+        def ask(reps: list[NodeInfo]) -> list[tuple[bool, float] | None]:
+            fitting = [rep for rep in reps if rep.first_insufficient(req) is None]
+            passed = ssn.predicate_nodes(task, fitting) if fitting else []
+            scores = ssn.node_scores(task, passed) if passed else {}
+            return [(req.less_equal(rep.idle), scores[rep.name]) if rep.name in scores else None for rep in reps]
+
+        view.update(part, classes.nodes, ask)
+        best = view.best()
+        if best is None:
+            return None
+        groups = [part.classes[key] for key in best[1]]
+        return classes.nodes[self._draw(classes, groups)]
+
+    def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
+        """One position among the members of ``groups``, drawn as the node-by-node path draws its tie."""
+        count = sum(len(members) for members in groups)
+        rank = self._ssn.rng.randrange(count) if count > 1 else 0
+        return classes.nth(groups, rank)
+
+    def _choose_by_class(self, task: TaskInfo, plan: NodeClassPlan, *, explain: bool) -> NodeInfo | FitErrors | None:
+        """The node :meth:`_choose_node` would choose, checking and scoring one node per class.
+
+        When no node is feasible: with ``explain``, why, node by node, as the
+        per-node path would record it; else ``None`` (the caller then takes the
+        per-node path).
+        """
+        ssn = self._ssn
+        classes = self._node_classes()
+        req = task.init_resreq
+        nodes = classes.nodes
+        members_of: dict[str, list[int]] = {}
+        fitting: list[NodeInfo] = []
+        short: list[tuple[str, list[int]]] = []
+        for members in classes.classes(plan).values():
+            rep = nodes[members[0]]
+            lacking = rep.first_insufficient(req)
+            if lacking is None:
+                fitting.append(rep)
+                members_of[rep.name] = members
+            elif explain:
+                short.append((lacking, members))
+        errors = FitErrors(total_nodes=len(nodes)) if explain else None
+        passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
+        group = [rep for rep in passed if req.less_equal(rep.idle)] or passed
+        if not group:
+            if errors is None:
+                return None
+            # Every node of a class fails as its representative did; give each node its reasons.
+            failed = errors.nodes
+            for rep in fitting:
+                reasons = failed[rep.name].reasons
+                errors.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
+            for lacking, members in short:
+                errors.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
+            return errors
+        if len(group) == 1 and len(members_of[group[0].name]) == 1:
+            return group[0]
+        scores = ssn.node_scores(task, group)
+        best_score = max(scores[rep.name] for rep in group)
+        best = [members_of[rep.name] for rep in group if scores[rep.name] == best_score]
+        return nodes[self._draw(classes, best)]
+
+    # ------------------------------------------------------------------ preempt's order
+
+    def preemption_order(
+        self,
+        task: TaskInfo,
+        cache: PredicateCache,
+        holding: VictimNodes,
+        *,
+        node_classes: bool = True,
+    ) -> Iterator[NodeInfo]:
+        """The nodes preempt tries for ``task``, best first: feasible for preemption, by descending score.
+
+        Feasible means passing the predicates where a plain ``UNSCHEDULABLE``
+        failure counts as fixable by eviction. Ties keep node order. Nodes
+        that hold no possible victim (``holding``) and where the task does
+        not fit as they are may be left out: nothing there could make room.
+        """
+        ssn = self._ssn
+        if node_classes:
+            plan = ssn.node_class_plan(task)
+            if plan is not None:
+                return self._preemption_order_by_class(task, plan, cache, holding)
+        nodes = self.feasible(task, cache=cache, for_preempt=True)
+        return iter(ssn.sorted_by_score(task, nodes) if nodes else ())
+
+    def _preemption_order_by_class(
+        self, task: TaskInfo, plan: NodeClassPlan, cache: PredicateCache, holding: VictimNodes
+    ) -> Iterator[NodeInfo]:
+        ssn = self._ssn
+        classes = self._node_classes()
+        part = classes.partition(plan)
+        nodes = classes.nodes
+        reps: list[NodeInfo] = []
+        members_of: dict[str, list[int]] = {}
+        for members in part.classes.values():
+            rep = nodes[members[0]]
+            reps.append(rep)
+            members_of[rep.name] = members
+        passed = self.feasible(task, reps, cache=cache, for_preempt=True)
+        if not passed:
+            return
+        scores = ssn.node_scores(task, passed)
+        levels: dict[float, list[NodeInfo]] = {}
+        for rep in passed:
+            levels.setdefault(scores[rep.name], []).append(rep)
+        alive = holding.alive()
+        key_of = part.key_of
+        req = task.init_resreq
+        for score in sorted(levels, reverse=True):
+            whole: list[list[int]] = []
+            only_victims: set[Hashable] = set()
+            for rep in levels[score]:
+                members = members_of[rep.name]
+                if rep.first_insufficient(req) is None:
+                    whole.append(members)
+                else:
+                    only_victims.add(key_of[members[0]])
+            with_victims = (p for p in alive if key_of[p] in only_victims) if only_victims else iter(())
+            for position in heapq.merge(*whole, with_victims):
+                yield nodes[position]
