@@ -21,8 +21,8 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
-from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -124,22 +124,17 @@ class _Run:
 class AllocateArguments:
     """The ``configurations`` arguments of ``allocate``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Within one turn of a job, a node on which a task of a role failed the predicates is not checked "
-        "again for later tasks of the same role.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Within one turn of a job, a node on which a task of a role failed the predicates is not checked "
+        "again for later tasks of the same role."
     )
-    node_classes: bool = argument(
-        key="nodeClassesEnable",
-        default=True,
-        doc="volcanolib only. Check and score one node per class of alike nodes when every plugin that checks "
-        "or scores nodes says how to group them; the decisions are the same either way. `false` checks every "
-        "node. See [Write fast plugins](performance.md#4-node-classes).",
+    node_classes: bool = node_classes_argument(
+        "Check and score one node per class of alike nodes when every plugin that checks or scores nodes "
+        "says how to group them. See [Write fast plugins](performance.md#4-node-classes)."
     )
 
 
-class Allocate:
+class Allocate(BaseAction[AllocateArguments]):
     """Place pending tasks on nodes, gang by gang.
 
     Jobs taken into account are admitted (not Pending; when ``enqueue`` is
@@ -177,10 +172,7 @@ class Allocate:
     """
 
     name: ClassVar[str] = "allocate"
-    Arguments: ClassVar[type[AllocateArguments]] = AllocateArguments
-
-    def __init__(self, arguments: AllocateArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else AllocateArguments()
+    Arguments = AllocateArguments
 
     def execute(self, ssn: Session) -> None:
         """Run the allocation over the session."""

@@ -13,7 +13,8 @@ from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
-from volcanolib.framework.arguments import argument
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import predicate_error_cache_argument
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -27,14 +28,12 @@ log = logging.getLogger(__name__)
 class BackfillArguments:
     """The ``configurations`` arguments of ``backfill``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Accepted for compatibility; each task is checked on its own, so it has no effect.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Accepted for compatibility; each task is checked on its own, so it has no effect."
     )
 
 
-class Backfill:
+class Backfill(BaseAction[BackfillArguments]):
     """Place best-effort tasks on any node whose predicates accept them.
 
     A best-effort task requests no resources, so only predicates matter (no
@@ -58,10 +57,7 @@ class Backfill:
     """
 
     name: ClassVar[str] = "backfill"
-    Arguments: ClassVar[type[BackfillArguments]] = BackfillArguments
-
-    def __init__(self, arguments: BackfillArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else BackfillArguments()
+    Arguments = BackfillArguments
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
+from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Enqueue"]
 
 
-class Enqueue:
+class Enqueue(BaseAction[NoArguments]):
     """Admission control: move Pending jobs to Inqueue.
 
     Every queue that has a job in the session takes part; its Pending jobs
@@ -37,10 +38,7 @@ class Enqueue:
     """
 
     name: ClassVar[str] = "enqueue"
-    Arguments: ClassVar[type[NoArguments]] = NoArguments
-
-    def __init__(self, arguments: NoArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else NoArguments()
+    Arguments = NoArguments
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""

@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import (
-    PriorityQueue,
-)
+from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache
+from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.status import Code
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
@@ -50,18 +49,13 @@ TaskFilter = Callable[[TaskInfo], bool]
 class PreemptArguments:
     """The ``configurations`` arguments of ``preempt``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="During the action, a node on which a task of a job's role failed the predicates is not checked "
-        "again for later tasks of the same role.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "During the action, a node on which a task of a job's role failed the predicates is not checked "
+        "again for later tasks of the same role."
     )
-    node_classes: bool = argument(
-        key="nodeClassesEnable",
-        default=True,
-        doc="volcanolib only. Check and score one node per class of alike nodes when ordering the nodes a "
-        "preemptor tries (not with topology-aware preemption); the decisions are the same either way. "
-        "`false` checks every node.",
+    node_classes: bool = node_classes_argument(
+        "Check and score one node per class of alike nodes when ordering the nodes a preemptor tries "
+        "(not with topology-aware preemption)."
     )
     topology_aware: bool = argument(
         key="enableTopologyAwarePreemption",
@@ -86,7 +80,7 @@ class PreemptArguments:
     )
 
 
-class Preempt:
+class Preempt(BaseAction[PreemptArguments]):
     """Evict lower-priority tasks of the same queue for starving jobs.
 
     Preemptor jobs are admitted, valid, in a known queue and starving
@@ -136,10 +130,7 @@ class Preempt:
     """
 
     name: ClassVar[str] = "preempt"
-    Arguments: ClassVar[type[PreemptArguments]] = PreemptArguments
-
-    def __init__(self, arguments: PreemptArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else PreemptArguments()
+    Arguments = PreemptArguments
 
     def execute(self, ssn: Session) -> None:
         """Run both preemption phases, queue by queue."""
@@ -215,7 +206,7 @@ class _PreemptRun:
         with ssn.guard(job, stmt):
             while ssn.job_starving(job) and tasks:
                 preemptor = tasks.pop()
-                self.preempt(stmt, preemptor, _other_jobs_filter(ssn, job, preemptor))
+                self.preempt(stmt, preemptor, _victim_filter(ssn, preemptor, same_job=False))
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -229,7 +220,7 @@ class _PreemptRun:
             stmt = ssn.statement()
             done = False
             with ssn.guard(job, stmt):
-                if self.preempt(stmt, preemptor, _same_job_filter(preemptor)):
+                if self.preempt(stmt, preemptor, _victim_filter(ssn, preemptor, same_job=True)):
                     stmt.commit()
                     done = True
                 else:
@@ -431,8 +422,14 @@ class _PreemptRun:
 # ---------------------------------------------------------------------------- filters and ranking
 
 
-def _other_jobs_filter(ssn: Session, job: JobInfo, preemptor: TaskInfo) -> TaskFilter:
+def _victim_filter(ssn: Session, preemptor: TaskInfo, *, same_job: bool) -> TaskFilter:
+    """Bound or Running preemptable tasks (best-effort ones only, for a best-effort preemptor).
+
+    With ``same_job``, tasks of the preemptor's job; else tasks of other jobs of its queue.
+    """
     jobs = ssn.jobs
+    own = jobs.get(preemptor.job)
+    queue = own.queue if own is not None else None
 
     def accept(task: TaskInfo) -> bool:
         status = task.status
@@ -440,22 +437,14 @@ def _other_jobs_filter(ssn: Session, job: JobInfo, preemptor: TaskInfo) -> TaskF
             return False
         if preemptor.best_effort and not task.best_effort:
             return False
-        if not task.preemptable or task.job == preemptor.job:
+        if not task.preemptable:
+            return False
+        if same_job:
+            return task.job == preemptor.job
+        if task.job == preemptor.job:
             return False
         owner = jobs.get(task.job)
-        return owner is not None and owner.queue == job.queue
-
-    return accept
-
-
-def _same_job_filter(preemptor: TaskInfo) -> TaskFilter:
-    def accept(task: TaskInfo) -> bool:
-        status = task.status
-        if status is not _RUNNING and status is not _BOUND:
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        return task.preemptable and task.job == preemptor.job
+        return owner is not None and owner.queue == queue
 
     return accept
 

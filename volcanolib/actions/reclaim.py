@@ -7,16 +7,14 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import (
-    PriorityQueue,
-)
+from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
-from volcanolib.framework.arguments import argument
-from volcanolib.framework.placement import PredicateCache, VictimNodes
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
@@ -35,14 +33,12 @@ _RUNNING: Final = TaskStatus.RUNNING
 class ReclaimArguments:
     """The ``configurations`` arguments of ``reclaim``."""
 
-    predicate_error_cache: bool = argument(
-        key="predicateErrorCacheEnable",
-        default=True,
-        doc="Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect.",
+    predicate_error_cache: bool = predicate_error_cache_argument(
+        "Accepted for compatibility; nodes are filtered afresh for every task, so it has no effect."
     )
 
 
-class Reclaim:
+class Reclaim(BaseAction[ReclaimArguments]):
     """Evict tasks of other queues so that starving jobs can run.
 
     Queues that own an admitted, valid job take turns in queue order; a
@@ -74,10 +70,7 @@ class Reclaim:
     """
 
     name: ClassVar[str] = "reclaim"
-    Arguments: ClassVar[type[ReclaimArguments]] = ReclaimArguments
-
-    def __init__(self, arguments: ReclaimArguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else ReclaimArguments()
+    Arguments = ReclaimArguments
 
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""

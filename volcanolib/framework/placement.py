@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
+from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import ClassAnswers, NodeClasses, NodeClassPlan
 
 if TYPE_CHECKING:
@@ -42,10 +43,31 @@ if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
 
-__all__ = ["NodeChanges", "Placement", "PredicateCache", "VictimNodes"]
+__all__ = [
+    "NodeChanges",
+    "Placement",
+    "PredicateCache",
+    "VictimNodes",
+    "node_classes_argument",
+    "predicate_error_cache_argument",
+]
 
 #: Task signatures whose class answers are remembered before starting over.
 _MAX_SIGNATURES: Final = 4096
+
+
+def predicate_error_cache_argument(doc: str) -> bool:
+    """Declare an action's ``predicateErrorCacheEnable`` argument (default true); ``doc`` says what it does there."""
+    return argument(key="predicateErrorCacheEnable", default=True, doc=doc)
+
+
+def node_classes_argument(doc: str) -> bool:
+    """Declare an action's ``nodeClassesEnable`` argument (volcanolib's own, default true)."""
+    return argument(
+        key="nodeClassesEnable",
+        default=True,
+        doc=f"volcanolib only. {doc} The decisions are the same either way; `false` checks every node.",
+    )
 
 
 class NodeChanges:
