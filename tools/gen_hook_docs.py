@@ -1,55 +1,106 @@
-"""Write docs/hooks.md from volcanolib/framework/hookspecs.py (run after changing a hook)."""
+"""Write docs/hooks.md and the switch table of docs/configuration.md from the hook declarations.
+
+Run after changing a hook: ``python tools/gen_hook_docs.py``. Everything
+comes from :data:`volcanolib.framework.hookspecs.SPECS` (each hook's phase,
+rule, switch and faster form, as its marker declares them), the hooks'
+docstrings and the rule functions of :mod:`volcanolib.framework.combine`;
+tests keep both pages equal to what this script writes.
+"""
 
 from __future__ import annotations
 
 import inspect
-import re
 from pathlib import Path
 
 from volcanolib.framework import hookspecs
+from volcanolib.framework.combine import Rule
+from volcanolib.framework.hookspecs import SPECS, Phase
 
-GROUPS = re.compile(r"^# (?P<title>[A-Z][^\n=]+)$", re.M)
+ROOT = Path(__file__).resolve().parent.parent
+#: The line that starts the switch table in docs/configuration.md.
+SWITCH_TABLE_HEAD = "| switch | hooks it gates |"
 
 
 def signature(name: str) -> str:
-    fn = getattr(hookspecs, name)
-    sig = inspect.signature(fn)
+    """A hook's call signature as a plugin sees it: ``predicate(ssn, task, node) -> Status``."""
+    sig = inspect.signature(getattr(hookspecs, name))
     params = ", ".join(sig.parameters)
     ret = sig.return_annotation if sig.return_annotation is not inspect.Signature.empty else "None"
     return f"{name}({params}) -> {ret}"
 
 
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def _hooks(names: list[str]) -> str:
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def rule_table() -> list[str]:
+    """One row per rule: its name, what it does (its function's summary), the hooks that use it."""
+    out = ["| rule | how the answers combine | hooks |", "|---|---|---|"]
+    for rule in Rule:
+        users = [spec.name for spec in SPECS.values() if spec.rule is rule]
+        if users:
+            text = _first_paragraph(inspect.getdoc(rule.function) or "")
+            out.append(f"| `{rule.value}` | {text} | {_hooks(users)} |")
+    return out
+
+
+def switch_table() -> str:
+    """The switch table of docs/configuration.md: each switch and the hooks it gates, in hook order."""
+    gated: dict[str, list[str]] = {}
+    for spec in SPECS.values():
+        if spec.switch:
+            gated.setdefault(spec.switch, []).append(spec.name)
+    rows = [SWITCH_TABLE_HEAD, "|---|---|"]
+    rows += [f"| `{switch}` | {_hooks(hooks)} |" for switch, hooks in gated.items()]
+    return "\n".join(rows) + "\n"
+
+
 def render() -> str:
-    source = Path(hookspecs.__file__).read_text()
+    """The text of docs/hooks.md."""
     out = [
         "# Hook reference",
         "",
-        "Every hook a plugin may implement, generated from `volcanolib/framework/hookspecs.py`",
-        "(`python tools/gen_hook_docs.py`); a test checks that this page and the specifications agree.",
+        "Every hook a plugin may implement, generated from the hook declarations in",
+        "`volcanolib/framework/hookspecs.py` (`python tools/gen_hook_docs.py`); a test checks",
+        "that this page and the declarations agree.",
         "",
         (inspect.getdoc(hookspecs) or "").split("\n\n", 1)[1],
         "",
+        "## Rules",
+        "",
+        *rule_table(),
+        "",
     ]
-    positions = {name: source.index(f"\ndef {name}(") for name in hookspecs.HOOK_NAMES}
-    groups = [(m.start(), m["title"].strip()) for m in GROUPS.finditer(source)]
-    current = None
-    for name in sorted(hookspecs.HOOK_NAMES, key=positions.__getitem__):
-        group = [title for start, title in groups if start < positions[name]][-1]
-        if group != current:
-            out += [f"## {group}", ""]
-            current = group
-        out += [
-            f"### `{name}`",
-            "",
-            "```python",
-            signature(name),
-            "```",
-            "",
-            inspect.getdoc(getattr(hookspecs, name)) or "",
-            "",
-        ]
+    for phase in Phase:
+        out += [f"## {phase.value}", ""]
+        for spec in SPECS.values():
+            if spec.phase is not phase:
+                continue
+            out += [
+                f"### `{spec.name}`",
+                "",
+                "```python",
+                signature(spec.name),
+                "```",
+                "",
+                inspect.getdoc(getattr(hookspecs, spec.name)) or "",
+                "",
+            ]
     return "\n".join(out).rstrip() + "\n"
 
 
+def configuration_page(text: str) -> str:
+    """docs/configuration.md with its switch table replaced by :func:`switch_table`."""
+    start = text.index(SWITCH_TABLE_HEAD)
+    end = text.index("\n\n", start) + 1
+    return text[:start] + switch_table() + text[end:]
+
+
 if __name__ == "__main__":
-    Path(__file__).resolve().parent.parent.joinpath("docs", "hooks.md").write_text(render())
+    (ROOT / "docs" / "hooks.md").write_text(render())
+    configuration = ROOT / "docs" / "configuration.md"
+    configuration.write_text(configuration_page(configuration.read_text()))

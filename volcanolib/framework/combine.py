@@ -1,59 +1,96 @@
 """The rules that combine plugin answers across tiers, each written once.
 
-Every builder here takes a compiled table (tiers of ``(plugin name, function)``
+Every hook declares its rule in :mod:`volcanolib.framework.hookspecs`
+(``@hookspec(rule=Rule.ALL_PASS, ...)``); each :class:`Rule` is one function
+here. A function takes a compiled table (tiers of ``(plugin name, function)``
 entries, see :mod:`volcanolib.framework.dispatch`) and returns a closure that
-applies one rule. Closures are specialised for the common shapes (no
+applies the rule. Closures are specialised for the common shapes (no
 implementation, one implementation) so that a hook nobody implements costs
 nothing.
 
-An exception raised by a plugin function is re-raised as
-:class:`~volcanolib.errors.PluginError` naming the plugin and the hook; the
-``try`` blocks cost nothing while no exception is raised. Orders given an
-``on_error`` callback report the failure to it instead and treat the failing
-plugin as having no opinion, so one broken comparison cannot stop a sort.
-Notifications (``call_all``) reach every plugin even when one of them fails,
-then raise the first failure, so plugins that keep books from allocate and
-deallocate events stay in step with each other.
+The functions in a table are *guarded* (:func:`guard`): a plugin function
+that raises surfaces as a :class:`~volcanolib.errors.PluginError` naming the
+plugin and the hook, so the loops here never wrap failures themselves.
+Orders given an ``on_error`` callback report such a failure to it instead and
+treat the failing plugin as having no opinion, so one broken comparison
+cannot stop a sort. Notifications (``call_all``) reach every plugin even when
+one of them fails, then raise the first failure, so plugins that keep books
+from allocate and deallocate events stay in step with each other.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
 from volcanolib.errors import PluginError
 from volcanolib.framework.status import Code, Status, Vote
 
 __all__ = [
+    "BUILDERS",
+    "KEY_FAILED",
     "Entry",
+    "NodeEntry",
+    "Rule",
     "Table",
+    "all_or_none",
     "all_pass",
+    "all_pass_nodes",
     "all_true",
     "any_true",
     "call_all",
     "first_nonzero",
-    "first_nonzero_args",
     "first_not_none",
+    "guard",
     "intersect_per_tier",
     "key_tuple",
+    "one_node",
+    "plugin_failure",
     "tier_decides",
-    "union_per_tier",
     "vote_per_tier",
     "weighted_sum",
 ]
 
-#: One implementation: the plugin's configured name and its bound function.
+#: One implementation: the plugin's configured name and its bound, guarded function.
 Entry: TypeAlias = tuple[str, Callable[..., Any]]
 #: Implementations of one hook, tier by tier, in configuration order.
 Table: TypeAlias = tuple[tuple[Entry, ...], ...]
+#: A plugin that checks or scores nodes: its name, its per-node function and its batch function (either may be
+#: ``None``), in configuration order across tiers.
+NodeEntry: TypeAlias = tuple[str, Callable[..., Any] | None, Callable[..., Any] | None]
+#: Told the first failure of a node (node, status, plugin); returns whether the node stays in (see all_pass_nodes).
+Failed: TypeAlias = Callable[[Any, Status, str], bool]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+N = TypeVar("N")
 _SUCCESS: Final = Status.success()
 #: Receives a plugin failure that an order recovered from.
 OnError: TypeAlias = Callable[[PluginError], None]
+
+
+class Rule(enum.Enum):
+    """How the answers of several plugins and tiers make one answer; the value names the function applying it."""
+
+    CALL_ALL = "call_all"
+    FIRST_NONZERO = "first_nonzero"
+    FIRST_NOT_NONE = "first_not_none"
+    ALL_PASS = "all_pass"
+    WEIGHTED_SUM = "weighted_sum"
+    ALL_OR_NONE = "all_or_none"
+    INTERSECT_PER_TIER = "intersect_per_tier"
+    VOTE_PER_TIER = "vote_per_tier"
+    ANY_TRUE = "any_true"
+    ALL_TRUE = "all_true"
+    TIER_DECIDES = "tier_decides"
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The function of this module that applies the rule."""
+        return globals()[self.value]  # type: ignore[no-any-return]
 
 
 class _Last:
@@ -85,94 +122,117 @@ def _flat(table: Table) -> tuple[Entry, ...]:
     return tuple(entry for tier in table for entry in tier)
 
 
+# ---------------------------------------------------------------------------- failures
+
+
 def plugin_failure(plugin: str, hook: str, exc: BaseException) -> PluginError:
-    """Wrap an exception raised by a plugin's hook."""
+    """Wrap an exception raised by a plugin's hook (a :class:`PluginError` raised deeper is kept as is)."""
     if isinstance(exc, PluginError):
         return exc
     return PluginError(f"{type(exc).__name__}: {exc}", plugin=plugin, hook=hook)
 
 
-def _entries(table: Table) -> Iterator[Entry]:
-    for tier in table:
-        yield from tier
+def guard(plugin: str, hook: str, fn: Callable[..., T], *bound: Any, arity: int | None = None) -> Callable[..., T]:
+    """``fn`` with ``bound`` first; any failure is raised as a :class:`PluginError` naming plugin and hook.
+
+    This is the one place a plugin failure is wrapped; the rules above and
+    below call guarded functions only. ``arity`` is the number of arguments
+    the result takes, when known: calls of one argument, and of two after one
+    bound argument, are unrolled, because a ``*args`` call costs about 100 ns
+    more and per-node and per-task hooks are called hundreds of thousands of
+    times a session.
+    """
+    if not bound and arity == 1:
+
+        def call1(a: Any) -> T:
+            try:
+                return fn(a)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+
+        return call1
+    if len(bound) == 1 and arity in (1, 2):
+        (first,) = bound
+        if arity == 1:
+
+            def bound1(a: Any) -> T:
+                try:
+                    return fn(first, a)
+                except Exception as exc:
+                    raise plugin_failure(plugin, hook, exc) from exc
+
+            return bound1
+
+        def bound2(a: Any, b: Any) -> T:
+            try:
+                return fn(first, a, b)
+            except Exception as exc:
+                raise plugin_failure(plugin, hook, exc) from exc
+
+        return bound2
+    inner = functools.partial(fn, *bound) if bound else fn
+
+    def call(*args: Any) -> T:
+        try:
+            return inner(*args)
+        except Exception as exc:
+            raise plugin_failure(plugin, hook, exc) from exc
+
+    return call
 
 
 # ---------------------------------------------------------------------------- orders
 
 
-def first_nonzero(
-    hook: str, table: Table, fallback: Callable[[T, T], int], on_error: OnError | None = None
-) -> Callable[[T, T], int]:
-    """``first_nonzero``: the first non-zero comparison in tier order, else ``fallback``.
+def first_nonzero(table: Table, fallback: Callable[..., int], on_error: OnError | None = None) -> Callable[..., int]:
+    """Orders: the first non-zero comparison in tier order decides; when every plugin abstains, the tie-break does.
 
+    :param fallback: the tie-break, called with the same arguments.
     :param on_error: when given, a failing plugin is reported to it and abstains.
     """
     entries = _flat(table)
     if not entries:
         return fallback
-
-    def compare(left: T, right: T) -> int:
-        for plugin, fn in entries:
-            try:
-                result = fn(left, right)
-            except Exception as exc:
-                if on_error is None:
-                    raise plugin_failure(plugin, hook, exc) from exc
-                on_error(plugin_failure(plugin, hook, exc))
-                continue
-            if result:
-                return -1 if result < 0 else 1
-        return fallback(left, right)
-
-    return compare
-
-
-def first_nonzero_args(hook: str, table: Table, on_error: OnError | None = None) -> Callable[..., int]:
-    """``first_nonzero`` for comparisons with extra arguments; 0 when every plugin abstains.
-
-    :param on_error: when given, a failing plugin is reported to it and abstains.
-    """
-    entries = _flat(table)
+    fns = tuple(fn for _, fn in entries)
 
     def compare(*args: Any) -> int:
-        for plugin, fn in entries:
+        for fn in fns:
             try:
                 result = fn(*args)
-            except Exception as exc:
+            except PluginError as err:
                 if on_error is None:
-                    raise plugin_failure(plugin, hook, exc) from exc
-                on_error(plugin_failure(plugin, hook, exc))
+                    raise
+                on_error(err)
                 continue
             if result:
                 return -1 if result < 0 else 1
-        return 0
+        return fallback(*args)
 
     return compare
 
 
 def key_tuple(
-    hook: str, table: Table, fallback: Callable[[T], tuple[Any, ...]], on_error: OnError | None = None
+    table: Table, fallback: Callable[[T], tuple[Any, ...]], on_error: OnError | None = None
 ) -> Callable[[T], tuple[Any, ...]]:
-    """``first_nonzero`` as a key: the plugins' keys in tier order, then ``fallback``'s.
+    """``first_nonzero`` as a sort key: the plugins' keys in tier order, then ``fallback``'s.
 
     :param on_error: when given, a failing plugin is reported to it and its
         key for that item is :data:`KEY_FAILED` (after every other key);
-        otherwise the failure is raised as a :class:`PluginError`.
+        otherwise the failure is raised.
     """
-    entries = _flat(table)
-    fns = tuple(fn for _, fn in entries)
+    fns = tuple(fn for _, fn in _flat(table))
     if not fns:
         return fallback
 
     def recover(item: T) -> tuple[Any, ...]:
         parts: list[Any] = []
-        for plugin, fn in entries:
+        for fn in fns:
             try:
                 parts.append(fn(item))
-            except Exception as exc:
+            except PluginError as err:
                 if on_error is None:
-                    raise plugin_failure(plugin, hook, exc) from exc
-                on_error(plugin_failure(plugin, hook, exc))
+                    raise
+                on_error(err)
                 parts.append(KEY_FAILED)
         return (*parts, *fallback(item))
 
@@ -182,7 +242,7 @@ def key_tuple(
         def key1(item: T) -> tuple[Any, ...]:
             try:
                 return (only(item), *fallback(item))
-            except Exception:
+            except PluginError:
                 return recover(item)
 
         return key1
@@ -190,32 +250,24 @@ def key_tuple(
     def key(item: T) -> tuple[Any, ...]:
         try:
             return (*[fn(item) for fn in fns], *fallback(item))
-        except Exception:
+        except PluginError:
             return recover(item)
 
     return key
 
 
-def comparator_key(compare: Callable[[T, T], int]) -> Callable[[T], Any]:
-    """A key object that compares items with ``compare`` at comparison time."""
-    return functools.cmp_to_key(compare)
+# ---------------------------------------------------------------------------- predicates and scores
 
 
-# ---------------------------------------------------------------------------- predicates
-
-
-def all_pass(hook: str, table: Table) -> Callable[..., Status]:
-    """``all_pass``: every plugin must succeed; the first failure in tier order is returned."""
+def all_pass(table: Table) -> Callable[..., Status]:
+    """Every plugin must succeed; the first failure in tier order is the answer, naming its plugin."""
     entries = _flat(table)
     if not entries:
         return lambda *args: _SUCCESS
 
     def check(*args: Any) -> Status:
         for plugin, fn in entries:
-            try:
-                status = fn(*args)
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+            status = fn(*args)
             if status is not None and status.code is not Code.SUCCESS:
                 return status.with_plugin(plugin)  # type: ignore[no-any-return]
         return _SUCCESS
@@ -223,34 +275,103 @@ def all_pass(hook: str, table: Table) -> Callable[..., Status]:
     return check
 
 
-def weighted_sum(hook: str, table: Table) -> Callable[..., float]:
-    """``weighted_sum``: the sum of every plugin's (already weighted) score."""
-    entries = _flat(table)
-    if not entries:
-        return lambda *args: 0.0
-
-    def total(*args: Any) -> float:
-        score = 0.0
-        for plugin, fn in entries:
-            try:
-                score += fn(*args) or 0.0
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
-        return score
-
-    return total
+def one_node(entries: Sequence[NodeEntry]) -> Table:
+    """The per-node table of node hooks: each plugin's per-node function, else its batch asked about one node."""
+    out: list[Entry] = []
+    for plugin, single, many in entries:
+        if single is not None:
+            out.append((plugin, single))
+        elif many is not None:
+            out.append((plugin, _asked_about_one(many)))
+    return (tuple(out),)
 
 
-def first_not_none(hook: str, table: Table) -> Callable[..., Any]:
-    """The first answer that is not ``None``, in tier order; ``None`` if all abstain."""
-    entries = _flat(table)
+def _asked_about_one(many: Callable[..., Mapping[str, Any] | None]) -> Callable[[Any, Any], Any]:
+    def one(task: Any, node: Any) -> Any:
+        return (many(task, [node]) or {}).get(node.name)
+
+    return one
+
+
+def all_pass_nodes(entries: Sequence[NodeEntry]) -> Callable[[Any, Sequence[N], Failed | None], list[N]]:
+    """``all_pass`` over many nodes: the nodes, in the given order, that every plugin passes.
+
+    A plugin with a batch function is asked once about every node still in
+    the running; others once per node. ``failed(node, status, plugin)``, when
+    given, is told each node's first failure (tier order); when it returns
+    true, the node stays in but no later plugin checks it.
+    """
+    entries = tuple(entries)
+
+    def check(task: Any, nodes: Sequence[N], failed: Failed | None) -> list[N]:
+        # The batch stays the caller's object until a node fails, so that a batch of every
+        # ready node reaches the plugins as ``ssn.node_list`` itself.
+        candidates: Sequence[N] = nodes
+        spared: set[str] | None = None
+        for plugin, single, many in entries:
+            if not candidates:
+                break
+            keep: list[N] = []
+            if many is not None:
+                failures = many(task, candidates)
+                if not failures:
+                    continue
+                for node in candidates:
+                    status = failures.get(node.name)  # type: ignore[attr-defined]
+                    if status is None or status.code is Code.SUCCESS:
+                        keep.append(node)
+                    elif failed is not None and failed(node, status, plugin):
+                        spared = spared or set()
+                        spared.add(node.name)  # type: ignore[attr-defined]
+            else:
+                assert single is not None
+                for node in candidates:
+                    status = single(task, node)
+                    if status is None or status.code is Code.SUCCESS:
+                        keep.append(node)
+                    elif failed is not None and failed(node, status, plugin):
+                        spared = spared or set()
+                        spared.add(node.name)  # type: ignore[attr-defined]
+            if len(keep) != len(candidates):
+                candidates = keep
+        if spared:
+            alive = {n.name for n in candidates} | spared  # type: ignore[attr-defined]
+            return [n for n in nodes if n.name in alive]  # type: ignore[attr-defined]
+        return list(candidates)
+
+    return check
+
+
+def weighted_sum(entries: Sequence[NodeEntry]) -> Callable[[Any, Sequence[Any]], dict[str, float]]:
+    """Each node's score is the sum of every plugin's (already weighted) score; a node a plugin leaves out scores 0.
+
+    A plugin with a batch function is asked once about all the nodes; others once per node.
+    """
+    entries = tuple(entries)
+
+    def scores(task: Any, nodes: Sequence[Any]) -> dict[str, float]:
+        total = dict.fromkeys((n.name for n in nodes), 0.0)
+        for _plugin, single, many in entries:
+            if many is not None:
+                for name, score in (many(task, nodes) or {}).items():
+                    if name in total:
+                        total[name] += score
+            else:
+                assert single is not None
+                for node in nodes:
+                    total[node.name] += single(task, node) or 0.0
+        return total
+
+    return scores
+
+
+def first_not_none(table: Table) -> Callable[..., Any]:
+    """The first answer that is not ``None``, in tier order; ``None`` when every plugin abstains."""
+    fns = tuple(fn for _, fn in _flat(table))
 
     def first(*args: Any) -> Any:
-        for plugin, fn in entries:
-            try:
-                result = fn(*args)
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+        for fn in fns:
+            result = fn(*args)
             if result is not None:
                 return result
         return None
@@ -258,27 +379,40 @@ def first_not_none(hook: str, table: Table) -> Callable[..., Any]:
     return first
 
 
+def all_or_none(table: Table) -> Callable[..., tuple[Any, ...] | None]:
+    """Every plugin's answer, in tier order; ``None`` as soon as one plugin abstains (answers ``None``)."""
+    fns = tuple(fn for _, fn in _flat(table))
+
+    def answers(*args: Any) -> tuple[Any, ...] | None:
+        out = []
+        for fn in fns:
+            answer = fn(*args)
+            if answer is None:
+                return None
+            out.append(answer)
+        return tuple(out)
+
+    return answers
+
+
 # ---------------------------------------------------------------------------- victims
 
 
-def intersect_per_tier(hook: str, table: Table) -> Callable[[Any, Sequence[Any]], list[Any] | None]:
-    """``intersect_per_tier`` (Volcano's Preemptable/Reclaimable).
+def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any] | None]:
+    """Victims: within a tier the lists are intersected; the first tier that ends with victims decides.
 
-    Within a tier, each plugin sees the full candidate list; an abstention
-    (``None``) is ignored; an empty list ends the tier with no victims; other
-    lists are intersected, keeping the order of the first. The first tier
-    that ends with victims decides. A tier that ends empty falls through,
-    and the next tier starts afresh.
+    Each plugin sees the full candidate list; an abstention (``None``) is
+    ignored; an empty list ends the tier with no victims; other lists are
+    intersected, keeping the order of the first. A tier that ends empty
+    falls through, and the next tier starts afresh (Volcano's
+    Preemptable/Reclaimable).
     """
 
     def victims(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
         for tier in table:
             chosen: list[Any] | None = None
-            for plugin, fn in tier:
-                try:
-                    result = fn(actor, candidates)
-                except Exception as exc:
-                    raise plugin_failure(plugin, hook, exc) from exc
+            for _plugin, fn in tier:
+                result = fn(actor, candidates)
                 if result is None:
                     continue
                 if not result:
@@ -296,43 +430,17 @@ def intersect_per_tier(hook: str, table: Table) -> Callable[[Any, Sequence[Any]]
     return victims
 
 
-def union_per_tier(hook: str, table: Table) -> Callable[[Sequence[Any]], list[Any]]:
-    """The union within a tier; the first tier with a non-empty union wins."""
-
-    def victims(tasks: Sequence[Any]) -> list[Any]:
-        for tier in table:
-            seen: dict[int, Any] = {}
-            for plugin, fn in tier:
-                try:
-                    result = fn(tasks)
-                except Exception as exc:
-                    raise plugin_failure(plugin, hook, exc) from exc
-                for t in result or ():
-                    seen.setdefault(id(t), t)
-            if seen:
-                return list(seen.values())
-        return []
-
-    return victims
-
-
 # ---------------------------------------------------------------------------- booleans and votes
 
 
-def vote_per_tier(hook: str, table: Table) -> Callable[[Any], bool]:
-    """``vote_per_tier``: a reject decides no at once; a permit seen by the end of a tier decides yes.
-
-    When every tier abstains the answer is yes.
-    """
+def vote_per_tier(table: Table) -> Callable[[Any], bool]:
+    """Votes: a reject decides no at once; a permit seen by the end of a tier decides yes; all abstaining is yes."""
 
     def vote(item: Any) -> bool:
         permitted = False
         for tier in table:
-            for plugin, fn in tier:
-                try:
-                    result = fn(item)
-                except Exception as exc:
-                    raise plugin_failure(plugin, hook, exc) from exc
+            for _plugin, fn in tier:
+                result = fn(item)
                 if result is None or result == Vote.ABSTAIN:
                     continue
                 if result == Vote.REJECT or result < 0:
@@ -345,34 +453,28 @@ def vote_per_tier(hook: str, table: Table) -> Callable[[Any], bool]:
     return vote
 
 
-def any_true(hook: str, table: Table) -> Callable[..., bool]:
-    """``any_true``: true as soon as one plugin says true; false when none does."""
-    entries = _flat(table)
+def any_true(table: Table) -> Callable[..., bool]:
+    """True as soon as one plugin says true; false when none does."""
+    fns = tuple(fn for _, fn in _flat(table))
 
     def check(*args: Any) -> bool:
-        for plugin, fn in entries:
-            try:
-                if fn(*args):
-                    return True
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+        for fn in fns:  # noqa: SIM110 - a plain loop: any() over a generator costs more per call
+            if fn(*args):
+                return True
         return False
 
     return check
 
 
-def all_true(hook: str, table: Table) -> Callable[..., bool]:
-    """``all_true``: false as soon as one plugin says false; true when none does."""
-    entries = _flat(table)
-    if not entries:
+def all_true(table: Table) -> Callable[..., bool]:
+    """False as soon as one plugin says false (``None`` abstains); true when none does."""
+    fns = tuple(fn for _, fn in _flat(table))
+    if not fns:
         return lambda *args: True
 
     def check(*args: Any) -> bool:
-        for plugin, fn in entries:
-            try:
-                result = fn(*args)
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+        for fn in fns:
+            result = fn(*args)
             if result is not None and not result:
                 return False
         return True
@@ -380,64 +482,59 @@ def all_true(hook: str, table: Table) -> Callable[..., bool]:
     return check
 
 
-def tier_decides(hook: str, table: Table) -> Callable[[Any], bool]:
-    """``tier_decides``: the first tier with an implementation decides by AND; false if none."""
+def tier_decides(table: Table) -> Callable[[Any], bool]:
+    """The first tier with an implementation decides, by AND; false when no plugin implements the hook."""
     tiers = tuple(tier for tier in table if tier)
     if not tiers:
         return lambda item: False
-    first = tiers[0]
+    fns = tuple(fn for _, fn in tiers[0])
 
     def check(item: Any) -> bool:
-        for plugin, fn in first:
-            try:
-                if not fn(item):
-                    return False
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
+        for fn in fns:  # noqa: SIM110 - a plain loop: all() over a generator costs more per call
+            if not fn(item):
+                return False
         return True
 
     return check
 
 
-def call_all(hook: str, table: Table) -> Callable[..., None]:
-    """``call_all``: call every implementation in tier order, for its side effects.
+def call_all(table: Table) -> Callable[..., None]:
+    """Notifications: every implementation is called, in tier order.
 
     A failing implementation does not stop the others; the first failure is
-    raised once all have been called.
+    raised once all have been called, later ones are logged.
     """
-    entries = _flat(table)
-    if not entries:
+    fns = tuple(fn for _, fn in _flat(table))
+    if not fns:
         return lambda *args: None
-    if len(entries) == 1:
-        ((plugin, fn),) = entries
-
-        def call_one(*args: Any) -> None:
-            try:
-                fn(*args)
-            except Exception as exc:
-                raise plugin_failure(plugin, hook, exc) from exc
-
-        return call_one
-
-    fns = tuple(fn for _, fn in entries)
+    if len(fns) == 1:
+        return fns[0]
 
     def call(*args: Any) -> None:
+        first: PluginError | None = None
         for fn in fns:
             try:
                 fn(*args)
-            except Exception as exc:
-                # Entries are distinct (a plugin is configured once), so the first equal one is this one.
-                _call_rest(entries, fns.index(fn), hook, args, exc)
+            except PluginError as err:
+                if first is None:
+                    first = err
+                else:
+                    log.error("%s (after an earlier failure in the same call)", err)
+        if first is not None:
+            raise first
 
     return call
 
 
-def _call_rest(entries: tuple[Entry, ...], failed: int, hook: str, args: tuple[Any, ...], exc: Exception) -> None:
-    """After entry ``failed`` raised ``exc``, call the entries after it, then raise the first failure."""
-    first = plugin_failure(entries[failed][0], hook, exc)
-    for plugin, fn in entries[failed + 1 :]:
-        try:
-            fn(*args)
-        except Exception as again:
-            log.error("%s (after an earlier failure in the same call)", plugin_failure(plugin, hook, again))
-    raise first from exc
+#: The rules a session applies from a hook's table alone, by rule. The others need more than the table: orders
+#: a tie-break, node hooks both their per-node and batch functions, ``all_or_none`` the plugins that must answer.
+BUILDERS: Final[Mapping[Rule, Callable[[Table], Callable[..., Any]]]] = {
+    Rule.CALL_ALL: call_all,
+    Rule.FIRST_NOT_NONE: first_not_none,
+    Rule.ALL_PASS: all_pass,
+    Rule.INTERSECT_PER_TIER: intersect_per_tier,
+    Rule.VOTE_PER_TIER: vote_per_tier,
+    Rule.ANY_TRUE: any_true,
+    Rule.ALL_TRUE: all_true,
+    Rule.TIER_DECIDES: tier_decides,
+}

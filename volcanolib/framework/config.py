@@ -32,6 +32,7 @@ import yaml
 
 from volcanolib.errors import ConfigError
 from volcanolib.framework.arguments import parse_bool, parse_float, parse_int, parse_str
+from volcanolib.framework.hookspecs import SPECS
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -64,33 +65,8 @@ tiers:
   - name: binpack
 """
 
-#: The switch consulted for each tiered hook; hooks not listed are not gated.
-HOOK_SWITCHES: Final[Mapping[str, str]] = {
-    "job_order": "enableJobOrder",
-    "job_order_key": "enableJobOrder",
-    "queue_order": "enableQueueOrder",
-    "queue_order_key": "enableQueueOrder",
-    "task_order": "enableTaskOrder",
-    "task_order_key": "enableTaskOrder",
-    "namespace_order": "enableNamespaceOrder",
-    "pre_predicate": "enablePredicate",
-    "predicate": "enablePredicate",
-    "batch_predicate": "enablePredicate",
-    "best_node": "enableBestNode",
-    "node_order": "enableNodeOrder",
-    "batch_node_order": "enableNodeOrder",
-    "preemptable": "enablePreemptable",
-    "reclaimable": "enableReclaimable",
-    "overused": "enabledOverused",
-    "allocatable": "enabledAllocatable",
-    "preemptive": "enablePreemptive",
-    "job_ready": "enableJobReady",
-    "job_pipelined": "enableJobPipelined",
-    "job_starving": "enableJobStarving",
-    "job_enqueueable": "enableJobEnqueued",
-    "job_enqueued": "enableJobEnqueued",
-    "victim_tasks": "enabledVictim",
-}
+#: The switch consulted for each tiered hook, as the hooks declare it; hooks not listed are not gated.
+HOOK_SWITCHES: Final[Mapping[str, str]] = {spec.name: spec.switch for spec in SPECS.values() if spec.switch}
 
 #: Every switch Volcano knows (v1.7.0 and the current release); all default to true.
 KNOWN_SWITCHES: Final = frozenset(

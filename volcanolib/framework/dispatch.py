@@ -4,8 +4,10 @@ pluggy declares the hooks and validates implementations; the order and the
 combination come from the configuration. At configuration load,
 :func:`compile_tables` builds, for every hook, a tuple of tiers, each a tuple
 of the implementations of the plugins listed in that tier whose switch for
-the hook is on. At session open, :func:`bind` fixes the session argument, so
-a hot-path call is one Python call per plugin, never ``pm.hook.<name>(...)``.
+the hook is on. At session open, :func:`bind` fixes the session argument and guards each
+implementation (:func:`~volcanolib.framework.combine.guard`: a failure is
+raised naming the plugin and the hook), so a hot-path call is one Python call
+per plugin, never ``pm.hook.<name>(...)``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from volcanolib.errors import PluginConfigError
-from volcanolib.framework.combine import Table
-from volcanolib.framework.hookspecs import HOOK_NAMES
+from volcanolib.framework.combine import Table, guard
+from volcanolib.framework.hookspecs import SPECS
 
 if TYPE_CHECKING:
     from volcanolib.framework.registry import PluginHost
@@ -54,9 +56,9 @@ def compile_tables(host: PluginHost) -> dict[str, tuple[tuple[CompiledHook, ...]
         ``wrapper``, ``hookwrapper``, ``tryfirst`` or ``trylast``.
     """
     tables: dict[str, tuple[tuple[CompiledHook, ...], ...]] = {}
-    for hook in HOOK_NAMES:
+    for hook, spec in SPECS.items():
         caller = getattr(host.pm.hook, hook)
-        spec_args = tuple(caller.spec.argnames)
+        spec_args = spec.argnames
         impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
         tiers = []
         for tier in host.config.tiers:
@@ -91,20 +93,23 @@ def _traced(plugin: str, hook: str, fn: Callable[..., Any]) -> Callable[..., Any
 
 
 def bind(ssn: object, hook: str, tiers: tuple[tuple[CompiledHook, ...], ...]) -> Table:
-    """Fix the session argument of every implementation of one hook.
+    """Fix the session argument of every implementation of one hook, and guard it.
 
-    The result takes the hook's arguments without ``ssn``, in spec order.
+    The result takes the hook's arguments without ``ssn``, in spec order; a
+    failure is raised as a :class:`~volcanolib.errors.PluginError` naming the
+    plugin and ``hook``.
     """
     trace = bool(os.environ.get(TRACE_ENV))
+    arity = len(SPECS[hook].argnames) - 1
     out = []
     for tier in tiers:
         entries = []
         for c in tier:
             fn: Callable[..., Any]
             if c.exact:
-                fn = functools.partial(c.function, ssn)
+                fn = guard(c.plugin, hook, c.function, ssn, arity=arity)
             else:
-                fn = _adapter(ssn, c.function, c.positions)
+                fn = guard(c.plugin, hook, _adapter(ssn, c.function, c.positions), arity=arity)
             if trace:
                 fn = _traced(c.plugin, hook, fn)
             entries.append((c.plugin, fn))
@@ -113,6 +118,8 @@ def bind(ssn: object, hook: str, tiers: tuple[tuple[CompiledHook, ...], ...]) ->
 
 
 def _adapter(ssn: object, function: Callable[..., Any], positions: tuple[int, ...]) -> Callable[..., Any]:
+    """Call an implementation that takes some of the spec's arguments, picked by position (``ssn`` is 0)."""
+
     def call(*args: Any) -> Any:
         full = (ssn, *args)
         return function(*[full[i] for i in positions])

@@ -7,35 +7,16 @@ may leave out parameters it does not need (pluggy matches them by name).
 
 Hooks are *tiered*: the session calls the implementations tier by tier, in
 the order the configuration lists the plugins, and combines their answers by
-the rule each hook names below. The rules are written once, in
-:mod:`volcanolib.framework.combine`:
+the rule each hook declares. A hook's marker carries its rule and its switch
+as data, ``@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO,
+switch="enableJobOrder")``; everything else is derived from that one
+declaration: the list of hooks (:data:`HOOK_NAMES`), the switch table
+(:data:`volcanolib.framework.config.HOOK_SWITCHES`), the session's combined
+answers, the last line of each docstring below and the hook reference page.
+Each rule is one function of :mod:`volcanolib.framework.combine`.
 
-``first_nonzero``
-    Orders. The first non-zero comparison in tier order decides; when all
-    abstain, a fixed tie-break applies (creation time, then uid).
-``all_pass``
-    Predicates and validators. Every plugin must succeed; the first failure
-    (tier order) is the answer.
-``weighted_sum``
-    Scores. Each plugin weighs its own score (by its arguments); the session
-    sums them.
-``intersect_per_tier``
-    Victim selection. Within a tier the victim lists are intersected; a
-    plugin returning an empty list ends its tier with no victims; the first
-    tier ending with victims decides; a tier where every plugin abstains
-    falls through.
-``vote_per_tier``
-    Votes. Any reject decides "no" at once; at the end of a tier, a permit seen
-    so far decides "yes"; when every tier abstains the answer is "yes".
-``any_true`` / ``all_true``
-    Queue checks: overused is the OR, allocatable and preemptive the AND.
-``tier_decides``
-    Starving: the first tier with an implementation decides by AND.
-``call_all``
-    Notifications. Every implementation is called, in tier order.
-
-Hooks gated by a switch (``enableJobOrder`` ...) skip a plugin whose switch is
-false in the configuration; see :data:`volcanolib.framework.config.HOOK_SWITCHES`.
+A plugin whose switch for a hook is false in the configuration
+(``enableJobOrder: false`` ...) does not take part in that hook.
 
 pluggy drops ``None`` results, and the framework never relies on that: every
 hook has an explicit "no opinion" value, named in its docstring.
@@ -47,10 +28,15 @@ or ``trylast``: order comes from the configuration only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+import enum
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import attrs
 import pluggy
+
+from volcanolib.framework.combine import Rule
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -61,15 +47,72 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event, Status, Vote
 
+__all__ = ["HOOK_NAMES", "NAME", "SPECS", "HookSpec", "Phase", "Rule"]
+
 NAME: Final = "volcanolib"
-_hookspec = pluggy.HookspecMarker(NAME)
+_pluggy_hookspec = pluggy.HookspecMarker(NAME)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Phase(enum.Enum):
+    """The part of a scheduling cycle a hook belongs to; the value is its heading in the reference."""
+
+    LIFECYCLE = "Session lifecycle"
+    ORDERING = "Ordering"
+    FILTERING = "Filtering and scoring"
+    EVICTION = "Eviction"
+    QUOTA = "Queue quota"
+    VALIDATION = "Validation and voting"
+
+
+@attrs.frozen
+class HookSpec:
+    """What a hook's marker declares, as data."""
+
+    #: The hook's name, the name of the method a plugin implements.
+    name: str
+    #: The part of the cycle the hook belongs to.
+    phase: Phase
+    #: How the answers of several plugins and tiers are combined.
+    rule: Rule
+    #: The configuration switch that takes a plugin out of the hook, or ``None`` when the hook is not gated.
+    switch: str | None
+    #: The hook this one is a faster form of (a sort key, or a batch over many nodes), or ``None``.
+    form_of: str | None
+    #: The hook's parameters, ``ssn`` first.
+    argnames: tuple[str, ...]
+
+    def summary(self) -> str:
+        """The sentence that states the rule and the switch, appended to the hook's docstring."""
+        rule = f"Rule: ``{self.rule.value}``"
+        if self.form_of is not None:
+            rule += f", together with :func:`{self.form_of}`, whose faster form this is"
+        gate = f"Switch: ``{self.switch}``." if self.switch else "Not gated by a switch."
+        return f"{rule}. {gate}"
+
+
+#: Every hook's declaration, by name, in the order of this module.
+SPECS: Final[dict[str, HookSpec]] = {}
+
+
+def _hookspec(phase: Phase, rule: Rule, *, switch: str | None = None, form_of: str | None = None) -> Callable[[F], F]:
+    """Declare a hook: pluggy's specification marker, plus the hook's phase, rule, switch and faster form."""
+
+    def mark(fn: F) -> F:
+        spec = HookSpec(fn.__name__, phase, rule, switch, form_of, tuple(inspect.signature(fn).parameters))
+        SPECS[spec.name] = spec
+        fn.__doc__ = f"{(fn.__doc__ or '').rstrip()}\n\n    {spec.summary()}\n    "
+        return _pluggy_hookspec(fn)
+
+    return mark
+
 
 # =============================================================================
 # Session lifecycle
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
 def on_session_open(ssn: Session) -> None:
     """Called once when a session opens, before any action runs.
 
@@ -77,14 +120,14 @@ def on_session_open(ssn: Session) -> None:
     computes what it needs from the snapshot (shares, deserved quotas).
 
     :param ssn: the session, with its snapshot of jobs, nodes and queues.
-    :returns: nothing. Rule: ``call_all``. Not gated by a switch.
+    :returns: nothing.
 
     A plugin that raises here makes the whole cycle skip: the session is
     closed without running any action.
     """
 
 
-@_hookspec
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
 def on_session_close(ssn: Session) -> None:
     """Called once when a session closes, after the last action.
 
@@ -92,33 +135,34 @@ def on_session_close(ssn: Session) -> None:
     its PodGroup conditions here.
 
     :param ssn: the session.
-    :returns: nothing. Rule: ``call_all``. Not gated by a switch.
+    :returns: nothing.
     """
 
 
-@_hookspec
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
 def on_allocate(ssn: Session, event: Event) -> None:
     """Called each time a task takes resources in the session.
 
     Fires on allocate, on pipeline and when an eviction is undone; not on
     commit. Plugins keep incremental accounting (drf shares, queue usage) in
-    step here. Called O(placements) times per session.
+    step here. Called O(placements) times per session, in tier order.
 
     :param ssn: the session.
     :param event: carries ``task``, already in its new status and on its node.
-    :returns: nothing. Rule: ``call_all``, in tier order. Not gated.
+    :returns: nothing.
     """
 
 
-@_hookspec
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
 def on_deallocate(ssn: Session, event: Event) -> None:
     """Called each time a task gives resources back in the session.
 
-    Fires on evict and when an allocation or pipeline is undone.
+    Fires on evict and when an allocation or pipeline is undone. Called in
+    tier order.
 
     :param ssn: the session.
     :param event: carries ``task``, already in its new status.
-    :returns: nothing. Rule: ``call_all``, in tier order. Not gated.
+    :returns: nothing.
     """
 
 
@@ -127,7 +171,7 @@ def on_deallocate(ssn: Session, event: Event) -> None:
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableJobOrder")
 def job_order(ssn: Session, left: JobInfo, right: JobInfo) -> int:
     """Compare two jobs: which one is scheduled first.
 
@@ -139,14 +183,13 @@ def job_order(ssn: Session, left: JobInfo, right: JobInfo) -> int:
     :returns: negative if ``left`` goes first, positive if ``right`` does,
         ``0`` for no opinion.
 
-    Rule: ``first_nonzero`` in tier order; when every plugin answers 0, the
-    job whose PodGroup was created earlier goes first, then the smaller uid.
-    Gate: ``enableJobOrder``.
+    When every plugin answers 0, the job whose PodGroup was created earlier
+    goes first, then the smaller uid.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableJobOrder", form_of="job_order")
 def job_order_key(ssn: Session, job: JobInfo) -> Any:
     """A sort key for a job, the fast form of :func:`job_order`.
 
@@ -167,84 +210,62 @@ def job_order_key(ssn: Session, job: JobInfo) -> Any:
 
     :param job: the job.
     :returns: a value comparable with other jobs' keys; smaller goes first.
-        No opinion is a constant (``0``).
-
-    Rule: ``first_nonzero`` (lexicographic). Gate: ``enableJobOrder``.
+        No opinion is a constant (``0``). Keys compare lexicographically.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableQueueOrder")
 def queue_order(ssn: Session, left: QueueInfo, right: QueueInfo) -> int:
     """Compare two queues: which one gets the next turn.
 
     :returns: negative if ``left`` goes first, positive if ``right`` does,
         ``0`` for no opinion.
 
-    Rule: ``first_nonzero``; then earlier creation time, then smaller name.
-    Gate: ``enableQueueOrder``.
+    When every plugin answers 0: earlier creation time, then smaller name.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableQueueOrder", form_of="queue_order")
 def queue_order_key(ssn: Session, queue: QueueInfo) -> Any:
     """A sort key for a queue, the fast form of :func:`queue_order`.
 
     :returns: a comparable value, smaller first; no opinion is a constant.
-
-    Rule: ``first_nonzero`` (lexicographic). Gate: ``enableQueueOrder``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableTaskOrder")
 def task_order(ssn: Session, left: TaskInfo, right: TaskInfo) -> int:
     """Compare two tasks of one job: which one is placed first.
 
     :returns: negative if ``left`` goes first, positive if ``right`` does,
         ``0`` for no opinion.
 
-    Rule: ``first_nonzero``; then the trailing index of the pod name
+    When every plugin answers 0: the trailing index of the pod name
     (``job-task-3``), then earlier creation time, then smaller uid.
-    Gate: ``enableTaskOrder``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableTaskOrder", form_of="task_order")
 def task_order_key(ssn: Session, task: TaskInfo) -> Any:
     """A sort key for a task, the fast form of :func:`task_order`.
 
     :returns: a comparable value, smaller first; no opinion is a constant.
-
-    Rule: ``first_nonzero`` (lexicographic). Gate: ``enableTaskOrder``.
     """
     raise NotImplementedError
 
 
-@_hookspec
-def namespace_order(ssn: Session, left: str, right: str) -> int:
-    """Compare two namespaces (Volcano v1.7 ordered namespaces before queues).
-
-    The current actions do not order namespaces; the hook is kept for
-    plugins and actions that do.
-
-    :returns: negative if ``left`` goes first, positive if ``right`` does, ``0``.
-
-    Rule: ``first_nonzero``; then the name. Gate: ``enableNamespaceOrder``.
-    """
-    raise NotImplementedError
-
-
-@_hookspec
+@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO)
 def victim_queue_order(ssn: Session, left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
     """Compare two queues whose tasks are eviction candidates for ``preemptor``.
 
     :returns: negative if tasks of ``left`` are evicted first, positive if
         those of ``right`` are, ``0`` for no opinion.
 
-    Rule: ``first_nonzero``; then the reverse of the queue order. Not gated.
+    When every plugin answers 0: the reverse of the queue order.
     """
     raise NotImplementedError
 
@@ -254,21 +275,19 @@ def victim_queue_order(ssn: Session, left: QueueInfo, right: QueueInfo, preempto
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate")
 def pre_predicate(ssn: Session, task: TaskInfo) -> Status:
     """Check a task once before any node is tried.
 
     A failure makes the task unschedulable on every node this time.
 
-    :returns: a :class:`Status`; no opinion is ``Status.success()``.
-
-    Rule: ``all_pass`` (the first failure in tier order is the answer).
-    Gate: ``enablePredicate``.
+    :returns: a :class:`Status`; no opinion is ``Status.success()``. The
+        first failure in tier order is the answer.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate")
 def predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> Status:
     """Whether a task may run on a node (constraints, not free resources).
 
@@ -279,67 +298,58 @@ def predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> Status:
     :returns: a :class:`Status`; no opinion is ``Status.success()``. Use
         ``UNSCHEDULABLE_AND_UNRESOLVABLE`` when evicting tasks from the node
         could not help (a taint, a selector), ``UNSCHEDULABLE`` otherwise.
-
-    Rule: ``all_pass``. Gate: ``enablePredicate``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate", form_of="predicate")
 def batch_predicate(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, Status]:
     """Check a task against many nodes in one call.
 
     :param nodes: the candidate nodes, in node-list order.
     :returns: the failing nodes only, by name, each with its failure; no
-        opinion is an empty mapping (every node passes).
-
-    Rule: ``all_pass`` per node, in tier order together with
-    :func:`predicate`. Gate: ``enablePredicate``.
+        opinion is an empty mapping (every node passes). A node's answer is
+        its first failure in tier order, this plugin's batch taking the
+        plugin's place among the per-node :func:`predicate` implementations.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.WEIGHTED_SUM, switch="enableNodeOrder")
 def node_order(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
     """Score a node for a task; higher is better.
 
     Called O(tasks x feasible nodes) times unless the plugin implements
     :func:`batch_node_order`, which then replaces this hook for that plugin.
 
-    :returns: the plugin's weighted score; no opinion is ``0``.
-
-    Rule: ``weighted_sum`` (the session adds every plugin's score).
-    Gate: ``enableNodeOrder``.
+    :returns: the plugin's weighted score; no opinion is ``0``. The session
+        adds every plugin's score.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.WEIGHTED_SUM, switch="enableNodeOrder", form_of="node_order")
 def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
     """Score many nodes for a task in one call.
 
     :returns: scores by node name; a node left out scores 0, and no opinion
         is an empty mapping.
-
-    Rule: ``weighted_sum`` per node. Gate: ``enableNodeOrder``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enableBestNode")
 def best_node(ssn: Session, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
     """Pick the node for a task among scored candidates.
 
     :param scores: candidate nodes grouped by total score.
     :returns: the chosen node; no opinion is ``None`` (then the highest
         score wins, ties broken by the session's seeded tie-breaker).
-
-    Rule: the first non-``None`` answer in tier order. Gate: ``enableBestNode``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.FILTERING, Rule.ALL_OR_NONE)
 def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
     """Say what this plugin's predicates and scores read of a node for a task, so alike nodes are checked once.
 
@@ -354,10 +364,9 @@ def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
     :returns: the plugin's key for this task; no opinion is ``None``, and
         then (as when a plugin that checks or scores nodes does not
         implement this hook, or any plugin implements ``best_node``) every
-        node is checked and scored on its own.
-
-    Rule: every plugin with ``predicate``, ``batch_predicate``,
-    ``node_order`` or ``batch_node_order`` must answer. Not gated.
+        node is checked and scored on its own. Every plugin with
+        ``predicate``, ``batch_predicate``, ``node_order`` or
+        ``batch_node_order`` must answer.
     """
     raise NotImplementedError
 
@@ -367,7 +376,7 @@ def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER, switch="enablePreemptable")
 def preemptable(ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
     """Which of ``preemptees`` ``preemptor`` may evict (preempt, same queue).
 
@@ -377,42 +386,24 @@ def preemptable(ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo
     :param preemptees: the candidates on one node.
     :returns: the acceptable victims, in the given order; ``[]`` means none
         may be evicted (and ends this tier with no victims); no opinion is ``None``.
-
-    Rule: ``intersect_per_tier``. Gate: ``enablePreemptable``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER, switch="enableReclaimable")
 def reclaimable(ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
     """Which of ``reclaimees`` (tasks of other queues) ``reclaimer`` may evict.
 
     :returns: the acceptable victims; ``[]`` for none; no opinion is ``None``.
-
-    Rule: ``intersect_per_tier``. Gate: ``enableReclaimable``.
     """
     raise NotImplementedError
 
 
-@_hookspec
-def victim_tasks(ssn: Session, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
-    """Tasks a plugin wants evicted regardless of any preemptor (rescheduling).
-
-    :returns: the victims; no opinion is ``None`` or ``[]``.
-
-    Rule: the union within a tier; the first tier with a non-empty union
-    wins. Gate: ``enabledVictim``.
-    """
-    raise NotImplementedError
-
-
-@_hookspec
+@_hookspec(Phase.EVICTION, Rule.ALL_TRUE, switch="enablePreemptive")
 def preemptive(ssn: Session, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
     """Whether ``tasks`` of ``queue`` may reclaim resources from other queues.
 
     :returns: ``False`` to forbid; no opinion is ``True``.
-
-    Rule: ``all_true``. Gate: ``enablePreemptive``.
     """
     raise NotImplementedError
 
@@ -422,24 +413,20 @@ def preemptive(ssn: Session, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> boo
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.QUOTA, Rule.ANY_TRUE, switch="enabledOverused")
 def overused(ssn: Session, queue: QueueInfo) -> bool:
     """Whether a queue has used up its share and must stop receiving resources.
 
     :returns: ``True`` if overused; no opinion is ``False``.
-
-    Rule: ``any_true``. Gate: ``enabledOverused``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.QUOTA, Rule.ALL_TRUE, switch="enabledAllocatable")
 def allocatable(ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
     """Whether a task of ``queue`` may take resources now.
 
     :returns: ``False`` to refuse; no opinion is ``True``.
-
-    Rule: ``all_true``. Gate: ``enabledAllocatable``.
     """
     raise NotImplementedError
 
@@ -449,103 +436,62 @@ def allocatable(ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
 # =============================================================================
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.ALL_PASS)
 def job_valid(ssn: Session, job: JobInfo) -> Status:
     """Whether a job may be scheduled at all (gang: enough valid tasks).
 
     :returns: a :class:`Status` whose reasons are ``(reason, message)``;
-        no opinion is ``Status.success()``.
-
-    Rule: ``all_pass`` (first failure). Not gated.
+        no opinion is ``Status.success()``. The first failure is the answer.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.ALL_TRUE, switch="enableJobReady")
 def job_ready(ssn: Session, job: JobInfo) -> bool:
     """Whether a job has enough tasks placed to be bound (gang readiness).
 
-    :returns: ``True`` when ready; no opinion is ``True``.
-
-    Rule: ``all_true``; true when no plugin implements it. Gate: ``enableJobReady``.
+    :returns: ``True`` when ready; no opinion is ``True``, and so is the
+        answer when no plugin implements the hook.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.VOTE_PER_TIER, switch="enableJobPipelined")
 def job_pipelined(ssn: Session, job: JobInfo) -> Vote:
     """Whether a job's placements, counting pipelined tasks, are worth keeping.
 
     :returns: a :class:`Vote`; no opinion is ``Vote.ABSTAIN``.
-
-    Rule: ``vote_per_tier``. Gate: ``enableJobPipelined``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.TIER_DECIDES, switch="enableJobStarving")
 def job_starving(ssn: Session, job: JobInfo) -> bool:
     """Whether a job still needs resources (a preemptor or reclaimer candidate).
 
     :returns: ``True`` when starving. There is no abstention: a plugin that
-        implements the hook takes part in its tier's decision.
-
-    Rule: ``tier_decides`` (the first tier with an implementation decides,
-    by AND); false when no plugin implements it. Gate: ``enableJobStarving``.
+        implements the hook takes part in its tier's decision. The answer is
+        false when no plugin implements the hook.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.VOTE_PER_TIER, switch="enableJobEnqueued")
 def job_enqueueable(ssn: Session, job: JobInfo) -> Vote:
     """Whether a Pending job may be admitted (moved to Inqueue) now.
 
     :returns: a :class:`Vote`; no opinion is ``Vote.ABSTAIN``.
-
-    Rule: ``vote_per_tier``. Gate: ``enableJobEnqueued``.
     """
     raise NotImplementedError
 
 
-@_hookspec
+@_hookspec(Phase.VALIDATION, Rule.CALL_ALL, switch="enableJobEnqueued")
 def job_enqueued(ssn: Session, job: JobInfo) -> None:
     """Called when enqueue admits a job, so plugins reserve its minimum resources.
 
-    :returns: nothing. Rule: ``call_all``. Gate: ``enableJobEnqueued``.
+    :returns: nothing.
     """
 
 
 #: Names of every hook, in the order of this module.
-HOOK_NAMES: Final = (
-    "on_session_open",
-    "on_session_close",
-    "on_allocate",
-    "on_deallocate",
-    "job_order",
-    "job_order_key",
-    "queue_order",
-    "queue_order_key",
-    "task_order",
-    "task_order_key",
-    "namespace_order",
-    "victim_queue_order",
-    "pre_predicate",
-    "predicate",
-    "batch_predicate",
-    "node_order",
-    "batch_node_order",
-    "best_node",
-    "node_class_key",
-    "preemptable",
-    "reclaimable",
-    "victim_tasks",
-    "preemptive",
-    "overused",
-    "allocatable",
-    "job_valid",
-    "job_ready",
-    "job_pipelined",
-    "job_starving",
-    "job_enqueueable",
-    "job_enqueued",
-)
+HOOK_NAMES: Final = tuple(SPECS)

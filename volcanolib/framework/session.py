@@ -17,7 +17,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,6 +38,7 @@ from volcanolib.errors import PluginError
 from volcanolib.framework import combine
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
+from volcanolib.framework.hookspecs import SPECS
 from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
 from volcanolib.framework.placement import Placement
 from volcanolib.framework.statement import Statement
@@ -49,8 +50,23 @@ if TYPE_CHECKING:
 __all__ = ["Session", "compare_tasks_by_name"]
 
 log = logging.getLogger(__name__)
-_SUCCESS: Final = Status.success()
 _NEG_INF: Final = float("-inf")
+
+
+#: Hooks the session calls itself, behind its own methods (open, close, fire_allocate, fire_deallocate,
+#: best_node): their combined answers are kept under these names. Every other one is named after its hook.
+_PRIVATE: Final = {
+    "on_session_open": "_on_open",
+    "on_session_close": "_on_close",
+    "on_allocate": "_on_allocate",
+    "on_deallocate": "_on_deallocate",
+    "best_node": "_best_node",
+}
+
+
+def _faster_form(hook: str) -> str:
+    """The hook declared as the faster form of ``hook`` (its sort key or its batch)."""
+    return next(spec.name for spec in SPECS.values() if spec.form_of == hook)
 
 
 # ------------------------------------------------------------------------ fallback orders
@@ -126,14 +142,68 @@ class Session:
 
     State, from the snapshot: :attr:`jobs`, :attr:`nodes`, :attr:`node_list`
     (ready nodes in cache order), :attr:`queues`, :attr:`total_resource`.
-    Combined plugin answers: :attr:`job_ready`, :attr:`job_pipelined`,
-    :attr:`job_starving`, :attr:`job_valid`, :attr:`job_enqueueable`,
-    :attr:`job_enqueued`, :attr:`overused`, :attr:`allocatable`,
-    :attr:`preemptive`, :attr:`preemptable`, :attr:`reclaimable`,
-    :attr:`victim_tasks`, :attr:`pre_predicate`, :attr:`predicate`,
-    :attr:`node_order`, the order comparators and keys, and the helpers
-    :meth:`predicate_nodes`, :meth:`prioritize_nodes`, :meth:`best_node`.
+    Combined plugin answers, each applying its hook's declared rule: the
+    attributes below, named after their hooks, the order comparators and
+    keys, and the helpers :meth:`predicate_nodes`, :meth:`node_order`,
+    :meth:`prioritize_nodes`, :meth:`best_node`.
     """
+
+    # Combined answers named after their hooks, filled from the hooks' declarations by _compile. A new hook
+    # whose rule is in combine.BUILDERS needs only its declaration in hookspecs and its type here.
+    #: ``pre_predicate``: the first failure in tier order, else success.
+    pre_predicate: Callable[[TaskInfo], Status]
+    #: ``predicate`` (or ``batch_predicate`` about one node): the first failure in tier order, naming its plugin.
+    predicate: Callable[[TaskInfo, NodeInfo], Status]
+    #: ``node_order`` and ``batch_node_order``: each node's score summed over the plugins, by node name.
+    node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
+    #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
+    preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
+    reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``preemptive``: whether tasks of a queue may reclaim from other queues.
+    preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool]
+    #: ``overused``: whether a queue must stop receiving resources.
+    overused: Callable[[QueueInfo], bool]
+    #: ``allocatable``: whether a task of a queue may take resources now.
+    allocatable: Callable[[QueueInfo, TaskInfo], bool]
+    #: ``job_valid``: the first failure in tier order, else success.
+    job_valid: Callable[[JobInfo], Status]
+    #: ``job_ready``: whether a job has enough tasks placed to be bound.
+    job_ready: Callable[[JobInfo], bool]
+    #: ``job_pipelined``: the tiers' vote on keeping a job's placements.
+    job_pipelined: Callable[[JobInfo], bool]
+    #: ``job_starving``: whether a job still needs resources.
+    job_starving: Callable[[JobInfo], bool]
+    #: ``job_enqueueable``: the tiers' vote on admitting a job.
+    job_enqueueable: Callable[[JobInfo], bool]
+    #: ``job_enqueued``: tell every plugin that enqueue admitted a job.
+    job_enqueued: Callable[[JobInfo], None]
+    _on_open: Callable[[], None]
+    _on_close: Callable[[], None]
+    _on_allocate: Callable[[Event], None]
+    _on_deallocate: Callable[[Event], None]
+    _best_node: Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
+    # Orders: rule ``first_nonzero``, then the hook's tie-break.
+    #: Compare two jobs (<0: left first); then creation time and uid.
+    compare_jobs: Callable[[JobInfo, JobInfo], int]
+    #: The sort key matching :attr:`compare_jobs`.
+    job_key: Callable[[JobInfo], Any]
+    #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
+    compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int]
+    #: The key behind :attr:`compare_jobs_by_plugins` when every plugin orders jobs by a key, else ``None``.
+    job_key_by_plugins: Callable[[JobInfo], Any] | None
+    #: Compare two queues; then creation time and name.
+    compare_queues: Callable[[QueueInfo, QueueInfo], int]
+    #: The sort key matching :attr:`compare_queues`.
+    queue_key: Callable[[QueueInfo], Any]
+    #: Compare two tasks of a job; then the pod-name index, creation time and uid.
+    compare_tasks: Callable[[TaskInfo, TaskInfo], int]
+    #: The sort key matching :attr:`compare_tasks`.
+    task_key: Callable[[TaskInfo], Any]
+    #: Compare two queues whose tasks are victims for a preemptor; then the reverse of the queue order.
+    compare_victim_queues: Callable[[QueueInfo, QueueInfo, TaskInfo], int]
+    #: Whether some plugin orders victim queues (``victim_queue_order``).
+    has_victim_queue_order: bool
 
     def __init__(
         self,
@@ -221,10 +291,9 @@ class Session:
         fallback: Callable[[Any, Any], int],
         fallback_key: Callable[[Any], tuple[Any, ...]],
     ) -> tuple[Callable[[Any, Any], int], Callable[[Any], Any]]:
-        cmp_table = self._table(hook)
-        key_table = self._table(f"{hook}_key")
-        keys = {plugin: fn for tier in key_table for plugin, fn in tier}
-        cmps = {plugin: fn for tier in cmp_table for plugin, fn in tier}
+        """Rule ``first_nonzero`` for an order hook and its key form, merged in configuration order."""
+        keys = {plugin: fn for tier in self._table(_faster_form(hook)) for plugin, fn in tier}
+        cmps = {plugin: fn for tier in self._table(hook) for plugin, fn in tier}
         merged: list[tuple[str, Callable[..., Any], bool]] = []
         for tier in self.config.tiers:
             for option in tier.plugins:
@@ -234,12 +303,10 @@ class Session:
                     merged.append((option.name, cmps[option.name], False))
         self._key_based[hook] = all(is_key for _, _, is_key in merged)
         if self._key_based[hook]:
-            key = combine.key_tuple(
-                f"{hook}_key", ((tuple((p, f) for p, f, _ in merged)),), fallback_key, self._order_failed
-            )
+            key = combine.key_tuple((tuple((p, f) for p, f, _ in merged),), fallback_key, self._order_failed)
             return _key_compare(key), key
         entries = tuple((p, _key_compare(f) if is_key else f) for p, f, is_key in merged)
-        compare = combine.first_nonzero(hook, (entries,), fallback, self._order_failed)
+        compare = combine.first_nonzero((entries,), fallback, self._order_failed)
         return compare, functools.cmp_to_key(compare)
 
     def _job_keys_are_local(self) -> bool:
@@ -269,18 +336,22 @@ class Session:
             self.record_plugin_error(err)
 
     def _compile(self) -> None:
-        t = self._table
+        """Build every combined answer from the hooks' declarations (:data:`~volcanolib.framework.hookspecs.SPECS`)."""
         self._key_based: dict[str, bool] = {}
         self._order_faults: set[tuple[str | None, str | None]] = set()
-        #: Compare two jobs (<0: left first). Rule ``first_nonzero``, then creation time and uid.
+        # Hooks whose rule needs nothing but their table: one attribute each, named after the hook.
+        faster = {spec.form_of for spec in SPECS.values()}
+        for spec in SPECS.values():
+            build = combine.BUILDERS.get(spec.rule)
+            if build is None or spec.form_of is not None or spec.name in faster:
+                continue  # orders, node checks and scores, node class keys: below
+            setattr(self, _PRIVATE.get(spec.name, spec.name), build(self._table(spec.name)))
+
+        # Orders (``first_nonzero``), each with its key form and its tie-break.
         self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
-        #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
         by_plugins, plugins_key = self._order("job_order", _no_opinion, _no_key)
-        self.compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int] = by_plugins
-        #: The key behind :attr:`compare_jobs_by_plugins` when every plugin orders jobs by a key, else ``None``.
-        self.job_key_by_plugins: Callable[[JobInfo], Any] | None = (
-            plugins_key if self._key_based.get("job_order") else None
-        )
+        self.compare_jobs_by_plugins = by_plugins
+        self.job_key_by_plugins = plugins_key if self._key_based.get("job_order") else None
         # Jobs' keys by uid while none of their tasks changed, when every plugin's key depends on
         # its job alone (``job_order_key_is_local``).
         self._job_keys: dict[str, Any] | None = None
@@ -289,54 +360,27 @@ class Session:
             self.job_key_by_plugins = self._remembered(plugins_key, self._job_keys)
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
-        self.compare_namespaces: Callable[[str, str], int] = combine.first_nonzero(
-            "namespace_order", t("namespace_order"), _cmp, self._order_failed
-        )
-        victim_queue = combine.first_nonzero_args("victim_queue_order", t("victim_queue_order"), self._order_failed)
-        #: Whether some plugin orders victim queues (``victim_queue_order``).
-        self.has_victim_queue_order = any(fn for tier in t("victim_queue_order") for _, fn in tier)
+        victim_queues = self._table("victim_queue_order")
+        self.has_victim_queue_order = any(tier for tier in victim_queues)
         compare_queues = self.compare_queues
+        self.compare_victim_queues = combine.first_nonzero(
+            victim_queues, lambda left, right, preemptor: -compare_queues(left, right), self._order_failed
+        )
 
-        def compare_victim_queues(left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
-            return victim_queue(left, right, preemptor) or -compare_queues(left, right)
-
-        self.compare_victim_queues: Callable[[QueueInfo, QueueInfo, TaskInfo], int] = compare_victim_queues
-        self.pre_predicate: Callable[[TaskInfo], Status] = combine.all_pass("pre_predicate", t("pre_predicate"))
-        self._predicate_entries = self._per_node_and_batch("predicate", "batch_predicate")
-        self._score_entries = self._per_node_and_batch("node_order", "batch_node_order")
-        self._best_node = combine.first_not_none("best_node", t("best_node"))
+        # Node checks (``all_pass``) and scores (``weighted_sum``): per node, and over many nodes at once.
+        self._predicate_entries = self._per_node_and_batch("predicate")
+        self._score_entries = self._per_node_and_batch("node_order")
+        self.predicate = combine.all_pass(combine.one_node(self._predicate_entries))
+        self._predicate_nodes = combine.all_pass_nodes(self._predicate_entries)
+        self.node_scores = combine.weighted_sum(self._score_entries)
         self._class_entries = self._node_class_entries()
+        self._class_keys = None if self._class_entries is None else combine.all_or_none((self._class_entries,))
         self._plans: dict[tuple[NodeClassKey, ...], NodeClassPlan] = {}
-        self.preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
-            "preemptable", t("preemptable")
-        )
-        self.reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None] = combine.intersect_per_tier(
-            "reclaimable", t("reclaimable")
-        )
-        self.victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]] = combine.union_per_tier(
-            "victim_tasks", t("victim_tasks")
-        )
-        self.preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool] = combine.all_true(
-            "preemptive", t("preemptive")
-        )
-        self.overused: Callable[[QueueInfo], bool] = combine.any_true("overused", t("overused"))
-        self.allocatable: Callable[[QueueInfo, TaskInfo], bool] = combine.all_true("allocatable", t("allocatable"))
-        self.job_valid: Callable[[JobInfo], Status] = combine.all_pass("job_valid", t("job_valid"))
-        self.job_ready: Callable[[JobInfo], bool] = combine.all_true("job_ready", t("job_ready"))
-        self.job_pipelined: Callable[[JobInfo], bool] = combine.vote_per_tier("job_pipelined", t("job_pipelined"))
-        self.job_starving: Callable[[JobInfo], bool] = combine.tier_decides("job_starving", t("job_starving"))
-        self.job_enqueueable: Callable[[JobInfo], bool] = combine.vote_per_tier("job_enqueueable", t("job_enqueueable"))
-        self.job_enqueued: Callable[[JobInfo], None] = combine.call_all("job_enqueued", t("job_enqueued"))
-        self._on_allocate = combine.call_all("on_allocate", t("on_allocate"))
-        self._on_deallocate = combine.call_all("on_deallocate", t("on_deallocate"))
-        self._on_open = combine.call_all("on_session_open", t("on_session_open"))
-        self._on_close = combine.call_all("on_session_close", t("on_session_close"))
 
-    def _per_node_and_batch(
-        self, per_node: str, batch: str
-    ) -> tuple[tuple[str, Callable[..., Any] | None, Callable[..., Any] | None], ...]:
+    def _per_node_and_batch(self, per_node: str) -> tuple[combine.NodeEntry, ...]:
+        """Every plugin implementing a node hook or its batch form: name, per-node function, batch function."""
         singles = {p: f for tier in self._table(per_node) for p, f in tier}
-        batches = {p: f for tier in self._table(batch) for p, f in tier}
+        batches = {p: f for tier in self._table(_faster_form(per_node)) for p, f in tier}
         out = []
         for tier in self.config.tiers:
             for option in tier.plugins:
@@ -348,7 +392,7 @@ class Session:
 
     def _node_class_entries(self) -> tuple[tuple[str, Callable[[TaskInfo], NodeClassKey | None]], ...] | None:
         """The ``node_class_key`` implementations of every plugin that checks or scores nodes, or ``None``."""
-        if any(fn for tier in self._table("best_node") for _, fn in tier):
+        if any(tier for tier in self._table("best_node")):
             return None
         keys = {p: f for tier in self._table("node_class_key") for p, f in tier}
         needed = dict.fromkeys(p for p, _, _ in self._predicate_entries + self._score_entries)
@@ -568,21 +612,6 @@ class Session:
 
     # ------------------------------------------------------------------ predicates and scores
 
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> Status:
-        """Whether a task may run on a node: the first failure in tier order, else success."""
-        for plugin, single, many in self._predicate_entries:
-            try:
-                if single is not None:
-                    status = single(task, node)
-                else:
-                    assert many is not None
-                    status = (many(task, [node]) or {}).get(node.name, _SUCCESS)
-            except Exception as exc:
-                raise combine.plugin_failure(plugin, "predicate", exc) from exc
-            if status is not None and status.code is not Code.SUCCESS:
-                return status.with_plugin(plugin)  # type: ignore[no-any-return]
-        return _SUCCESS
-
     def predicate_nodes(
         self,
         task: TaskInfo,
@@ -591,7 +620,7 @@ class Session:
         for_preempt: bool = False,
         fit_errors: FitErrors | None = None,
     ) -> list[NodeInfo]:
-        """The nodes, in order, on which a task passes every predicate.
+        """The nodes, in order, on which a task passes every predicate (rule ``all_pass``).
 
         Plugins with :func:`batch_predicate` check all remaining nodes in one
         call. With ``for_preempt``, a plain ``UNSCHEDULABLE`` failure keeps
@@ -599,80 +628,21 @@ class Session:
 
         :param fit_errors: receives the reason of every node that fails.
         """
-        # The batch stays the caller's object until a node fails, so that a batch of every
-        # ready node reaches the plugins as ``ssn.node_list`` itself.
-        candidates: Sequence[NodeInfo] = nodes
-        passed_early: set[str] = set()
-        for plugin, single, many in self._predicate_entries:
-            if not candidates:
-                break
-            keep: list[NodeInfo] = []
-            try:
-                if many is not None:
-                    failures = many(task, candidates) or {}
-                    if not failures:
-                        continue
-                    for node in candidates:
-                        status = failures.get(node.name)
-                        if status is None or status.code is Code.SUCCESS:
-                            keep.append(node)
-                        else:
-                            self._predicate_failed(task, node, status, plugin, for_preempt, passed_early, fit_errors)
-                else:
-                    assert single is not None
-                    for node in candidates:
-                        status = single(task, node)
-                        if status is None or status.code is Code.SUCCESS:
-                            keep.append(node)
-                        else:
-                            self._predicate_failed(task, node, status, plugin, for_preempt, passed_early, fit_errors)
-            except PluginError:
-                raise
-            except Exception as exc:
-                raise combine.plugin_failure(plugin, "predicate", exc) from exc
-            if len(keep) != len(candidates):
-                candidates = keep
-        if passed_early:
-            alive = {n.name for n in candidates} | passed_early
-            return [n for n in nodes if n.name in alive]
-        return list(candidates)
+        if not for_preempt and fit_errors is None:
+            return self._predicate_nodes(task, nodes, None)
 
-    @staticmethod
-    def _predicate_failed(
-        task: TaskInfo,
-        node: NodeInfo,
-        status: Status,
-        plugin: str,
-        for_preempt: bool,
-        passed_early: set[str],
-        fit_errors: FitErrors | None,
-    ) -> None:
-        if for_preempt and status.code is Code.UNSCHEDULABLE:
-            passed_early.add(node.name)
-            return
-        if fit_errors is not None:
-            fit_errors.set_node_error(FitError(task.key, node.name, status.reasons or (plugin,)))
+        def failed(node: NodeInfo, status: Status, plugin: str) -> bool:
+            if for_preempt and status.code is Code.UNSCHEDULABLE:
+                return True
+            if fit_errors is not None:
+                fit_errors.set_node_error(FitError(task.key, node.name, status.reasons or (plugin,)))
+            return False
+
+        return self._predicate_nodes(task, nodes, failed)
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         """The total score of a node for a task (every plugin's score, summed)."""
         return self.node_scores(task, [node]).get(node.name, 0.0)
-
-    def node_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
-        """The total score of each node for a task, by node name."""
-        scores = dict.fromkeys((n.name for n in nodes), 0.0)
-        for plugin, single, many in self._score_entries:
-            try:
-                if many is not None:
-                    for name, score in (many(task, nodes) or {}).items():
-                        if name in scores:
-                            scores[name] += score
-                else:
-                    assert single is not None
-                    for node in nodes:
-                        scores[node.name] += single(task, node) or 0.0
-            except Exception as exc:
-                raise combine.plugin_failure(plugin, "node_order", exc) from exc
-        return scores
 
     def prioritize_nodes(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[float, list[NodeInfo]]:
         """Group candidate nodes by their total score."""
@@ -688,35 +658,30 @@ class Session:
         ``None`` when some plugin that checks or scores nodes cannot say
         (see the ``node_class_key`` hook); then every node counts on its own.
         """
-        entries = self._class_entries
-        if entries is None:
+        keys = self._class_keys
+        if keys is None:
             return None
-        answers: list[NodeClassKey] = []
-        for plugin, fn in entries:
-            try:
-                answer = fn(task)
-            except Exception as exc:
-                raise combine.plugin_failure(plugin, "node_class_key", exc) from exc
-            if answer is None:
-                return None
-            answers.append(answer)
+        answers: tuple[NodeClassKey, ...] | None = keys(task)
+        if answers is None:
+            return None
         # Plugins usually hand out the same keys for alike tasks: make each plan once.
-        found = self._plans.get(tuple(answers))
+        found = self._plans.get(answers)
         if found is not None:
             return found
+        assert self._class_entries is not None
+        plugins = [plugin for plugin, _ in self._class_entries]
         plan = NodeClassPlan(
-            tuple((plugin, answer.token) for (plugin, _), answer in zip(entries, answers, strict=True)),
-            tuple(_guarded_key(plugin, answer.key) for (plugin, _), answer in zip(entries, answers, strict=True)),
+            tuple((plugin, answer.token) for plugin, answer in zip(plugins, answers, strict=True)),
+            tuple(
+                combine.guard(plugin, "node_class_key", answer.key, arity=1)
+                for plugin, answer in zip(plugins, answers, strict=True)
+            ),
             all(answer.pointwise for answer in answers),
         )
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[tuple(answers)] = plan
+        self._plans[answers] = plan
         return plan
-
-    def has_scorers(self) -> bool:
-        """Whether any plugin scores nodes."""
-        return bool(self._score_entries)
 
     def select_best_node(self, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
         """The highest-scoring node; ties are broken by the session's seeded generator."""
@@ -740,7 +705,7 @@ class Session:
         scores = self.prioritize_nodes(task, nodes)
         chosen = self._best_node(task, scores)
         if chosen is not None:
-            return chosen  # type: ignore[no-any-return]
+            return chosen
         return self.select_best_node(scores)
 
     def sorted_by_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
@@ -757,10 +722,6 @@ class Session:
         if placement is None or placement.nodes is not self.node_list:
             placement = self._placement = Placement(self)
         return placement
-
-    def job_order_before(self, left: JobInfo, right: JobInfo) -> bool:
-        """Whether ``left`` is scheduled before ``right``."""
-        return self.compare_jobs(left, right) < 0
 
     def job_schedulable(self, job: JobInfo) -> bool:
         """Volcano's common job filter for actions: admitted (not Pending), valid, and its queue exists."""
@@ -786,18 +747,6 @@ class Session:
 
 #: Node class plans remembered per session before starting over.
 _MAX_PLANS: Final = 1024
-
-
-def _guarded_key(plugin: str, key: Callable[[NodeInfo], Hashable]) -> Callable[[NodeInfo], Hashable]:
-    """A plugin's node class key function whose failure is a :class:`PluginError` naming the plugin."""
-
-    def guarded(node: NodeInfo) -> Hashable:
-        try:
-            return key(node)
-        except Exception as exc:
-            raise combine.plugin_failure(plugin, "node_class_key", exc) from exc
-
-    return guarded
 
 
 def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:

@@ -182,7 +182,7 @@ def _assert_errors(errors: Sequence[PluginError], hook: str) -> None:
 
 ALLOCATE_HOOKS = [
     ("predicate", "predicate"),
-    ("batch_predicate", "predicate"),
+    ("batch_predicate", "batch_predicate"),
     ("node_order", "node_order"),
     ("node_class_key", "node_class_key"),
     ("node_class_key_function", "node_class_key"),
