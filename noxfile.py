@@ -16,6 +16,8 @@ INSTALL = (
     "./tests/thirdparty_plugin",
     "-e",
     "./examples/custom-plugin",
+    "-e",
+    "./examples/custom-action",
 )
 
 

@@ -5,6 +5,7 @@ Examples::
     python -m benchmarks W1 M                 # one workload at one size
     python -m benchmarks all --sizes S,M      # every workload at S and M (what nox -s bench runs)
     python -m benchmarks W2 L --format json   # load a JSON dump instead of YAML
+    python -m benchmarks W1 L --format yaml,block,json   # the generator's flow YAML, kubectl's block YAML, JSON
     python -m benchmarks W1 S --profile w1.prof
     python -m benchmarks ordering             # compiled dispatch against pm.hook
 
@@ -51,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         help="ordering, all, W1, W2, W3, W4, optionally followed by sizes S, M, L (default: ordering)",
     )
     parser.add_argument("--sizes", default="S,M", help="comma-separated sizes for the workloads (default S,M)")
-    parser.add_argument("--format", dest="formats", default="yaml", help="yaml, json, or yaml,json (default yaml)")
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        default="yaml",
+        help="yaml (the generator's flow style), block (kubectl's style), json; comma-separated (default yaml)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="the workload generator's and the scheduler's seed")
     parser.add_argument(
         "--repeat", type=int, default=1, help="run each workload N times (fresh processes); report the median session"
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     formats = _split(args.formats)
     for fmt in formats:
         if fmt not in FORMATS:
-            parser.error(f"unknown format {fmt!r} (expected yaml or json)")
+            parser.error(f"unknown format {fmt!r} (expected {', '.join(FORMATS)})")
     try:
         pairs = selection(workloads, sizes or [s.upper() for s in _split(args.sizes)]) if workloads else []
     except BenchmarkError as exc:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate performance-workload scenario files (scenario-format.md).
 
-Deterministic for a given (workload, size, seed). Plain python3; no
-third-party dependency (the YAML is written directly, in flow style, so
-that 50,000-pod files stay small and fast to write).
+Deterministic for a given (workload, size, seed). Needs only volcanolib
+(for its default tiers); the YAML is written directly, in flow style, so
+that 50,000-pod files stay small and fast to write.
 
 Workloads (see research/perf-anchor.md for the rationale):
   W1  gang-homogeneous   nodes 32 cpu / 128Gi / 110 pods; jobs of T=100
@@ -38,24 +38,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import textwrap
 from collections.abc import Callable
+
+from volcanolib.framework.config import DEFAULT_CONFIG_TEXT
 
 SIZES = {"S": 100, "M": 1000, "L": 5000}
 WORKLOAD_SIZES = {"W1": "SML", "W2": "SML", "W3": "SM", "W4": "SM"}
 
-DEFAULT_TIERS = """  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-    - name: conformance
-  - plugins:
-    - name: overcommit
-    - name: drf
-    - name: predicates
-    - name: proportion
-    - name: nodeorder
-    - name: binpack
-"""
+#: The tiers of the library's default configuration, indented under the scenario's ``scheduler:`` key.
+DEFAULT_TIERS = textwrap.indent(DEFAULT_CONFIG_TEXT[DEFAULT_CONFIG_TEXT.index("tiers:") :], "  ")
 
 
 def conf(actions: str) -> str:

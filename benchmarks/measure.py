@@ -63,7 +63,7 @@ def measure(
 
     :param workload: ``W1``..``W4``, recorded as given.
     :param size: ``S``, ``M`` or ``L``, recorded as given.
-    :param fmt: ``yaml`` or ``json``, the format of ``path``, recorded as given.
+    :param fmt: ``yaml``, ``block`` or ``json``, the format of ``path``, recorded as given.
     :param seed: the scheduler's tie-break seed.
     :param profile: where to write a cProfile ``.prof`` of the session (cache build included).
     :returns: the record described in ``benchmarks/README.md``.
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", type=Path, help="the scenario file (YAML or JSON)")
     parser.add_argument("--workload", required=True)
     parser.add_argument("--size", required=True)
-    parser.add_argument("--format", dest="fmt", default="yaml", choices=("yaml", "json"))
+    parser.add_argument("--format", dest="fmt", default="yaml", choices=("yaml", "block", "json"))
     parser.add_argument("--seed", type=int, default=1, help="the scheduler's tie-break seed")
     parser.add_argument("--profile", type=Path, help="write a cProfile .prof of the session here")
     parser.add_argument("--result", type=Path, help="write the JSON record here (default: standard output)")

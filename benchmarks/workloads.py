@@ -2,7 +2,8 @@
 
 :func:`ensure_workload` writes a workload with :mod:`benchmarks.gen_workload`
 into ``benchmarks/_generated/`` unless an up-to-date copy is there, and
-converts it to JSON once when the JSON format is asked for.
+converts it once to JSON, or to block-style YAML (the style of ``kubectl get -o
+yaml``), when that format is asked for.
 :func:`run_workload` starts ``python -m benchmarks.measure`` on it in a fresh
 subprocess (so that peak memory figures do not mix) and returns its record
 with the Volcano v1.7 anchor attached; :func:`table` prints records side by
@@ -39,7 +40,8 @@ HERE: Final = Path(__file__).resolve().parent
 GENERATED: Final = HERE / "_generated"
 #: Workload -> the sizes it has.
 WORKLOAD_SIZES: Final = dict(gen_workload.WORKLOAD_SIZES)
-FORMATS: Final = ("yaml", "json")
+#: ``yaml``: the generator's flow-style file; ``block``: the same scenario in block style; ``json``.
+FORMATS: Final = ("yaml", "block", "json")
 
 
 class BenchmarkError(Exception):
@@ -113,14 +115,16 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
 
 
 def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml", directory: Path = GENERATED) -> Path:
-    """The workload's file in ``directory``, generated (or converted to JSON) first when missing or stale.
+    """The workload's file in ``directory``, generated (or converted) first when missing or stale.
 
-    A file is stale when the generator is newer than it; the JSON copy is
-    stale when its YAML is newer. The JSON copy is the scenario mapping, read
-    with :func:`volcanolib.kube.read_documents` and written with :mod:`json`.
+    A file is stale when the generator is newer than it; a converted copy is
+    stale when its YAML is newer. The copies hold the scenario mapping, read
+    with :func:`volcanolib.kube.read_documents`: ``json`` written with
+    :mod:`json`, ``block`` with PyYAML's default block style (keys sorted, as
+    ``kubectl get -o yaml`` writes them).
     """
     if fmt not in FORMATS:
-        raise BenchmarkError(f"unknown format {fmt!r} (expected yaml or json)")
+        raise BenchmarkError(f"unknown format {fmt!r} (expected {', '.join(FORMATS)})")
     if size not in WORKLOAD_SIZES.get(workload, ""):
         raise BenchmarkError(f"{workload} has no size {size!r}")
     directory.mkdir(parents=True, exist_ok=True)
@@ -130,19 +134,24 @@ def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml
         _atomic_write(yaml_path, lambda tmp: gen_workload.write(workload, size, seed, tmp))
     if fmt == "yaml":
         return yaml_path
-    json_path = yaml_path.with_suffix(".json")
-    if not _fresh(json_path, yaml_path):
+    copy_path = yaml_path.with_suffix(".json" if fmt == "json" else ".block.yaml")
+    if not _fresh(copy_path, yaml_path):
         from volcanolib.kube import read_documents
 
         (doc,) = read_documents(yaml_path)
 
         def dump(tmp: str) -> None:
             with open(tmp, "w", encoding="utf-8") as out:
-                json.dump(doc, out)
-                out.write("\n")
+                if fmt == "json":
+                    json.dump(doc, out)
+                    out.write("\n")
+                else:
+                    import yaml
 
-        _atomic_write(json_path, dump)
-    return json_path
+                    yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+
+        _atomic_write(copy_path, dump)
+    return copy_path
 
 
 def _measure_once(path: Path, workload: str, size: str, seed: int, fmt: str, profile: Path | None) -> dict[str, Any]:

@@ -196,7 +196,7 @@ class Scheduler:
         timings["snapshot"] = t1 - start
         ran = True
         try:
-            ssn._on_open()
+            ssn.prepare()
         except PluginError as err:
             ssn.record_plugin_error(err)
             ran = False

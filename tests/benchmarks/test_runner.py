@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the benchmarks package lives beside volcanolib, uninstalled
@@ -143,13 +144,28 @@ def test_table_without_anchor() -> None:
     assert "W2-L" in text and "allocate 12.3" in text
 
 
+@pytest.mark.parametrize("fmt", ["json", "block"])
 @pytest.mark.parametrize("workload", ["W1", "W4"])
-def test_json_dump_gives_the_yaml_result(tmp_path: Path, workload: str) -> None:
+def test_converted_copies_give_the_yaml_result(tmp_path: Path, workload: str, fmt: str) -> None:
     yaml_path = ensure_workload(workload, "S", directory=tmp_path)
-    json_path = ensure_workload(workload, "S", fmt="json", directory=tmp_path)
-    assert json_path.suffix == ".json" and json_path.read_text().startswith("{")
-    assert read_documents(json_path) == read_documents(yaml_path)
+    copy_path = ensure_workload(workload, "S", fmt=fmt, directory=tmp_path)
+    text = copy_path.read_text()
+    if fmt == "json":
+        assert copy_path.suffix == ".json" and text.startswith("{")
+    else:  # block style, as kubectl writes it: no flow mapping holds a Kubernetes object
+        assert copy_path.name.endswith(".block.yaml") and "- apiVersion: " in text and "- {" not in text
+    assert read_documents(copy_path) == read_documents(yaml_path)
     from_yaml = run_scenario(load_scenario([yaml_path]), sessions=1, seed=1)
-    from_json = run_scenario(load_scenario([json_path]), sessions=1, seed=1)
-    assert from_json.to_dict() == from_yaml.to_dict()
+    from_copy = run_scenario(load_scenario([copy_path]), sessions=1, seed=1)
+    assert from_copy.to_dict() == from_yaml.to_dict()
     assert from_yaml.binds or from_yaml.evictions
+
+
+def test_generated_workloads_use_the_default_tiers() -> None:
+    from benchmarks import gen_workload
+    from volcanolib.framework.config import DEFAULT_CONFIG, parse_config
+
+    scenario = yaml.safe_load(gen_workload.header("x", "enqueue, allocate, preempt"))
+    config = parse_config(scenario["scheduler"])
+    assert config.actions == ("enqueue", "allocate", "preempt")
+    assert config.tiers == DEFAULT_CONFIG.tiers

@@ -1,8 +1,9 @@
 """The runnable examples run as a user would run them, and their tutorials quote them exactly.
 
-``examples/custom-plugin`` must be installed in the environment
-(``pip install -e ./examples/custom-plugin``, part of the test install
-command in the README); ``examples/embed`` needs nothing beyond volcanolib.
+``examples/custom-plugin`` and ``examples/custom-action`` must be installed
+in the environment (``pip install -e ./examples/custom-plugin -e
+./examples/custom-action``, part of the test install command in the README);
+``examples/embed`` needs nothing beyond volcanolib.
 
 In the tutorials, every ``python`` and ``toml`` code block is an excerpt of
 the example's files and must appear in one of them verbatim; sketches that
@@ -20,14 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from volcanolib import ConfigError, Registry, Scheduler
+from volcanolib import ConfigError, Registry, Scheduler, load_config
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = ROOT / "examples" / "custom-plugin"
+ACTION_DIR = ROOT / "examples" / "custom-action"
 EMBED = ROOT / "examples" / "embed" / "dispatcher.py"
 TUTORIALS = ROOT / "docs" / "tutorials"
 INSTALL_HINT = "install the example first: pip install -e ./examples/custom-plugin"
+ACTION_INSTALL_HINT = "install the example first: pip install -e ./examples/custom-action"
 
 
 def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
@@ -38,9 +41,10 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
 
 @pytest.fixture(scope="module")
 def programs() -> Iterator[dict[str, subprocess.Popen[str]]]:
-    """The example package's test run and the dispatcher, started together so they run side by side."""
+    """The example packages' test runs and the dispatcher, started together so they run side by side."""
     started = {
         "plugin-tests": start([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=PLUGIN_DIR),
+        "action-tests": start([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=ACTION_DIR),
         "dispatcher": start([sys.executable, str(EMBED), "--period", "0.05", "--max-cycles", "2000"], cwd=ROOT),
     }
     yield started
@@ -123,6 +127,49 @@ def test_a_bad_argument_refuses_the_configuration() -> None:
         Scheduler(FakeCache(), CONF.replace("teamfence.fencedTeams", "teamfence.teamLabel: 3\n      x"))
 
 
+# ---------------------------------------------------------------------- custom action
+
+
+@pytest.fixture(scope="module")
+def inorder_installed() -> None:
+    """Fail with the install command when the example package is missing."""
+    provider = Registry().actions().get("inorder")
+    assert provider is not None, ACTION_INSTALL_HINT
+
+
+@pytest.mark.usefixtures("inorder_installed")
+def test_custom_action_is_discovered_through_its_entry_point() -> None:
+    provider = Registry().actions()["inorder"]
+    assert provider.distribution == "volcanolib-example-inorder"
+    assert provider.target == "inorder:InOrder"
+    assert provider.load().name == "inorder"
+
+
+@pytest.mark.usefixtures("inorder_installed")
+def test_custom_action_own_tests_pass(programs: dict[str, subprocess.Popen[str]]) -> None:
+    code, output = finish(programs["action-tests"])
+    assert code == 0, output
+    assert re.search(r"\d+ passed", output), output
+
+
+@pytest.mark.usefixtures("inorder_installed")
+def test_custom_action_configured_by_name_in_the_example_file() -> None:
+    cache = FakeCache()
+    cache.add_node(build_node("n1", cpu="4"))
+    cache.add_pod_group(build_pod_group("big", min_member=2, creation_timestamp=0))
+    for i in range(2):
+        cache.add_task(build_task(f"big-{i}", job="big", cpu="4"))  # 8 cpus: blocks the queue
+    for name, created in (("small", 1), ("tiny", 2)):
+        cache.add_pod_group(build_pod_group(name, creation_timestamp=created))
+        cache.add_task(build_task(f"{name}-0", job=name, cpu="1"))
+
+    result = Scheduler(cache, load_config(ACTION_DIR / "volcano-scheduler.conf")).run_once()
+
+    assert result.plugin_errors == ()
+    assert "inorder" in result.timings
+    assert cache.bound == {"default/small-0": "n1"}  # within the lookahead of 1; tiny waits behind big
+
+
 # ---------------------------------------------------------------------- embedding
 
 
@@ -175,6 +222,10 @@ def test_embedded_dispatcher_runs_gangs_whole(programs: dict[str, subprocess.Pop
         (
             "custom-plugin.md",
             [PLUGIN_DIR / "teamfence.py", PLUGIN_DIR / "pyproject.toml", PLUGIN_DIR / "tests" / "test_teamfence.py"],
+        ),
+        (
+            "custom-action.md",
+            [ACTION_DIR / "inorder.py", ACTION_DIR / "pyproject.toml", ACTION_DIR / "tests" / "test_inorder.py"],
         ),
         ("embedding.md", [EMBED]),
     ],

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.queue import QueueInfo
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments
+from volcanolib.framework.queues import build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -23,8 +22,8 @@ __all__ = ["Enqueue"]
 class Enqueue(BaseAction[NoArguments]):
     """Admission control: move Pending jobs to Inqueue.
 
-    Every queue that has a job in the session takes part; its Pending jobs
-    wait in job order. The best queue (queue order) admits its best Pending
+    Every queue that has a Pending job takes part; its Pending jobs wait in
+    job order. The best queue (queue order) admits its best Pending
     job, then goes back in line, so queues interleave one job per turn. A
     job without ``minResources`` is admitted unconditionally; any other job
     only when the plugins' ``job_enqueueable`` votes allow it. An admitted
@@ -42,28 +41,18 @@ class Enqueue(BaseAction[NoArguments]):
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        seen: set[str] = set()
-        pending: dict[str, PriorityQueue[JobInfo]] = {}
         now = ssn.clock()
-        for job in ssn.jobs.values():
+
+        def pending(job: JobInfo) -> tuple[()] | None:
             if job.schedule_start_timestamp is None:
                 job.schedule_start_timestamp = now
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if job.is_pending():
-                jobs = pending.get(queue.name)
-                if jobs is None:
-                    jobs = pending[queue.name] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
+            return () if job.is_pending() else None
 
+        order = build_queues(ssn, pending)
+        queues = order.queues
         while queues:
             queue = queues.pop()
-            jobs = pending.get(queue.name)
+            jobs = order.jobs[queue.name]
             if not jobs:
                 continue
             job = jobs.pop()

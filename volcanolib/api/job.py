@@ -12,7 +12,9 @@ from volcanolib.api.fiterrors import FitErrors, reason_histogram
 from volcanolib.api.resource import Resource, exceeded_part
 from volcanolib.api.task import (
     ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
     READY_STATUSES,
+    SCHEDULED_STATUSES,
     VALID_STATUSES,
     TaskInfo,
     TaskStatus,
@@ -407,6 +409,30 @@ class JobInfo:
             return True
         pending_ok = sum(self._role_count(role, _PENDING) for role in self._role_counts if role not in failed_roles)
         return self.ready_task_num() + pending_ok >= self.min_available
+
+    # ------------------------------------------------------------------ phase
+
+    def scheduled_task_num(self) -> int:
+        """Tasks on a node as a status update counts them: Running, Bound, finished, or Releasing from a node."""
+        releasing = self.task_status_index.get(TaskStatus.RELEASING)
+        on_node = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
+        return self.count(SCHEDULED_STATUSES) + on_node
+
+    def phase_from_tasks(self) -> PodGroupPhase:
+        """The PodGroup phase a status update derives from the tasks.
+
+        With at least ``min_available`` scheduled tasks (see
+        :meth:`scheduled_task_num`) the group is Completed when every one of
+        them has finished, Running otherwise. Below that it is Pending,
+        except that an Inqueue group stays Inqueue: admission is not taken
+        back. (The session first checks whether the group is Unknown:
+        running tasks while this session found it unschedulable.)
+        """
+        scheduled = self.scheduled_task_num()
+        if scheduled >= self.min_available:
+            return PodGroupPhase.COMPLETED if self.count(COMPLETED_STATUSES) == scheduled else PodGroupPhase.RUNNING
+        phase = self.pod_group.phase
+        return phase if phase is PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
 
     # ------------------------------------------------------------------ resources
 

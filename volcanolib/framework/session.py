@@ -29,8 +29,6 @@ from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import (
     ALLOCATED_STATUSES,
-    COMPLETED_STATUSES,
-    SCHEDULED_STATUSES,
     TaskInfo,
     TaskStatus,
 )
@@ -403,11 +401,26 @@ class Session:
     # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        """Take the snapshot and let every plugin prepare, in tier order.
+        """Take the cache's snapshot and let every plugin prepare, in tier order.
+
+        The same as :meth:`load` of ``cache.snapshot()`` followed by :meth:`prepare`.
 
         :raises PluginError: when a plugin fails in ``on_session_open``.
         """
         self.load(self.cache.snapshot())
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Let every plugin prepare for the loaded snapshot (``on_session_open``), in tier order.
+
+        Call it once, after :meth:`load` and before the first action;
+        :meth:`open` does both. Job order keys taken while plugins prepared
+        are dropped afterwards, since a plugin may still have been changing
+        the state they read.
+
+        :raises PluginError: when a plugin fails in ``on_session_open`` (the
+            scheduler then records it and runs no action in that cycle).
+        """
         try:
             self._on_open()
         finally:
@@ -454,16 +467,7 @@ class Session:
         unschedulable_now = any(
             c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
         )
-        if running and unschedulable_now:
-            pg.phase = PodGroupPhase.UNKNOWN
-        else:
-            scheduled = job.count(SCHEDULED_STATUSES)
-            releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
-            if scheduled + releasing >= job.min_available:
-                completed = job.count(COMPLETED_STATUSES)
-                pg.phase = PodGroupPhase.COMPLETED if completed == scheduled + releasing else PodGroupPhase.RUNNING
-            elif pg.phase is not PodGroupPhase.INQUEUE:
-                pg.phase = PodGroupPhase.PENDING
+        pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
         pg.running = running
         pg.succeeded = job.count(TaskStatus.SUCCEEDED)
         pg.failed = job.count(TaskStatus.FAILED)

@@ -4,35 +4,20 @@ JSON (text that starts with ``{`` or ``[``, as ``kubectl get -o json``
 prints it) goes through :mod:`json`, the fastest way in.
 
 For YAML, PyYAML's C loader parses quickly but builds every value through a
-Python composer and constructor, which dominates the time on large dumps
-(about 25 s for a 50,000-pod flow-style file). Here the C parser's events are
-turned into plain dicts and lists in one loop, with plain scalars resolved
-through PyYAML's own resolver and constructor but cached by their text, so the
-values are exactly those ``yaml.safe_load`` would give, ten times faster.
-Without libyaml the pure-Python ``SafeLoader`` is used.
-
-**One object per line.** Generated dumps and the benchmark workloads write a
-long block sequence whose entries are one-line flow mappings
-(``- {apiVersion: v1, kind: Pod, ...}``). Runs of such lines are rewritten
-into JSON by a few whole-text regular expressions (plain scalars that YAML
-reads as strings get quoted; numbers, ``true``, ``false`` and ``null`` stay
-as they are) and read with :mod:`json`, about four times faster than the
-event loop; the rest of the file, with one marker entry in place of each
-run, goes through the event loop, and the runs are spliced back in where
-their markers landed. Every construct whose YAML meaning could differ from
-the JSON reading (other characters, comments, anchors, tags, escapes, ``:``
-without a space, numbers with exponents, YAML-only words such as ``yes``,
-multi-word plain scalars, very long keys, non-ASCII text; also quoted
-scalars holding a word after a space, ``{`` or ``[``) makes the run go
-through the event loop instead, so the result is always the one
-``yaml.safe_load`` gives, and errors are reported by the event loop with
-their line numbers.
+Python composer and constructor, which dominates the time on large dumps.
+Here the C parser's events are turned into plain dicts and lists in one loop,
+with plain scalars resolved through PyYAML's own resolver and constructor but
+cached by their text, so the values are exactly those ``yaml.safe_load`` would
+give, about nine times faster than ``yaml.load(..., Loader=CSafeLoader)``
+(2.8 s instead of 24.5 s for 50,000 pods and 5,000 nodes, in ``kubectl get -o
+yaml``'s block style or in flow style alike; the JSON dump of the same objects
+reads in 0.5 s; see ``benchmarks/README.md``). Without libyaml the pure-Python
+``SafeLoader`` is used.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,8 +29,8 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
+from volcanolib._gc import gc_paused
 from volcanolib.errors import ManifestError
-from volcanolib.kube._fields import gc_paused
 
 __all__ = ["STDIN", "parse_documents", "read_documents", "source_name"]
 
@@ -137,220 +122,7 @@ def _load_all(text: str) -> Iterator[Any]:
     if _CParser is None:  # pragma: no cover
         yield from yaml.load_all(text, Loader=yaml.SafeLoader)
         return
-    if _FLOW_LINES_OK and len(text) >= _MIN_RUN_LINES * 8:
-        docs = _load_flow_lines(text)
-        if docs is not None:
-            yield from docs
-            return
     yield from _EventBuilder(_CParser(text)).documents()
-
-
-# ------------------------------------------------------------ one object per line
-
-#: A run of block-sequence entries at column 0, each a one-line flow mapping.
-_RUN = re.compile(r"(?:^- \{[^\n]*\}\n)+", re.MULTILINE)
-#: Runs shorter than this go through the event loop with the rest.
-_MIN_RUN_LINES: Final = 32
-#: The plain scalars of YAML's bool and null resolvers that start with a letter.
-_YAML_WORDS: Final = "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
-_TOKEN_CHAR: Final = r"[\w./-]"
-#: Plain scalars YAML reads as strings: a word starting with a letter, ``_`` or ``/``
-#: (not one of the bool and null words), or a Kubernetes quantity such as ``64Gi``
-#: or ``500m``; after ``{``, ``[`` or a space.
-#: (Only words starting with a letter some bool or null word starts with are checked against them.)
-_STRING_TOKEN = re.compile(
-    rf"(?<=[{{\[ ])([a-eg-mp-su-xzA-EG-MP-SU-XZ_/]{_TOKEN_CHAR}*"
-    rf"|(?!(?:{_YAML_WORDS})(?!{_TOKEN_CHAR}))[fFnNoOtTyY]{_TOKEN_CHAR}*"
-    rf"|[0-9]+(?:\.[0-9]+)?(?:[KMGTPE]i|[kMGTPEmun])(?!{_TOKEN_CHAR}))"
-)
-#: Double-quoted scalars without escapes (text with a backslash never gets here).
-_QUOTED = re.compile(r'"[^"\n]*"')
-#: Outside quoted scalars: control characters, YAML indicators JSON would not read alike.
-_UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f#&*!|>'%@`?\\]")
-#: libyaml refuses implicit keys longer than 1024 characters: runs with long scalars go through the event loop.
-_LONG_QUOTED = re.compile(r'"[^"\n]{512,}"')
-_LONG_TOKEN: Final = 512
-_CHUNK_CHARS: Final = 1 << 20
-_MARKER: Final = "__volcanolib_flow_lines_"
-_ENTRY: Final = '["\\u0000",'  # JSON for a list starting with "\0", which the text cannot hold
-
-
-def _stock_resolvers() -> bool:
-    """Whether YAML's implicit resolvers are PyYAML's own for every character a string token may start with.
-
-    The quoting above relies on them: a word starting with a letter, ``_``
-    or ``/`` resolves to a string unless it is a bool or null word, and a
-    quantity never matches the int, float or timestamp resolvers.
-    """
-    expected = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"}
-    words = _YAML_WORDS.split("|")
-    for first, entries in Resolver.yaml_implicit_resolvers.items():
-        if first is None:  # a resolver tried on every scalar
-            return False
-        if not first or not (first.isalpha() or first in "_/" or first.isdigit()):
-            continue  # "" is the empty scalar's; tokens are never empty
-        tags = {tag for tag, _ in entries}
-        if first.isdigit():
-            if not tags <= {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp"}:
-                return False
-            for _, regexp in entries:
-                if any(regexp.match(f"{n}{unit}") for n in ("0", "1", "10", "1.5", "0.5") for unit in _UNITS):
-                    return False
-            continue
-        if not tags <= expected or first not in _CHECKED_LETTERS:
-            return False
-        for _, regexp in entries:
-            for probe in (first, f"{first}x", f"{first}{first}", f"{first}ab_c"):
-                if regexp.match(probe) and probe not in words:
-                    return False
-    return all(
-        any(regexp.match(word) for tag, regexp in Resolver.yaml_implicit_resolvers.get(word[0], []) if tag in expected)
-        for word in words
-    )
-
-
-#: The letters :data:`_STRING_TOKEN` checks words starting with against the bool and null words.
-_CHECKED_LETTERS: Final = "fFnNoOtTyY"
-_UNITS: Final = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "u", "n")
-_FLOW_LINES_OK = HAVE_LIBYAML and _stock_resolvers()
-
-
-def _json_float(text: str) -> float:
-    """``parse_float`` for the rewritten runs: YAML 1.1 reads ``1e3`` as a string, so exponents are refused."""
-    if "e" in text or "E" in text:
-        raise ValueError(text)
-    return float(text)
-
-
-def _refuse(text: str) -> Any:
-    """``parse_constant`` for the rewritten runs: ``-Infinity`` and ``NaN`` are strings in YAML."""
-    raise ValueError(text)
-
-
-def _translate_run(run: str) -> list[Any] | None:
-    """The flow mappings of a run of ``- {...}`` lines, read as JSON; ``None`` when YAML might read them otherwise.
-
-    The run is rewritten a megabyte or so at a time, which keeps the
-    intermediate strings small.
-    """
-    items: list[Any] = []
-    start = 0
-    while start < len(run):
-        end = run.find("\n", start + _CHUNK_CHARS)
-        end = len(run) if end < 0 else end + 1
-        chunk = _translate_chunk(run[start:end])
-        if chunk is None:
-            return None
-        items.extend(chunk)
-        start = end
-    return items
-
-
-def _translate_chunk(run: str) -> list[Any] | None:
-    """:func:`_translate_run` on whole lines."""
-    if not run.isascii() or "\\" in run:
-        return None
-    bare = _QUOTED.sub('""', run)
-    if _UNSAFE.search(bare) or bare.count(":") != bare.count(": ") or " " * 64 in bare or _LONG_QUOTED.search(run):
-        return None
-    parts = _STRING_TOKEN.split(run)
-    if len(parts) > 1 and max(map(len, parts[1::2])) >= _LONG_TOKEN:
-        return None
-    text = '"'.join(parts)
-    # Each line becomes ["\0", {...}]: a line that is not exactly one value cannot pass the check below.
-    body = text.replace("\n- ", "],\n" + _ENTRY)
-    try:
-        entries = json.loads(f"[{_ENTRY}{body[2:-1]}]]", parse_float=_json_float, parse_constant=_refuse)
-    except (ValueError, RecursionError):  # RecursionError: nesting too deep for json; the event loop copes
-        return None
-    lines = run.count("\n")
-    if len(entries) != lines:
-        return None
-    items = []
-    for entry in entries:
-        if entry.__class__ is not list or len(entry) != 2 or entry[0] != "\0" or entry[1].__class__ is not dict:
-            return None
-        items.append(entry[1])
-    return items
-
-
-def _load_flow_lines(text: str) -> list[Any] | None:
-    """The documents of ``text``, its runs of one-line flow mappings read as JSON; ``None`` when that cannot be done."""
-    if _MARKER in text:
-        return None
-    runs: dict[str, list[Any]] = {}
-    pieces: list[str] = []
-    pos = 0
-    for match in _RUN.finditer(text):
-        run = match.group()
-        if run.count("\n") < _MIN_RUN_LINES:
-            continue
-        items = _translate_run(run)
-        if items is None:
-            continue
-        marker = f"{_MARKER}{len(runs)}"
-        runs[marker] = items
-        pieces.append(text[pos : match.start()])
-        pieces.append(f'- "{marker}"\n')  # quoted: like a flow mapping, it takes nothing from the next line
-        pos = match.end()
-    if not runs:
-        return None
-    pieces.append(text[pos:])
-    try:
-        docs = list(_EventBuilder(_CParser("".join(pieces))).documents())
-    except (yaml.YAMLError, TypeError, ValueError):
-        return None  # the event loop over the whole text reports it, with the right line
-    return docs if _splice(docs, runs) else None
-
-
-def _is_marker(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(_MARKER)
-
-
-def _splice(docs: list[Any], runs: dict[str, list[Any]]) -> bool:
-    """Put each run's items where its marker entry is; whether every marker was found, once, as a list entry.
-
-    Only the documents read by the event loop are walked: the items come
-    from text without a marker.
-    """
-    found: set[str] = set()
-    seen: set[int] = set()
-    stack: list[Any] = []
-    for doc in docs:
-        if _is_marker(doc):
-            return False
-        if isinstance(doc, (dict, list)):
-            stack.append(doc)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:  # an alias of a node already walked
-            continue
-        seen.add(id(node))
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if _is_marker(key) or _is_marker(value):
-                    return False
-                if isinstance(value, (dict, list)):
-                    stack.append(value)
-            continue
-        spliced: list[Any] | None = None
-        for i, value in enumerate(node):
-            if isinstance(value, (dict, list)):
-                stack.append(value)
-            elif _is_marker(value):
-                items = runs.get(value)
-                if items is None or value in found:
-                    return False
-                if spliced is None:
-                    spliced = node[:i]
-                spliced.extend(items)
-                found.add(value)
-                continue
-            if spliced is not None:
-                spliced.append(value)
-        if spliced is not None:
-            node[:] = spliced
-    return len(found) == len(runs)
 
 
 def _measure(root: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:

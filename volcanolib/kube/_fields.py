@@ -8,11 +8,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from volcanolib._gc import gc_paused
 from volcanolib.api.resource import Resource
 from volcanolib.errors import ManifestError, QuantityError
 
-__all__ = ["Ref", "gc_paused"]
+__all__ = ["Ref"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 #: The largest integer (and quantity, in its unit) a manifest may hold: Kubernetes' int64.

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import attrs
 
+from volcanolib._gc import gc_paused
 from volcanolib.api.job import ConditionType, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.queue import QueueInfo, QueueState
@@ -83,7 +84,7 @@ class Cluster:
         loaded and can feed any number of caches.
         """
         cache = cache if cache is not None else InMemoryCache(default_queue=default_queue)
-        with f.gc_paused():
+        with gc_paused():
             self._feed(cache)
         return cache
 
@@ -198,7 +199,7 @@ class ManifestLoader:
 
         :raises ManifestError: naming the file, object and field at fault.
         """
-        with f.gc_paused():
+        with gc_paused():
             return self._load()
 
     def _load(self) -> Cluster:

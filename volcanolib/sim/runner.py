@@ -39,16 +39,16 @@ from typing import Any, Final
 
 import attrs
 
+from volcanolib._gc import gc_paused
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import Resource
-from volcanolib.api.task import COMPLETED_STATUSES, SCHEDULED_STATUSES, TaskStatus
+from volcanolib.api.task import TaskStatus
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import ConfigError, ManifestError, VolcanolibError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
 from volcanolib.kube import read_documents, source_name
-from volcanolib.kube._fields import gc_paused
 from volcanolib.kube.loader import Cluster, ManifestLoader
 from volcanolib.scheduler import CycleResult, Scheduler
 from volcanolib.sim.expect import Expectation, compare, parse_expect
@@ -331,19 +331,6 @@ def _load_scenario(
 # ---------------------------------------------------------------------- running
 
 
-def _final_phase(job: JobInfo) -> tuple[PodGroupPhase, int]:
-    """The phase the next status update gives a job, and its scheduled pod count."""
-    scheduled = job.count(SCHEDULED_STATUSES)
-    scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
-    phase = job.pod_group.phase
-    if scheduled >= job.min_available:
-        completed = job.count(COMPLETED_STATUSES)
-        return (PodGroupPhase.COMPLETED if completed == scheduled else PodGroupPhase.RUNNING), scheduled
-    if phase is not PodGroupPhase.INQUEUE:
-        return PodGroupPhase.PENDING, scheduled
-    return phase, scheduled
-
-
 def _pending_reason(ssn: Session, job: JobInfo) -> str | None:
     pending = job.task_status_index.get(TaskStatus.PENDING)
     if not pending:
@@ -465,8 +452,9 @@ def _run_scenario(
     cache.finish_evictions()
     pod_groups: dict[str, PodGroupReport] = {}
     for job in sorted(cache.jobs(), key=lambda j: j.uid):
-        phase, scheduled = _final_phase(job)
-        pod_groups[job.uid] = PodGroupReport(phase, scheduled, job.min_available, job.queue, job.allocated.clone())
+        pod_groups[job.uid] = PodGroupReport(
+            job.phase_from_tasks(), job.scheduled_task_num(), job.min_available, job.queue, job.allocated.clone()
+        )
 
     errors = [str(err) for cycle in cycles for err in cycle.plugin_errors]
     return SimulationResult(

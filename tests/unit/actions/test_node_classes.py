@@ -18,23 +18,15 @@ import pytest
 from volcanolib.api.job import PodGroupPhase
 from volcanolib.api.node import Taint
 from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.framework.config import DEFAULT_CONFIG_TEXT
 from volcanolib.framework.nodeclass import NodeClasses
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, run_session
 
-CONF = """
-actions: "{actions}"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
+# The default tiers, with the actions of each test and the node-class switch.
+CONF = (
+    'actions: "{actions}"\n'
+    + DEFAULT_CONFIG_TEXT[DEFAULT_CONFIG_TEXT.index("tiers:") :]
+    + """\
 configurations:
 - name: allocate
   arguments:
@@ -43,6 +35,7 @@ configurations:
   arguments:
     nodeClassesEnable: {enabled}
 """
+)
 ALLOCATE = "enqueue, allocate, backfill"
 PREEMPT = "enqueue, allocate, preempt, reclaim"
 

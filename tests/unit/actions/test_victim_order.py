@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 import pytest
 
 from volcanolib import Registry, hookimpl
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.framework.queues import PriorityQueue
 from volcanolib.framework.session import Session
 from volcanolib.framework.victims import VictimOrder, validate_victims
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, open_session

@@ -263,3 +263,34 @@ def test_fit_error_summary_of_node_groups_counts_as_node_by_node() -> None:
             grouped.set_node_error(extra)
             one_by_one.set_node_error(extra)
         assert grouped.error() == one_by_one.error()
+
+
+@pytest.mark.parametrize(
+    ("statuses", "phase", "expected", "scheduled"),
+    [
+        # Enough scheduled tasks: Running, or Completed once every scheduled task finished.
+        ([S.RUNNING, S.BOUND, S.PENDING], PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, 2),
+        ([S.SUCCEEDED, S.FAILED], PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED, 2),
+        ([S.SUCCEEDED, S.RUNNING], PodGroupPhase.RUNNING, PodGroupPhase.RUNNING, 2),
+        # A task Releasing from a node still counts as scheduled, and not as finished.
+        ([S.RUNNING, S.RELEASING], PodGroupPhase.RUNNING, PodGroupPhase.RUNNING, 2),
+        ([S.SUCCEEDED, S.RELEASING], PodGroupPhase.RUNNING, PodGroupPhase.RUNNING, 2),
+        # Too few: Pending, except that admission (Inqueue) is kept.
+        ([S.RUNNING, S.PENDING], PodGroupPhase.RUNNING, PodGroupPhase.PENDING, 1),
+        ([S.ALLOCATED, S.PIPELINED], PodGroupPhase.INQUEUE, PodGroupPhase.INQUEUE, 0),
+        ([S.PENDING, S.PENDING], PodGroupPhase.UNKNOWN, PodGroupPhase.PENDING, 0),
+    ],
+)
+def test_phase_from_tasks(
+    statuses: list[TaskStatus], phase: PodGroupPhase, expected: PodGroupPhase, scheduled: int
+) -> None:
+    job = job_with(statuses, phase=phase)
+    assert job.scheduled_task_num() == scheduled
+    assert job.phase_from_tasks() is expected
+
+
+def test_a_releasing_task_without_a_node_is_not_scheduled() -> None:
+    job = job_with([S.RUNNING], phase=PodGroupPhase.INQUEUE)
+    job.add_task_info(build_task("pg-t-9", job="pg", status=S.RELEASING))
+    assert job.scheduled_task_num() == 1
+    assert job.phase_from_tasks() is PodGroupPhase.INQUEUE

@@ -1,8 +1,10 @@
-"""Reading manifest files: the fast YAML path agrees with yaml.safe_load; errors name file and line."""
+"""Reading manifest files: YAML (block or flow style) and JSON read as yaml.safe_load / json read them; errors name
+file and line."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,8 @@ import yaml
 
 from volcanolib import ManifestError
 from volcanolib.kube import parse_documents, read_documents
+
+ROOT = Path(__file__).resolve().parents[3]
 
 SAMPLES = [
     "a: 1\nb: [1, 2.5, yes, no, null, ~, '3', 0x10, 1e3, 1.0e3, 2024-01-01, 2024-01-01T00:00:00Z, '']\n",
@@ -74,3 +78,44 @@ def test_binary_file_is_a_manifest_error(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ManifestError, match="not UTF-8"):
         read_documents(path)
+
+
+# Plain and quoted scalars whose reading depends on YAML's resolvers.
+TRICKY = [
+    "a", "n00001", "job-1", "scheduling.k8s.io/group-name", "_x", "/path",
+    "yes", "Yes", "NO", "on", "OFF", "true", "False", "null", "NULL", "~", "y", "n", "onion", "nothing",
+    "0", "-5", "+5", "007", "08", "1.5", ".5", "1.", "-0.0", "12345678901234567890", "1e3", "1.0e3", "1.0e+3",
+    "0x1F", "0b11", "0o17", "1_000", "1:30", "190:20:30", "2024-01-01", "2024-01-01T00:00:00Z",
+    "64Gi", "500m", "1.5Gi", "5n", "1E", "Infinity", "-Infinity", "NaN", ".inf", "-.inf", ".nan",
+    "a b", "a:b", "a#b", "<<x", "-a", "'q'", "'it''s'", "'a: b'", '"dq"', '"a, b"', '"t\\tab"', '"\\u00e9"', "é",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", TRICKY)
+def test_a_scalar_reads_as_safe_load_reads_it_in_block_and_flow_style(value: str) -> None:
+    block = f"items:\n- kind: Pod\n  v: {value}\n  w:\n  - {value}\n"
+    flow = "".join(f"- {{kind: Pod, v: {value}, w: [{value}]}}\n" for _ in range(40))
+    for text in (block, flow):
+        expected = yaml.safe_load(text)
+        (doc,) = parse_documents(text)
+        assert repr(doc) == repr(expected), text  # same types and key order, NaN included
+
+
+def test_a_generated_workload_reads_alike_as_flow_yaml_block_yaml_and_json(tmp_path: Path) -> None:
+    """The benchmark generator's flow lines, ``kubectl get -o yaml``'s block style, ``-o json``: the same objects."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks import gen_workload
+
+    flow = tmp_path / "w.yaml"
+    gen_workload.write("W2", "S", 1, flow)
+    (scenario,) = read_documents(flow)
+    assert scenario == yaml.load(flow.read_text(), Loader=yaml.CSafeLoader)
+    listing = {"apiVersion": "v1", "kind": "List", "items": scenario["objects"]}
+    block = tmp_path / "list.yaml"
+    block.write_text(yaml.dump(listing, Dumper=yaml.CSafeDumper))
+    assert block.read_text().startswith("apiVersion: v1\nitems:\n- apiVersion: ")
+    dump = tmp_path / "list.json"
+    dump.write_text(json.dumps(listing, indent=4))
+    assert read_documents(block) == [listing]
+    assert read_documents(dump) == [listing]
