@@ -31,9 +31,12 @@ from volcanolib.errors import (
     ResourceError,
     VolcanolibError,
 )
+from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments, argument, argument_per_name, argument_table, parse_arguments
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
+from volcanolib.framework.placement import Placement, PredicateCache
+from volcanolib.framework.queues import PriorityQueue, build_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Statement
@@ -45,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Action",
     "Arguments",
+    "BaseAction",
     "Binder",
     "Cache",
     "CacheError",
@@ -58,9 +62,11 @@ __all__ = [
     "JobInfo",
     "ManifestError",
     "Mode",
-    "Node",
     "NoArguments",
+    "Node",
+    "NodeClassKey",
     "NodeInfo",
+    "Placement",
     "Plugin",
     "PluginConfigError",
     "PluginError",
@@ -68,6 +74,8 @@ __all__ = [
     "Pod",
     "PodGroup",
     "PodGroupPhase",
+    "PredicateCache",
+    "PriorityQueue",
     "QuantityError",
     "QueueInfo",
     "QueueState",
@@ -78,18 +86,18 @@ __all__ = [
     "SchedulerConfig",
     "Session",
     "Statement",
-    "NodeClassKey",
     "Status",
     "StatusUpdater",
     "Taint",
     "TaskInfo",
     "TaskStatus",
-    "Vote",
     "VolcanolibError",
+    "Vote",
     "__version__",
     "argument",
     "argument_per_name",
     "argument_table",
+    "build_queues",
     "hookimpl",
     "load_config",
     "parse_arguments",

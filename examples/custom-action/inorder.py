@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import attrs
 
-from volcanolib import JobInfo, NodeInfo, QueueInfo, Session, TaskInfo, TaskStatus, argument
+from volcanolib import BaseAction, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo, TaskStatus, argument
 from volcanolib.framework.arguments import parse_int
 from volcanolib.framework.queues import PriorityQueue, build_queues
 
@@ -40,7 +40,7 @@ class InOrderArguments:
     )
 
 
-class InOrder:
+class InOrder(BaseAction[InOrderArguments]):
     """Place each queue's jobs whole, in job order; a job that cannot be placed blocks those behind it.
 
     Queues are visited once each, in queue order; a queue the plugins find
@@ -55,14 +55,11 @@ class InOrder:
     """
 
     name: ClassVar[str] = "inorder"
-    Arguments: ClassVar[type[InOrderArguments]] = InOrderArguments
-
-    def __init__(self, arguments: InOrderArguments | None = None) -> None:
-        self.lookahead = (arguments or InOrderArguments()).lookahead
+    Arguments = InOrderArguments
 
     def execute(self, ssn: Session) -> None:
         """Place the jobs of every queue, in order."""
-        lookahead = self.lookahead
+        lookahead = self.arguments.lookahead
 
         def pending_tasks(job: JobInfo) -> list[TaskInfo] | None:
             if not ssn.job_schedulable(job):

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
@@ -23,6 +22,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -178,30 +178,20 @@ class Allocate(BaseAction[AllocateArguments]):
         """Run the allocation over the session."""
         args = self.arguments
         run = _Run(ssn, args.predicate_error_cache, args.node_classes)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         auto_admit = "enqueue" not in ssn.enabled_actions
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if job.is_pending():
-                    if not auto_admit:
-                        continue
-                    job.pod_group.phase = PodGroupPhase.INQUEUE
-                if not ssn.job_valid(job).ok:
-                    continue
-                queue = ssn.queues.get(job.queue)
-                if queue is None:
-                    continue
-                pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-                if not pending:
-                    continue
-                run.tasks[job.uid] = PriorityQueue(ssn.task_key, pending)
-                jobs = jobs_by_queue.get(queue.name)
-                if jobs is None:
-                    jobs = jobs_by_queue[queue.name] = PriorityQueue(ssn.job_key)
-                    queues.push(queue)
-                jobs.push(job)
 
+        def pending(job: JobInfo) -> list[TaskInfo] | None:
+            if job.is_pending():
+                if not auto_admit:
+                    return None
+                job.pod_group.phase = PodGroupPhase.INQUEUE
+            if not ssn.job_valid(job).ok:
+                return None
+            return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort] or None
+
+        order = build_queues(ssn, pending)
+        run.tasks = order.tasks
+        queues, jobs_by_queue = order.queues, order.jobs
         while queues:
             queue = queues.pop()
             if ssn.queue_overused(queue):

@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
-from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import predicate_error_cache_argument
+from volcanolib.framework.queues import build_queues
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -92,31 +91,14 @@ class Backfill(BaseAction[BackfillArguments]):
 
     @staticmethod
     def _pick_tasks(ssn: Session) -> list[TaskInfo]:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job):
-                    continue
-                picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
-                for task in job.tasks_in(TaskStatus.PIPELINED):
-                    if task.best_effort:
-                        ssn.unpipeline(task)
-                        picked.append(task)
-                if not picked:
-                    continue
-                tasks_by_job[job.uid] = PriorityQueue(ssn.task_key, picked)
-                jobs = jobs_by_queue.get(job.queue)
-                if jobs is None:
-                    jobs = jobs_by_queue[job.queue] = PriorityQueue(ssn.job_key)
-                    queues.push(ssn.queues[job.queue])
-                jobs.push(job)
-        ordered: list[TaskInfo] = []
-        while queues:
-            jobs = jobs_by_queue[queues.pop().name]
-            while jobs:
-                tasks = tasks_by_job[jobs.pop().uid]
-                while tasks:
-                    ordered.append(tasks.pop())
-        return ordered
+        def best_effort(job: JobInfo) -> list[TaskInfo] | None:
+            if not ssn.job_schedulable(job):
+                return None
+            picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            for task in job.tasks_in(TaskStatus.PIPELINED):
+                if task.best_effort:
+                    ssn.unpipeline(task)
+                    picked.append(task)
+            return picked or None
+
+        return build_queues(ssn, best_effort).drain()

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -25,6 +24,7 @@ from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 from volcanolib.framework.status import Code
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
@@ -176,26 +176,21 @@ class _PreemptRun:
 
     def execute(self) -> None:
         ssn = self.ssn
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
-        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job) or not ssn.job_starving(job):
-                    continue
-                jobs = starving.get(job.queue)
-                if jobs is None:
-                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
-                under_request.setdefault(job.queue, []).append(job)
-                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
 
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key, (ssn.queues[name] for name in starving))
+        def preemptors(job: JobInfo) -> Iterable[TaskInfo] | None:
+            if not ssn.job_schedulable(job) or not ssn.job_starving(job):
+                return None
+            under_request.setdefault(job.queue, []).append(job)
+            return job.tasks_in(TaskStatus.PENDING)
+
+        order = build_queues(ssn, preemptors)
+        queues, starving = order.queues, order.jobs
         while queues:
             queue = queues.pop()
             jobs = starving[queue.name]
             while jobs:
-                self._between_jobs(jobs.pop(), preemptors)
+                self._between_jobs(jobs.pop(), order.tasks)
             for job in under_request[queue.name]:
                 self._within_job(job)
 

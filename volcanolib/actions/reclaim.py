@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import PriorityQueue
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -15,6 +15,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
+from volcanolib.framework.queues import PriorityQueue, build_queues
 from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
@@ -76,25 +77,22 @@ class Reclaim(BaseAction[ReclaimArguments]):
         """Reclaim resources for the starving jobs of every queue that is not overused."""
         enabled = self.arguments.predicate_error_cache
         self._victim_nodes = ssn.placement.victim_nodes(_possible_victim)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
-        seen: set[str] = set()
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
-        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                if not ssn.job_schedulable(job):
-                    continue
-                if job.queue not in seen:
-                    seen.add(job.queue)
-                    queues.push(ssn.queues[job.queue])
-                if not ssn.job_starving(job):
-                    continue
-                jobs = starving.get(job.queue)
-                if jobs is None:
-                    jobs = starving[job.queue] = PriorityQueue(ssn.job_key)
-                jobs.push(job)
-                preemptors[job.uid] = PriorityQueue(ssn.task_key, job.tasks_in(TaskStatus.PENDING))
+        # Every queue with a schedulable job takes its turn (and is asked whether it is overused).
+        seen: dict[str, None] = {}
 
+        def reclaimers(job: JobInfo) -> Iterable[TaskInfo] | None:
+            if not ssn.job_schedulable(job):
+                return None
+            seen[job.queue] = None
+            if not ssn.job_starving(job):
+                return None
+            return job.tasks_in(TaskStatus.PENDING)
+
+        order = build_queues(ssn, reclaimers)
+        queues, starving, preemptors = order.queues, order.jobs, order.tasks
+        for name in seen:
+            if name not in starving:
+                queues.push(ssn.queues[name])
         while queues:
             queue = queues.pop()
             if ssn.queue_overused(queue):

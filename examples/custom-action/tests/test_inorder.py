@@ -67,11 +67,11 @@ def test_the_example_configuration_names_the_action_and_sets_its_argument() -> N
     scheduler = Scheduler(FakeCache(), config)
     assert [action.name for action in scheduler.host.actions] == ["enqueue", "inorder", "backfill"]
     inorder = scheduler.host.actions[1]
-    assert isinstance(inorder, InOrder) and inorder.lookahead == 1
+    assert isinstance(inorder, InOrder) and inorder.arguments.lookahead == 1
 
 
 def test_the_arguments_are_declared() -> None:
-    assert InOrder().lookahead == 0
+    assert InOrder().arguments.lookahead == 0
     assert argument_table(InOrderArguments).splitlines()[2] == (
         "| `inorder.lookahead` | int | `0` | How many jobs behind a blocked job of the same queue may still be tried. |"
     )
