@@ -37,8 +37,7 @@ hierarchical mode, how many ancestor levels (1 = parent) reclaim also checks.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
@@ -49,6 +48,7 @@ from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.victims import VictimOrder
 from volcanolib_contrib._resources import (
     greater_partly_with_relevant_dimensions,
     intersects,
@@ -543,7 +543,7 @@ class CapacityPlugin:
         hierarchy_levels = self.ancestor_reclaim_level if self.hierarchical else 0
         victims: list[TaskInfo] = []
         allocations: dict[str, Resource] = {}
-        for candidate in sorted(reclaimees, key=functools.cmp_to_key(_victim_compare(ssn, reclaimer))):
+        for candidate in VictimOrder(ssn, reclaimer).sorted(reclaimees):
             victim_job = ssn.jobs.get(candidate.job)
             attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
             if attr is None:
@@ -616,33 +616,3 @@ class CapacityPlugin:
             else:
                 level.allocated.sub_unchecked(task.resreq)
         attr.update_share()
-
-
-def _victim_compare(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
-    """The order in which victims are evicted (Volcano's victims priority queue)."""
-    jobs = ssn.jobs
-    queues = ssn.queues
-    compare_tasks = ssn.compare_tasks
-    compare_jobs = ssn.compare_jobs_by_plugins
-    compare_queues = ssn.compare_victim_queues
-    has_preemptor_job = preemptor.job in jobs
-
-    def compare(left: TaskInfo, right: TaskInfo) -> int:
-        if left.job == right.job:
-            return -compare_tasks(left, right)
-        lj, rj = jobs.get(left.job), jobs.get(right.job)
-        if lj is None or rj is None:
-            if lj is None and rj is not None:
-                return -1
-            if rj is None and lj is not None:
-                return 1
-            return -compare_tasks(left, right)
-        if has_preemptor_job and lj.queue != rj.queue:
-            lq, rq = queues.get(lj.queue), queues.get(rj.queue)
-            if lq is not None and rq is not None:
-                result = compare_queues(lq, rq, preemptor)
-                if result:
-                    return result
-        return -compare_jobs(lj, rj) or -compare_tasks(left, right)
-
-    return compare

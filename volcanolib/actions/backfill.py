@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
-from volcanolib.actions._util import unpipeline
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import JobInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
@@ -98,7 +97,7 @@ class Backfill(BaseAction[BackfillArguments]):
             picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
             for task in job.tasks_in(TaskStatus.PIPELINED):
                 if task.best_effort:
-                    unpipeline(ssn, task)
+                    ssn.unpipeline(task)
                     picked.append(task)
             return picked or None
 

@@ -16,12 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import (
-    build_victims_queue,
-    discard_quietly,
-    merge_into,
-    validate_victims,
-)
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -32,6 +26,7 @@ from volcanolib.framework.arguments import argument
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.status import Code
+from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -301,21 +296,21 @@ class _PreemptRun:
                 continue
             node_stmt = ssn.statement()
             try:
-                order = build_victims_queue(ssn, victims, preemptor)
+                order = VictimOrder(ssn, preemptor).queue(victims)
                 fits = self._fits(queue, preemptor, node)
                 while order and not fits:
                     node_stmt.evict(order.pop(), REASON)
                     fits = self._fits(queue, preemptor, node)
                 if fits:
                     node_stmt.pipeline(preemptor, node.name)
-                    merge_into(stmt, node_stmt)
+                    stmt.merge(node_stmt)
                     return True
                 node_stmt.discard()
             except ResourceError as exc:
                 log.error("preempting for task %s on node %s failed: %s", preemptor.key, node.name, exc)
                 node_stmt.discard()
             except PluginError:
-                discard_quietly(ssn, node_stmt)
+                node_stmt.discard_quietly()
                 raise
         return False
 
@@ -380,7 +375,7 @@ class _PreemptRun:
         allowed = self._victims(preemptor, node, victim_filter)
         if not allowed:
             return None
-        order = build_victims_queue(self.ssn, allowed, preemptor)
+        order = VictimOrder(self.ssn, preemptor).queue(allowed)
         potential: list[TaskInfo] = []
         fits = False
         while order and not fits:
@@ -405,26 +400,18 @@ class _PreemptRun:
         deallocate events (the predicates drop the pods from the node, so
         inter-pod anti-affinity and host ports are checked against the pods
         that stay, as Volcano's dry run removes them from its node copy), and
-        every predicate runs again. Undoing them restores each task's status
-        and its record of the last undone decision, as a dry run on copies
-        would leave them.
+        every predicate runs again. Rolling back to the savepoint restores
+        each task's status and its record of the last undone decision, as a
+        dry run on copies would leave them.
         """
-        ssn = self.ssn
-        before = [(task, task.status, task.last_transaction) for task in evicted]
-        trial = ssn.statement()
+        trial = self.ssn.statement()
+        start = trial.savepoint()
         try:
             for task in evicted:
                 trial.evict(task, REASON)
             return self._fits(queue, preemptor, node)
         finally:
-            trial.discard()
-            for task, status, last in before:
-                task.last_transaction = last
-                if task.status is not status:
-                    ssn.set_task_status(task, status)
-                    placed = ssn.nodes.get(task.node_name)
-                    if placed is not None:
-                        placed.update_task(task)
+            trial.rollback(start)
 
 
 # ---------------------------------------------------------------------------- filters and ranking

@@ -8,13 +8,6 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
-from volcanolib.actions._util import (
-    build_victims_queue,
-    discard_quietly,
-    first_victim,
-    merge_into,
-    validate_victims,
-)
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -23,6 +16,7 @@ from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
+from volcanolib.framework.victims import VictimOrder, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -143,6 +137,7 @@ class Reclaim(BaseAction[ReclaimArguments]):
         placement = ssn.placement
         nodes = index.nodes
         req = task.init_resreq
+        victim_order = VictimOrder(ssn, task)
         for position in index.alive():
             node = nodes[position]
             candidates = self._candidates(ssn, job, node)
@@ -153,7 +148,8 @@ class Reclaim(BaseAction[ReclaimArguments]):
             victims = ssn.reclaimable(task, candidates) or []
             # When the first victim in victim order makes room alone, the others need no order
             # (and evicting them all would make room too).
-            first = first_victim(ssn, victims, task)
+            order = victim_order.queue(victims)
+            first = order.peek()
             if first is None or node.first_insufficient(req, first.resreq) is not None:
                 first = None
                 if not validate_victims(task, node, victims):
@@ -163,21 +159,20 @@ class Reclaim(BaseAction[ReclaimArguments]):
                 if first is not None:
                     node_stmt.evict(first, REASON)
                 else:
-                    order = build_victims_queue(ssn, victims, task)
                     while order:
                         node_stmt.evict(order.pop(), REASON)
                         if node.fits_future_idle(req):
                             break
                 if node.fits_future_idle(req):
                     node_stmt.pipeline(task, node.name)
-                    merge_into(stmt, node_stmt)
+                    stmt.merge(node_stmt)
                     return True
                 node_stmt.discard()
             except ResourceError as exc:
                 log.error("reclaiming for task %s on node %s failed: %s", task.key, node.name, exc)
                 node_stmt.discard()
             except PluginError:
-                discard_quietly(ssn, node_stmt, job)
+                node_stmt.discard_quietly(job)
                 raise
         return False
 

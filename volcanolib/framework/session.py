@@ -39,7 +39,7 @@ from volcanolib.framework.dispatch import Tables, bind
 from volcanolib.framework.hookspecs import SPECS
 from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
 from volcanolib.framework.placement import Placement
-from volcanolib.framework.statement import Operation, Statement
+from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
 
 if TYPE_CHECKING:
@@ -544,10 +544,7 @@ class Session:
             yield
         except PluginError as err:
             if stmt is not None:
-                try:
-                    stmt.discard()
-                except PluginError as again:
-                    self.record_plugin_error(again, job)
+                stmt.discard_quietly(job)
             self.record_plugin_error(err, job)
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
@@ -568,47 +565,47 @@ class Session:
         return Statement(self)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
-        """Place a task outside any statement; bind the job's allocations once it is ready."""
-        self.set_task_status(task, TaskStatus.ALLOCATED)
-        task.node_name = node.name
+        """Place a task outside any statement; bind the job's allocations once it is ready.
+
+        The placement is an operation of a statement of its own, undone when a
+        plugin fails on it (the failure is raised). Once the job is ready
+        (``job_ready``), every allocated task of the job is dispatched.
+
+        :raises ResourceError: when the node refuses the task (nothing changes).
+        """
+        stmt = Statement(self)
         try:
-            node.add_task(task)
-        except Exception:
-            self.set_task_status(task, TaskStatus.PENDING)
-            task.node_name = ""
-            raise
-        job = self.jobs.get(task.job)
-        try:
-            self.fire_allocate(task)
+            stmt.allocate(task, node)
+            job = self.jobs.get(task.job)
             ready = job is not None and self.job_ready(job)
         except PluginError:
-            # A plugin failed on this placement: undo it, as a statement's discard would.
-            undo = Statement(self)
-            undo.operations.append((Operation.ALLOCATE, task, ""))
             with suppress(PluginError):  # the first failure is the one reported
-                undo.discard()
+                stmt.discard()
             raise
         if ready:
             assert job is not None
             self.dispatch(list(job.tasks_in(TaskStatus.ALLOCATED)))
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
-        """Reserve releasing resources for a task outside any statement."""
-        stmt = Statement(self)
-        stmt.pipeline(task, node_name)
+        """Reserve releasing resources for a task outside any statement (a statement of its own)."""
+        Statement(self).pipeline(task, node_name)
+
+    def unpipeline(self, task: TaskInfo) -> None:
+        """Return a pipelined task to Pending outside any statement, releasing its reservation."""
+        Statement(self).unpipeline(task)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        """Evict a task at once, outside any statement.
+        """Evict a task at once: a statement of its own with the eviction, committed.
 
-        :raises CacheError: when the cache refuses; nothing changes then.
+        :raises CacheError: when the cache refuses; the task is then as it was.
         """
-        self.cache.evict(task, reason)
-        self.evictions.append((task, reason))
-        self.set_task_status(task, TaskStatus.RELEASING)
-        node = self.nodes.get(task.node_name)
-        if node is not None:
-            node.update_task(task)
-        self.fire_deallocate(task)
+        stmt = Statement(self)
+        try:
+            stmt.evict(task, reason)
+        finally:
+            refused = stmt.commit()  # sent even when a plugin failed on the event
+        if refused:
+            raise refused[0][1]
 
     def dispatch(self, tasks: Sequence[TaskInfo]) -> None:
         """Send allocated tasks to the binder; they become Binding."""

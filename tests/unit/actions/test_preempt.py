@@ -269,6 +269,22 @@ def test_a_node_with_room_gets_the_preemptor_without_evictions() -> None:
     assert [(t.key, node) for t, node in result.pipelined] == [("default/hi-0", "n1")]
 
 
+def test_topology_aware_dry_runs_leave_bound_victims_bound() -> None:
+    # Both nodes are dry-run (evict, check, undo); the node not chosen keeps its victim as it was.
+    cache = cluster()
+    for name in ("n1", "n2"):
+        cache.add_node(build_node(name, cpu="1"))
+    for job, node, priority in (("j1", "n1", 50), ("j2", "n2", 2)):
+        cache.add_pod_group(build_pod_group(job, min_member=1, priority_class_name="low"))
+        cache.add_task(build_task(f"v-{job}", job=job, cpu="1", node=node, priority=priority, status=S.BOUND))
+    preemptor(cache, "hi", "1")
+    result = run_session(cache, conf("t-prio", extra=TOPOLOGY), registry=REGISTRY)
+    assert cache.evicted == ["default/v-j2"]
+    ssn = result.session
+    assert ssn is not None
+    assert ssn.jobs["default/j1"].tasks["default-v-j1"].status is S.BOUND
+
+
 def test_topology_aware_dry_runs_leave_the_tasks_they_try_as_they_were() -> None:
     # Volcano's dry runs work on copies; here they evict and undo, which must not leave a trace on a spared task.
     cache = cluster()

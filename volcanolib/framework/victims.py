@@ -1,0 +1,367 @@
+"""Victim order: which running task gives way first when a preemptor needs room.
+
+Preempt and reclaim evict victims one by one until the preemptor fits, and
+the capacity plugin hands out reclaimable tasks in the same order. The order
+is Volcano's victims priority queue:
+
+* two tasks of one job: the one the task order would serve last goes first;
+* a task whose job is no longer in the session goes before the others;
+* tasks of jobs in different queues (when the preemptor's job is in the
+  session): the victim queue order decides (by default, the queue that
+  would be served last gives up first);
+* otherwise the job the plugins' job order would serve last goes first (no
+  creation-time tie-break), then the reverse task order.
+
+:class:`VictimOrder` answers for one preemptor. When every order involved is
+key-based (see the ``*_order_key`` hooks) it sorts by one composite key;
+otherwise it compares victims pairwise, remembering each job's and task's
+key where one exists. Both give the same order; the choice is internal.
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+
+if TYPE_CHECKING:
+    from volcanolib.api.node import NodeInfo
+    from volcanolib.api.queue import QueueInfo
+    from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.session import Session
+
+__all__ = ["VictimOrder", "VictimQueue", "validate_victims"]
+
+_MISSING: Final = object()
+
+#: ``(job part, task key)`` of the composite victim key; see :meth:`VictimOrder._key_parts`.
+_KeyParts = tuple[Callable[["TaskInfo"], Any], Callable[["TaskInfo"], Any]]
+
+
+def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
+    """Whether evicting all ``victims`` would let ``preemptor`` fit the node's future idle resources.
+
+    An empty list is valid when the future idle resources alone already fit
+    (Volcano's ``ValidateVictims`` without its error message).
+    """
+    future = node.future_idle()
+    for victim in victims:
+        future.add(victim.resreq)
+    return preemptor.init_resreq.less_equal(future)
+
+
+@final
+class VictimOrder:
+    """The eviction order of victims for one preemptor, in one session.
+
+    The object holds no answer between calls: each :meth:`queue`,
+    :meth:`first` or :meth:`sorted` reads the session as it is then, so one
+    order may serve a preemptor across several nodes while evictions change
+    job shares in between.
+
+    :param ssn: the session whose plugins order jobs, tasks and queues.
+    :param preemptor: the task that needs room (its job decides whether
+        queues take part in the order).
+
+    >>> from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
+    >>> cache = FakeCache()
+    >>> cache.add_node(build_node("n0", "8", "8Gi"))
+    >>> cache.add_pod_group(build_pod_group("low"))
+    >>> cache.add_pod_group(build_pod_group("high"))
+    >>> for name, prio in (("low-0", 1), ("low-1", 5)):
+    ...     cache.add_task(build_task(name, job="low", cpu="1", node="n0", priority=prio))
+    >>> cache.add_task(build_task("high-0", job="high", cpu="2"))
+    >>> ssn = open_session(cache, "actions: ''\\ntiers:\\n- plugins:\\n  - name: priority\\n")
+    >>> running = sorted(ssn.jobs["default/low"].tasks.values(), key=lambda t: t.name)
+    >>> preemptor = ssn.jobs["default/high"].tasks["default-high-0"]
+    >>> order = VictimOrder(ssn, preemptor)
+    >>> [t.name for t in order.sorted(running)]
+    ['low-0', 'low-1']
+    >>> order.first(running).name
+    'low-0'
+    """
+
+    __slots__ = ("_keyed", "_ssn", "preemptor")
+
+    def __init__(self, ssn: Session, preemptor: TaskInfo) -> None:
+        self._ssn = ssn
+        #: The task that needs room.
+        self.preemptor = preemptor
+        # Key-based when jobs, tasks and queues are ordered by keys and no plugin orders victim queues.
+        self._keyed = (
+            ssn.job_key_by_plugins is not None
+            and ssn.order_by_key("task_order")
+            and ssn.order_by_key("queue_order")
+            and not ssn.has_victim_queue_order
+        )
+
+    # ------------------------------------------------------------------ public queries
+
+    def compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        """Negative when ``left`` is evicted before ``right``, positive after, 0 when they tie.
+
+        Every call asks the plugins afresh (Volcano's comparison).
+        """
+        return self._comparison(frozen=False)(left, right)
+
+    def queue(self, victims: Iterable[TaskInfo]) -> VictimQueue:
+        """The victims in a queue that pops them in eviction order.
+
+        The queue orders the victims when it first needs to (its first
+        :meth:`~VictimQueue.peek` or :meth:`~VictimQueue.pop`), by the session
+        as it is then; after the first pop, each comparison asks the plugins
+        afresh, so the evictions made in between count, as in Volcano's heap.
+        """
+        items = list(victims)
+        parts = self._key_parts(items)
+        return VictimQueue(self, items, parts)
+
+    def first(self, victims: Sequence[TaskInfo]) -> TaskInfo | None:
+        """The victim :meth:`queue` would give first, ``None`` when there is none.
+
+        With key-based orders only the victims of the jobs that go first have
+        their task key taken; the others are never ordered.
+        """
+        return self.queue(victims).peek()
+
+    def sorted(self, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """All victims in eviction order as the session stands now (ties keep their given order)."""
+        items = list(victims)
+        parts = self._key_parts(items)
+        return sorted(items, key=self._frozen_key(parts))
+
+    # ------------------------------------------------------------------ comparisons
+
+    def _comparison(self, *, frozen: bool) -> Callable[[TaskInfo, TaskInfo], int]:
+        """Volcano's victim comparison; ``frozen`` remembers each job and task key it takes.
+
+        While nothing changes remembering keys is exact; an order that is not
+        key-based is always compared live.
+        """
+        ssn = self._ssn
+        jobs = ssn.jobs
+        queues = ssn.queues
+        victim_queues = ssn.compare_victim_queues
+        preemptor = self.preemptor
+        preemptor_job = jobs.get(preemptor.job)
+        compare_jobs = ssn.compare_jobs_by_plugins
+        compare_tasks = ssn.compare_tasks
+        if frozen:
+            job_key = ssn.job_key_by_plugins
+            if job_key is not None:
+                compare_jobs = _remembering(job_key)
+            if ssn.order_by_key("task_order"):
+                compare_tasks = _remembering(ssn.task_key)
+
+        def compare(left: TaskInfo, right: TaskInfo) -> int:
+            if left.job == right.job:
+                return -compare_tasks(left, right)
+            lj = jobs.get(left.job)
+            rj = jobs.get(right.job)
+            if lj is None or rj is None:
+                # A victim whose job left the session goes first.
+                if lj is None and rj is not None:
+                    return -1
+                if rj is None and lj is not None:
+                    return 1
+                return -compare_tasks(left, right)
+            if preemptor_job is not None and lj.queue != rj.queue:
+                lq: QueueInfo | None = queues.get(lj.queue)
+                rq: QueueInfo | None = queues.get(rj.queue)
+                if lq is not None and rq is not None:
+                    result = victim_queues(lq, rq, preemptor)
+                    if result:
+                        return result
+            return -compare_jobs(lj, rj) or -compare_tasks(left, right)
+
+        return compare
+
+    # ------------------------------------------------------------------ keys
+
+    def _key_parts(self, victims: Sequence[TaskInfo]) -> _KeyParts | None:
+        """The two parts of the victim key: ``(queue key, job key)`` of a victim's job, and the task key.
+
+        The first part is ``_MISSING`` for a victim whose job left the
+        session. ``None`` when some order is a comparison (or a victim's
+        queue is missing): then victims are compared pairwise.
+        """
+        if not self._keyed:
+            return None
+        ssn = self._ssn
+        job_key = ssn.job_key_by_plugins
+        assert job_key is not None
+        jobs = ssn.jobs
+        queues = ssn.queues
+        by_queue = self.preemptor.job in jobs
+        if by_queue:
+            for victim in victims:
+                owner = jobs.get(victim.job)
+                if owner is not None and owner.queue not in queues:
+                    return None
+        queue_key = ssn.queue_key
+        jobs_seen: dict[str, Any] = {}
+        queues_seen: dict[str, Any] = {}
+
+        def job_part(task: TaskInfo) -> Any:
+            job = jobs.get(task.job)
+            if job is None:
+                return _MISSING
+            jk = jobs_seen.get(job.uid, _MISSING)
+            if jk is _MISSING:
+                jk = jobs_seen[job.uid] = job_key(job)
+            qk: Any = ()
+            if by_queue:
+                qk = queues_seen.get(job.queue, _MISSING)
+                if qk is _MISSING:
+                    qk = queues_seen[job.queue] = queue_key(queues[job.queue])
+            return (qk, jk)
+
+        return job_part, ssn.task_key
+
+    def _frozen_key(self, parts: _KeyParts | None) -> Callable[[TaskInfo], Any]:
+        """A sort key giving the victim order while nothing changes."""
+        if parts is None:
+            return functools.cmp_to_key(self._comparison(frozen=True))
+        job_part, task_key = parts
+
+        def key(task: TaskInfo) -> Any:
+            part = job_part(task)
+            if part is _MISSING:
+                # A victim whose job left the session goes first, then by reverse task order.
+                return (0, _Reversed(((), (), task_key(task))))
+            return (1, _Reversed((*part, task_key(task))))
+
+        return key
+
+
+def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
+    """A comparison by ``key`` that takes each item's key once (by ``uid``)."""
+    memo: dict[str, Any] = {}
+
+    def compare(left: Any, right: Any) -> int:
+        lk = memo.get(left.uid, _MISSING)
+        if lk is _MISSING:
+            lk = memo[left.uid] = key(left)
+        rk = memo.get(right.uid, _MISSING)
+        if rk is _MISSING:
+            rk = memo[right.uid] = key(right)
+        return -1 if lk < rk else (1 if lk > rk else 0)
+
+    return compare
+
+
+def _first_by_key(victims: Sequence[TaskInfo], parts: _KeyParts) -> TaskInfo:
+    """The smallest victim by the composite key, the earliest of equals, in one pass.
+
+    Only the victims of the jobs that go first have their task key taken.
+    """
+    job_part, task_key = parts
+    # Victims whose job left the session go first; then the largest
+    # (queue key, job key, task key), the earliest of equals.
+    gone: list[int] = []
+    top: list[int] = []
+    best: Any = None
+    for i, victim in enumerate(victims):
+        part = job_part(victim)
+        if part is _MISSING:
+            gone.append(i)
+        elif not top or part > best:
+            best = part
+            top = [i]
+        elif part == best:
+            top.append(i)
+    if gone:
+        top = gone
+    chosen = top[0]
+    if len(top) > 1:
+        chosen_key = task_key(victims[chosen])
+        for i in top[1:]:
+            candidate = task_key(victims[i])
+            if candidate > chosen_key:
+                chosen, chosen_key = i, candidate
+    return victims[chosen]
+
+
+class _Reversed:
+    """Orders values the other way round (a sort key for "last first")."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and bool(self.value == other.value)
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return bool(other.value < self.value)
+
+    def __gt__(self, other: _Reversed) -> bool:
+        return bool(other.value > self.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@final
+class VictimQueue:
+    """Victims popped in eviction order; made by :meth:`VictimOrder.queue`.
+
+    The heap is built when it is first needed, with keys worked out once
+    per victim (exact, as nothing changes before the first victim is
+    taken); after the first pop it keeps its arrangement and compares live.
+    :meth:`peek` before any pop finds the first victim without building the
+    heap when the order is key-based.
+
+    Runtime complexity: building O(n), ``pop`` O(log n) comparisons,
+    ``peek`` O(n) before the heap is built, O(1) after.
+    """
+
+    __slots__ = ("_heap", "_items", "_live", "_order", "_parts")
+
+    def __init__(self, order: VictimOrder, items: list[TaskInfo], parts: _KeyParts | None) -> None:
+        self._order = order
+        self._items = items
+        self._parts = parts
+        self._heap: list[tuple[Any, int, TaskInfo]] | None = None
+        self._live = False
+
+    def _built(self) -> list[tuple[Any, int, TaskInfo]]:
+        heap = self._heap
+        if heap is None:
+            key = self._order._frozen_key(self._parts)
+            heap = self._heap = [(key(item), count, item) for count, item in enumerate(self._items)]
+            heapq.heapify(heap)
+        return heap
+
+    def peek(self) -> TaskInfo | None:
+        """The victim :meth:`pop` would return next, without taking it; ``None`` when empty."""
+        if self._heap is None:
+            if not self._items:
+                return None
+            if self._parts is not None:
+                return _first_by_key(self._items, self._parts)
+        heap = self._built()
+        return heap[0][2] if heap else None
+
+    def pop(self) -> TaskInfo:
+        """Remove and return the next victim; later comparisons see jobs and tasks as they are then.
+
+        :raises IndexError: when the queue is empty.
+        """
+        heap = self._built()
+        item = heapq.heappop(heap)[2]
+        if not self._live:
+            # From now on compare live; the heap keeps its arrangement.
+            self._live = True
+            live = functools.cmp_to_key(self._order._comparison(frozen=False))
+            self._heap = [(live(other), count, other) for _, count, other in heap]
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items) if self._heap is None else len(self._heap)
+
+    def __bool__(self) -> bool:
+        return bool(self._items) if self._heap is None else bool(self._heap)
