@@ -44,7 +44,8 @@ from volcanolib.framework.placement import Placement, PredicateCache
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
-from volcanolib.framework.statement import Statement
+from volcanolib.framework.statement import Savepoint, Statement
+from volcanolib.framework.victims import VictimOrder
 from volcanolib.framework.status import Code, Event, Status, Vote
 from volcanolib.scheduler import CycleResult, Scheduler
 
@@ -87,6 +88,7 @@ __all__ = [
     "Registry",
     "Resource",
     "ResourceError",
+    "Savepoint",
     "Scheduler",
     "SchedulerConfig",
     "Session",
@@ -96,6 +98,7 @@ __all__ = [
     "Taint",
     "TaskInfo",
     "TaskStatus",
+    "VictimOrder",
     "VolcanolibError",
     "Vote",
     "__version__",

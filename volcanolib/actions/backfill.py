@@ -46,9 +46,9 @@ class Backfill(BaseAction[BackfillArguments]):
     For each task: a pre-predicate failure records the reason for every node
     and moves on; otherwise the nodes passing every predicate are scored
     (``best_node``, else the highest score, ties broken by the session's
-    seeded generator) and the task is allocated at once, outside any
-    statement: its job's allocated tasks are bound as soon as the job is
-    ready. A task that fits no node gets its reasons in
+    seeded generator) and the task is allocated at once
+    (:meth:`Session.allocate`, a statement of its own that is kept): its
+    job's allocated tasks are bound as soon as the job is ready. A task that fits no node gets its reasons in
     ``job.nodes_fit_errors``.
 
     Arguments: :class:`BackfillArguments` (``predicateErrorCacheEnable``,

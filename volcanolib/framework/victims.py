@@ -47,10 +47,7 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
     An empty list is valid when the future idle resources alone already fit
     (Volcano's ``ValidateVictims`` without its error message).
     """
-    future = node.future_idle()
-    for victim in victims:
-        future.add(victim.resreq)
-    return preemptor.init_resreq.less_equal(future)
+    return node.fits_future_idle_without(preemptor.init_resreq, (victim.resreq for victim in victims))
 
 
 @final
