@@ -45,8 +45,8 @@ from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
-from volcanolib.framework.victims import VictimOrder
 from volcanolib.framework.status import Code, Event, Status, Vote
+from volcanolib.framework.victims import VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
 __version__ = "0.1.0"

@@ -20,13 +20,13 @@ from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.errors import PluginError, ResourceError
+from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.status import Code
-from volcanolib.framework.victims import VictimOrder, validate_victims
+from volcanolib.framework.victims import VictimOrder, make_room, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -294,24 +294,13 @@ class _PreemptRun:
             victims = self._victims(preemptor, node, victim_filter)
             if victims is None:
                 continue
-            node_stmt = ssn.statement()
-            try:
-                order = VictimOrder(ssn, preemptor).queue(victims)
-                fits = self._fits(queue, preemptor, node)
-                while order and not fits:
-                    node_stmt.evict(order.pop(), REASON)
-                    fits = self._fits(queue, preemptor, node)
-                if fits:
-                    node_stmt.pipeline(preemptor, node.name)
-                    stmt.merge(node_stmt)
-                    return True
-                node_stmt.discard()
-            except ResourceError as exc:
-                log.error("preempting for task %s on node %s failed: %s", preemptor.key, node.name, exc)
-                node_stmt.discard()
-            except PluginError:
-                node_stmt.discard_quietly()
-                raise
+            order = VictimOrder(ssn, preemptor).queue(victims)
+
+            def fits(node: NodeInfo = node) -> bool:
+                return self._fits(queue, preemptor, node)
+
+            if make_room(ssn, stmt, preemptor, node, order, fits, REASON, check_first=True):
+                return True
         return False
 
     # ------------------------------------------------------------------ topology-aware variant

@@ -12,11 +12,10 @@ from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
-from volcanolib.framework.victims import VictimOrder, validate_victims
+from volcanolib.framework.victims import VictimOrder, make_room, validate_victims
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -154,26 +153,13 @@ class Reclaim(BaseAction[ReclaimArguments]):
                 first = None
                 if not validate_victims(task, node, victims):
                     continue
-            node_stmt = ssn.statement()
-            try:
-                if first is not None:
-                    node_stmt.evict(first, REASON)
-                else:
-                    while order:
-                        node_stmt.evict(order.pop(), REASON)
-                        if node.fits_future_idle(req):
-                            break
-                if node.fits_future_idle(req):
-                    node_stmt.pipeline(task, node.name)
-                    stmt.merge(node_stmt)
-                    return True
-                node_stmt.discard()
-            except ResourceError as exc:
-                log.error("reclaiming for task %s on node %s failed: %s", task.key, node.name, exc)
-                node_stmt.discard()
-            except PluginError:
-                node_stmt.discard_quietly(job)
-                raise
+            victims_in_order = (first,) if first is not None else order
+
+            def fits(node: NodeInfo = node) -> bool:
+                return node.fits_future_idle(req)
+
+            if make_room(ssn, stmt, task, node, victims_in_order, fits, REASON, check_first=False, job=job):
+                return True
         return False
 
     _victim_nodes: VictimNodes

@@ -24,16 +24,23 @@ from __future__ import annotations
 
 import functools
 import heapq
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
+from volcanolib.errors import PluginError, ResourceError
+
 if TYPE_CHECKING:
+    from volcanolib.api.job import JobInfo
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
+    from volcanolib.framework.statement import Statement
 
-__all__ = ["VictimOrder", "VictimQueue", "validate_victims"]
+__all__ = ["VictimOrder", "VictimQueue", "make_room", "validate_victims"]
+
+log = logging.getLogger(__name__)
 
 _MISSING: Final = object()
 
@@ -48,6 +55,56 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
     (Volcano's ``ValidateVictims`` without its error message).
     """
     return node.fits_future_idle_without(preemptor.init_resreq, (victim.resreq for victim in victims))
+
+
+def make_room(
+    ssn: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    node: NodeInfo,
+    victims: VictimQueue | Sequence[TaskInfo],
+    fits: Callable[[], bool],
+    reason: str,
+    *,
+    check_first: bool,
+    job: JobInfo | None = None,
+) -> bool:
+    """Evict ``victims`` in order on ``node`` until ``fits()``, then pipeline ``task`` there.
+
+    The evictions go into a statement of the node; when the task fits it is
+    pipelined on the node and that statement joins ``stmt``. Otherwise the
+    node's evictions are undone and nothing changes.
+
+    :param victims: a :class:`VictimQueue` (popped as needed) or victims already in order.
+    :param fits: whether the task fits now (asked after each eviction).
+    :param check_first: ask ``fits()`` before the first eviction too (preempt);
+        without it at least one victim is evicted when there is one (reclaim,
+        as Volcano's); with no victim, the task is pipelined if it fits as is.
+    :param job: the job named when a plugin failure is recorded during an undo.
+    :returns: whether the task was pipelined.
+    :raises PluginError: when a plugin fails (the node's evictions are undone first).
+    """
+    node_stmt = ssn.statement()
+    pop = victims.pop if isinstance(victims, VictimQueue) else iter(victims).__next__
+    left = len(victims)
+    try:
+        ok = fits() if check_first or not left else False
+        while not ok and left:
+            node_stmt.evict(pop(), reason)
+            left -= 1
+            ok = fits()
+        if ok:
+            node_stmt.pipeline(task, node.name)
+            stmt.merge(node_stmt)
+            return True
+        node_stmt.discard()
+    except ResourceError as exc:
+        log.error("%s for task %s on node %s failed: %s", reason, task.key, node.name, exc)
+        node_stmt.discard()
+    except PluginError:
+        node_stmt.discard_quietly(job)
+        raise
+    return False
 
 
 @final
