@@ -154,11 +154,7 @@ class Reclaim(BaseAction[ReclaimArguments]):
                 if not validate_victims(task, node, victims):
                     continue
             victims_in_order = (first,) if first is not None else order
-
-            def fits(node: NodeInfo = node) -> bool:
-                return node.fits_future_idle(req)
-
-            if make_room(ssn, stmt, task, node, victims_in_order, fits, REASON, check_first=False, job=job):
+            if make_room(ssn, stmt, task, node, victims_in_order, None, REASON, check_first=False, job=job):
                 return True
         return False
 

@@ -63,7 +63,7 @@ def make_room(
     task: TaskInfo,
     node: NodeInfo,
     victims: VictimQueue | Sequence[TaskInfo],
-    fits: Callable[[], bool],
+    fits: Callable[[], bool] | None,
     reason: str,
     *,
     check_first: bool,
@@ -76,7 +76,8 @@ def make_room(
     node's evictions are undone and nothing changes.
 
     :param victims: a :class:`VictimQueue` (popped as needed) or victims already in order.
-    :param fits: whether the task fits now (asked after each eviction).
+    :param fits: whether the task fits now (asked after each eviction);
+        ``None``: whether its request fits the node's future idle resources.
     :param check_first: ask ``fits()`` before the first eviction too (preempt);
         without it at least one victim is evicted when there is one (reclaim,
         as Volcano's); with no victim, the task is pipelined if it fits as is.
@@ -87,12 +88,13 @@ def make_room(
     node_stmt = ssn.statement()
     pop = victims.pop if isinstance(victims, VictimQueue) else iter(victims).__next__
     left = len(victims)
+    req = task.init_resreq
     try:
-        ok = fits() if check_first or not left else False
+        ok = (node.first_insufficient(req) is None if fits is None else fits()) if check_first or not left else False
         while not ok and left:
             node_stmt.evict(pop(), reason)
             left -= 1
-            ok = fits()
+            ok = node.first_insufficient(req) is None if fits is None else fits()
         if ok:
             node_stmt.pipeline(task, node.name)
             stmt.merge(node_stmt)
