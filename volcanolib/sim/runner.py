@@ -431,6 +431,17 @@ def _run_scenario(
         cycles.append(result)
         for task, node in result.binds:
             binds[task.key] = node
+        if result.failed_binds:
+            task, node, why = result.failed_binds[0]
+            more = len(result.failed_binds) - 1
+            log.warning(
+                "session %d: %s to %s did not take effect (%s)%s",
+                index + 1,
+                f"binding {task.key}",
+                node,
+                why,
+                f", nor {more} more bind{'s' if more != 1 else ''}" if more else "",
+            )
         evicted.update(task.key for task, _ in result.evictions)
         for key, seconds in result.timings.items():
             timings[key] = timings.get(key, 0.0) + seconds
