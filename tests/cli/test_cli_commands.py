@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 from cli_helpers import EXAMPLES, ROOT, run
 
@@ -49,6 +51,33 @@ def test_simulate_timings() -> None:
     assert {"load", "snapshot", "open", "enqueue", "allocate", "backfill", "close", "session"} <= set(timings)
     assert all(isinstance(v, float) and v >= 0 for v in timings.values())
     assert "Timings (seconds)" in run("simulate", QUICKSTART, "--timings").stdout
+
+
+#: The phases of ``simulate --timings`` one after the other; the rest are parts of ``session``.
+PHASES = ("startup", "load", "cache", "scheduler", "session", "bookkeeping", "output")
+
+
+def test_simulate_timings_cover_the_whole_command() -> None:
+    begin = time.perf_counter()
+    proc = run("simulate", DUMP, "--json", "--timings")
+    wall = time.perf_counter() - begin
+    assert proc.returncode == 0, proc.stderr
+    timings = json.loads(proc.stdout)["timings"]
+    assert set(PHASES) | {"total"} <= set(timings)
+    assert sum(timings[p] for p in PHASES) == pytest.approx(timings["total"], abs=0.01)
+    assert timings["total"] <= wall
+    if sys.platform.startswith("linux"):  # where the process's start is known, startup counts the imports
+        assert timings["total"] >= 0.75 * wall, (timings, wall)
+
+
+def test_simulate_timings_as_tables_end_with_the_total() -> None:
+    proc = run("simulate", QUICKSTART, "--timings")
+    assert proc.returncode == 0, proc.stderr
+    head, table = proc.stdout.split("\nTimings (seconds)\n")
+    assert head == run("simulate", QUICKSTART).stdout
+    steps = [line.split()[0] for line in table.splitlines()[1:]]
+    assert steps[:4] == ["startup", "load", "cache", "scheduler"]
+    assert steps[-4:] == ["session", "bookkeeping", "output", "total"]
 
 
 def test_simulate_conf_sessions_and_seed(tmp_path: Path) -> None:

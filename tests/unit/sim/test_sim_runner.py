@@ -46,8 +46,31 @@ def test_binds_phases_and_json(objects: Objects, write: Write, registry: Registr
         "sessions": 1,
         "unschedulable": {},
     }
-    assert list(result.timings) == ["load", "snapshot", "open", "firstfit", "close", "session"]
+    assert list(result.timings) == [
+        "load",
+        "cache",
+        "scheduler",
+        "snapshot",
+        "open",
+        "firstfit",
+        "close",
+        "session",
+        "bookkeeping",
+        "total",
+    ]
     assert set(json.loads(to_json(result, timings=True))["timings"]) == set(result.timings)
+
+
+def test_the_timed_phases_add_up_to_the_total(objects: Objects, write: Write, registry: Registry) -> None:
+    path = write(scenario(objects, sessions=3))
+    result = simulate([path], registry=registry)
+    t = result.timings
+    phases = ("load", "cache", "scheduler", "session", "bookkeeping")
+    assert all(t[name] > 0 for name in phases)
+    assert t["total"] == pytest.approx(sum(t[name] for name in phases), rel=1e-9)
+    # the parts of the sessions are inside the sessions
+    parts = sum(t[name] for name in ("snapshot", "open", "firstfit", "close"))
+    assert 0 < parts <= t["session"]
 
 
 def test_json_is_identical_across_runs(objects: Objects, write: Write, registry: Registry) -> None:
