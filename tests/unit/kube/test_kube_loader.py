@@ -538,6 +538,21 @@ def test_pods_on_unknown_nodes_are_a_warning() -> None:
             pod("p1", meta={"creationTimestamp": "yesterday"}),
             "scenario.yaml: Pod ns1/p1: metadata.creationTimestamp: expected an RFC 3339 time, got 'yesterday'",
         ),
+        # Kubernetes names and other string fields are strings: a number is not written out as one
+        (
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": 123}},
+            "scenario.yaml: Node at objects[0]: metadata.name: expected a string, got the number 123 "
+            "(quote it to make it a string)",
+        ),
+        (
+            pod("p1", meta={"namespace": 7}),
+            "scenario.yaml: Pod p1: metadata.namespace: expected a string, got the number 7",
+        ),
+        (
+            pod("p1", spec={"containers": [{"name": "c"}], "nodeName": 1.5}),
+            "scenario.yaml: Pod ns1/p1: spec.nodeName: expected a string, got the number 1.5",
+        ),
+        (pod_group(queue=3), "scenario.yaml: PodGroup ns1/pg1: spec.queue: expected a string, got the number 3"),
     ],
 )
 def test_bad_input_names_file_object_and_field(obj: Any, message: str) -> None:
