@@ -128,6 +128,37 @@ def test_warnings_go_to_stderr_and_keep_json_clean(tmp_path: Path) -> None:
     assert "volcanolib: warning: PodGroup ns/pg: queue 'nowhere' does not exist: the job is not scheduled" in lines
 
 
+def test_simulate_warns_of_a_gang_short_of_pods_and_of_depends_on(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "objects:\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '8', pods: '20'}}}\n"
+        "- {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {name: pg, namespace: ns},\n"
+        "   spec: {minMember: 3}}\n"
+        "- apiVersion: v1\n  kind: Pod\n"
+        "  metadata: {name: p, namespace: ns, annotations: {scheduling.k8s.io/group-name: pg}}\n"
+        "  spec: {schedulerName: volcano, containers: [{name: c}]}\n"
+        "- apiVersion: batch.volcano.sh/v1alpha1\n  kind: Job\n  metadata: {name: mpi, namespace: ns}\n"
+        "  spec:\n    tasks:\n"
+        "    - {name: master, replicas: 1, template: {spec: {containers: [{name: c}]}},\n"
+        "       dependsOn: {name: [worker]}}\n"
+        "    - {name: worker, replicas: 2, template: {spec: {containers: [{name: c}]}}}\n"
+    )
+    proc = run("simulate", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)["binds"]) == {"ns/mpi-master-0", "ns/mpi-worker-0", "ns/mpi-worker-1"}
+    lines = proc.stderr.splitlines()
+    assert (
+        "volcanolib: warning: 1 PodGroup has fewer pods that can run than minMember and is not scheduled "
+        "(NotEnoughTasks): ns/pg (1 of 3)"
+    ) in lines
+    assert (
+        "volcanolib: warning: 1 Volcano Job uses dependsOn, which volcanolib does not follow yet: the pods of "
+        "those tasks are created with the others' and may be scheduled before the tasks they depend on: "
+        "ns/mpi (task master)"
+    ) in lines
+
+
 def _scenario_with_expect(tmp_path: Path, name: str, expect: dict[str, object]) -> Path:
     data = yaml.safe_load(QUICKSTART.read_text())
     data["expect"] = expect
