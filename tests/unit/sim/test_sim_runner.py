@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,24 @@ def test_a_group_enqueue_refuses_is_reported_so(objects: Objects, write: Write) 
     assert result.unschedulable["ns1/pg9"] == "the PodGroup is still Pending: enqueue did not admit it"
     assert result.pod_groups["ns1/pg9"].phase is PodGroupPhase.PENDING
     assert result.pod_groups["ns1/pg1"].phase is PodGroupPhase.INQUEUE
+
+
+def test_binds_that_did_not_take_effect_are_left_out_with_a_warning(
+    objects: Objects, write: Write, registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    scenario_ = load_scenario([write(scenario(objects))])
+
+    def node_goes(index: int, ssn: Any) -> None:  # the node leaves the cluster after the snapshot
+        ssn.cache.delete_node("n1")
+
+    with caplog.at_level(logging.WARNING, logger="volcanolib"):
+        result = run_scenario(scenario_, registry=registry, on_session_open=node_goes)
+    assert result.binds == {}
+    assert [(t.key, node, why) for t, node, why in result.cycles[0].failed_binds] == [
+        ("ns1/p1", "n1", "task or node no longer exists"),
+        ("ns1/p2", "n1", "task or node no longer exists"),
+    ]
+    assert (
+        "session 1: binding ns1/p1 to n1 did not take effect (task or node no longer exists), nor 1 more bind"
+        in caplog.messages
+    )
