@@ -6,13 +6,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from volcanolib._gc import gc_paused
+from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.job import JobInfo
+from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.cache.protocol import Cache
 from volcanolib.errors import ConfigError, PluginConfigError, PluginError
@@ -31,7 +34,7 @@ class CycleResult:
     """What one scheduling cycle decided."""
 
     session_uid: str
-    #: Tasks sent to the binder, with their node.
+    #: Tasks bound, with their node: only binds that took effect (see :attr:`failed_binds`).
     binds: tuple[tuple[TaskInfo, str], ...]
     #: Tasks sent to the evictor, with the reason.
     evictions: tuple[tuple[TaskInfo, str], ...]
@@ -41,10 +44,47 @@ class CycleResult:
     timings: Mapping[str, float]
     #: Plugin failures recorded during the cycle.
     plugin_errors: tuple[PluginError, ...] = ()
+    #: Tasks the cycle decided to bind that did not bind, with their node and the reason
+    #: (the binder's, or why the cache refused); the cache has them Pending again.
+    failed_binds: tuple[tuple[TaskInfo, str, str], ...] = ()
     #: Whether the actions ran (false when a plugin failed at session open).
     ran: bool = True
     #: The closed session, for inspection (jobs, nodes, fit errors).
     session: Session | None = attrs.field(default=None, repr=False)
+
+
+class _BindLedger:
+    """The cache as one session sees it: every call goes to the cache; failed binds are kept.
+
+    A cache reports the tasks that did not bind from :meth:`Cache.bind`;
+    the cycle's result lists them apart from the binds that took effect.
+    """
+
+    def __init__(self, cache: Cache) -> None:
+        self._cache = cache
+        #: Why each task that did not bind failed, by task uid.
+        self.failed: dict[str, str] = {}
+
+    def snapshot(self) -> ClusterInfo:
+        return self._cache.snapshot()
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[tuple[TaskInfo, str]] | None:
+        failed = self._cache.bind(tasks)
+        for task, reason in failed or ():
+            self.failed[task.uid] = reason
+        return failed
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self._cache.evict(task, reason)
+
+    def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:
+        self._cache.update_job_status(job, update_pod_group)
+
+    def update_queue_status(self, queue: QueueInfo) -> None:
+        self._cache.update_queue_status(queue)
+
+    def __getattr__(self, name: str) -> Any:  # anything else a cache offers (events, get_task, ...)
+        return getattr(self._cache, name)
 
 
 class Scheduler:
@@ -182,9 +222,12 @@ class Scheduler:
 
     def new_session(self) -> Session:
         """A session on the current configuration, not yet open."""
+        return self._new_session(self.cache)
+
+    def _new_session(self, cache: Cache) -> Session:
         self._cycle += 1
         return Session(
-            self.cache,
+            cache,
             self.config,
             self.tables,
             self.host.plugins,
@@ -211,7 +254,8 @@ class Scheduler:
 
     def _cycle_once(self, before_actions: Callable[[Session], Any] | None) -> CycleResult:
         timings: dict[str, float] = {}
-        ssn = self.new_session()
+        ledger = _BindLedger(self.cache)
+        ssn = self._new_session(ledger)
         start = time.perf_counter()
         ssn.load(self.cache.snapshot())
         t1 = time.perf_counter()
@@ -242,9 +286,16 @@ class Scheduler:
             ssn.close()
         timings["close"] = time.perf_counter() - t3
         timings["session"] = time.perf_counter() - start
+        binds: tuple[tuple[TaskInfo, str], ...] = tuple(ssn.binds)
+        failed_binds: tuple[tuple[TaskInfo, str, str], ...] = ()
+        if ledger.failed:
+            failed = ledger.failed
+            failed_binds = tuple((task, node, failed[task.uid]) for task, node in binds if task.uid in failed)
+            binds = tuple((task, node) for task, node in binds if task.uid not in failed)
         return CycleResult(
             session_uid=ssn.uid,
-            binds=tuple(ssn.binds),
+            binds=binds,
+            failed_binds=failed_binds,
             evictions=tuple(ssn.evictions),
             pipelined=pipelined,
             timings=timings,

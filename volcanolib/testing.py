@@ -47,11 +47,11 @@ class FakeCache(InMemoryCache):
         self.bound: dict[str, str] = {}
         self.evicted: list[str] = []
 
-    def bind(self, tasks: Sequence[TaskInfo]) -> None:
-        """Bind and record."""
+    def bind(self, tasks: Sequence[TaskInfo]) -> list[tuple[TaskInfo, str]]:
+        """Bind and record (every task sent, bound or not); return the failures."""
         for task in tasks:
             self.bound[task.key] = task.node_name
-        super().bind(tasks)
+        return super().bind(tasks)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Evict and record."""

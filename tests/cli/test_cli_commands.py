@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 from cli_helpers import EXAMPLES, ROOT, run
 
@@ -49,6 +51,33 @@ def test_simulate_timings() -> None:
     assert {"load", "snapshot", "open", "enqueue", "allocate", "backfill", "close", "session"} <= set(timings)
     assert all(isinstance(v, float) and v >= 0 for v in timings.values())
     assert "Timings (seconds)" in run("simulate", QUICKSTART, "--timings").stdout
+
+
+#: The phases of ``simulate --timings`` one after the other; the rest are parts of ``session``.
+PHASES = ("startup", "load", "cache", "scheduler", "session", "bookkeeping", "output")
+
+
+def test_simulate_timings_cover_the_whole_command() -> None:
+    begin = time.perf_counter()
+    proc = run("simulate", DUMP, "--json", "--timings")
+    wall = time.perf_counter() - begin
+    assert proc.returncode == 0, proc.stderr
+    timings = json.loads(proc.stdout)["timings"]
+    assert set(PHASES) | {"total"} <= set(timings)
+    assert sum(timings[p] for p in PHASES) == pytest.approx(timings["total"], abs=0.01)
+    assert timings["total"] <= wall
+    if sys.platform.startswith("linux"):  # where the process's start is known, startup counts the imports
+        assert timings["total"] >= 0.75 * wall, (timings, wall)
+
+
+def test_simulate_timings_as_tables_end_with_the_total() -> None:
+    proc = run("simulate", QUICKSTART, "--timings")
+    assert proc.returncode == 0, proc.stderr
+    head, table = proc.stdout.split("\nTimings (seconds)\n")
+    assert head == run("simulate", QUICKSTART).stdout
+    steps = [line.split()[0] for line in table.splitlines()[1:]]
+    assert steps[:4] == ["startup", "load", "cache", "scheduler"]
+    assert steps[-4:] == ["session", "bookkeeping", "output", "total"]
 
 
 def test_simulate_conf_sessions_and_seed(tmp_path: Path) -> None:
@@ -97,6 +126,37 @@ def test_warnings_go_to_stderr_and_keep_json_clean(tmp_path: Path) -> None:
     )
     assert "volcanolib: warning: 1 pod(s) name PodGroup ns/ghost, which does not exist: they are not scheduled" in lines
     assert "volcanolib: warning: PodGroup ns/pg: queue 'nowhere' does not exist: the job is not scheduled" in lines
+
+
+def test_simulate_warns_of_a_gang_short_of_pods_and_of_depends_on(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "objects:\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '8', pods: '20'}}}\n"
+        "- {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {name: pg, namespace: ns},\n"
+        "   spec: {minMember: 3}}\n"
+        "- apiVersion: v1\n  kind: Pod\n"
+        "  metadata: {name: p, namespace: ns, annotations: {scheduling.k8s.io/group-name: pg}}\n"
+        "  spec: {schedulerName: volcano, containers: [{name: c}]}\n"
+        "- apiVersion: batch.volcano.sh/v1alpha1\n  kind: Job\n  metadata: {name: mpi, namespace: ns}\n"
+        "  spec:\n    tasks:\n"
+        "    - {name: master, replicas: 1, template: {spec: {containers: [{name: c}]}},\n"
+        "       dependsOn: {name: [worker]}}\n"
+        "    - {name: worker, replicas: 2, template: {spec: {containers: [{name: c}]}}}\n"
+    )
+    proc = run("simulate", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)["binds"]) == {"ns/mpi-master-0", "ns/mpi-worker-0", "ns/mpi-worker-1"}
+    lines = proc.stderr.splitlines()
+    assert (
+        "volcanolib: warning: 1 PodGroup has fewer pods that can run than minMember and is not scheduled "
+        "(NotEnoughTasks): ns/pg (1 of 3)"
+    ) in lines
+    assert (
+        "volcanolib: warning: 1 Volcano Job uses dependsOn, which volcanolib does not follow yet: the pods of "
+        "those tasks are created with the others' and may be scheduled before the tasks they depend on: "
+        "ns/mpi (task master)"
+    ) in lines
 
 
 def _scenario_with_expect(tmp_path: Path, name: str, expect: dict[str, object]) -> Path:

@@ -317,7 +317,7 @@ class InMemoryCache:
             task.status = status
 
     @_locked
-    def bind(self, tasks: Sequence[TaskInfo]) -> None:
+    def bind(self, tasks: Sequence[TaskInfo]) -> list[tuple[TaskInfo, str]]:
         """Bind tasks through the binder; a failed bind returns the task to Pending.
 
         A task is refused (a ``FailedScheduling`` event, the task stays as
@@ -326,47 +326,57 @@ class InMemoryCache:
         it is never bound twice), or the node's idle resources no longer fit
         it. A task the binder reports as failed, or every task of a batch
         when the binder raises, goes back to Pending with a ``FailedBinding``
-        event and is scheduled again in a later cycle.
+        event that gives the binder's reason (the exception, or the reason
+        the binder returned with the task) and is scheduled again in a later
+        cycle.
+
+        :returns: the tasks that did not bind (the cache's own objects), each
+            with the reason given in its event.
         """
+        refused: list[tuple[TaskInfo, str]] = []
         placed: list[TaskInfo] = []
         for task in tasks:
             own = self._tasks.get(task.uid)
             node = self._nodes.get(task.node_name)
             if own is None or node is None:
-                self._record("Warning", f"Pod {task.key}", "FailedScheduling", "task or node no longer exists")
+                reason = "task or node no longer exists"
+            elif own.node_name:
+                reason = f"already on node {own.node_name}"
+            elif own.status is not TaskStatus.PENDING:
+                reason = f"task is {own.status}, not Pending"
+            elif not node.ready:
+                reason = f"node {node.name} is not ready"
+            elif not own.resreq.less_equal(node.idle):
+                reason = f"node {node.name} no longer has room for it"
+            else:
+                own.node_name = task.node_name
+                self._set_status(own, TaskStatus.BINDING)
+                node.add_task(own)
+                placed.append(own)
                 continue
-            if own.node_name:
-                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"already on node {own.node_name}")
-                continue
-            if own.status is not TaskStatus.PENDING:
-                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"task is {own.status}, not Pending")
-                continue
-            if not node.ready:
-                self._record("Warning", f"Pod {task.key}", "FailedScheduling", f"node {node.name} is not ready")
-                continue
-            if not own.resreq.less_equal(node.idle):
-                self._record(
-                    "Warning", f"Pod {task.key}", "FailedScheduling", f"node {node.name} no longer has room for it"
-                )
-                continue
-            own.node_name = task.node_name
-            self._set_status(own, TaskStatus.BINDING)
-            node.add_task(own)
-            placed.append(own)
+            self._record("Warning", f"Pod {task.key}", "FailedScheduling", reason)
+            refused.append((own or task, reason))
         if not placed:
-            return
+            return refused
+        reasons: dict[str, str] = {}
         try:
-            failed = list(self.binder.bind(placed))
+            for item in self.binder.bind(placed):
+                if isinstance(item, tuple):
+                    failed_task, given = item
+                    reasons[failed_task.uid] = str(given) or "the binder reported a failure"
+                else:
+                    reasons[item.uid] = "the binder reported a failure"
         except Exception as exc:  # a binder that raises fails the whole batch
             log.warning("binder failed: %s", exc)
-            self._record("Warning", "Binder", "FailedBinding", f"binder raised {type(exc).__name__}: {exc}")
-            failed = placed
-        failed_uids = {t.uid for t in failed}
+            raised = f"binder raised {type(exc).__name__}: {exc}"
+            reasons = {own.uid: raised for own in placed}
         for own in placed:
             node = self._nodes[own.node_name]
-            if own.uid in failed_uids:
+            why = reasons.get(own.uid)
+            if why is not None:
                 node.remove_task(own)
-                self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed")
+                self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
+                refused.append((own, why))
                 own.node_name = ""
                 self._set_status(own, TaskStatus.PENDING)
             else:
@@ -375,6 +385,7 @@ class InMemoryCache:
                 self._record(
                     "Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}"
                 )
+        return refused
 
     @_locked
     def evict(self, task: TaskInfo, reason: str) -> None:

@@ -20,11 +20,17 @@ class Cache(Protocol):
     def snapshot(self) -> ClusterInfo:
         """A deep copy of the schedulable state: ready nodes, queues, jobs whose queue exists."""
 
-    def bind(self, tasks: Sequence[TaskInfo]) -> None:
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[tuple[TaskInfo, str]] | None:
         """Bind tasks to the nodes named in their ``node_name``.
 
-        A task the binder fails to bind returns to Pending in the cache (it
-        is tried again next cycle) and an event records why; it is never lost.
+        A task the cache refuses or the binder fails to bind returns to
+        Pending in the cache (it is tried again next cycle) and an event
+        records why; it is never lost.
+
+        :returns: the tasks that did not bind, each with the reason, so that
+            :attr:`CycleResult.binds <volcanolib.scheduler.CycleResult.binds>`
+            lists only binds that took effect; ``None`` from a cache that
+            cannot tell (every task then counts as bound).
         """
 
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -45,8 +51,14 @@ class Cache(Protocol):
 class Binder(Protocol):
     """Binds tasks to nodes in the real system (a pods/binding call, a process start)."""
 
-    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
-        """Bind each task to ``task.node_name``; return the tasks that failed."""
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo | tuple[TaskInfo, str]]:
+        """Bind each task to ``task.node_name``; return the tasks that failed.
+
+        Each failed task is given alone or as a ``(task, reason)`` pair; the
+        reason goes into the task's ``FailedBinding`` event and the cycle's
+        :attr:`~volcanolib.scheduler.CycleResult.failed_binds`. Raising fails
+        the whole batch, with the exception as the reason.
+        """
 
 
 @runtime_checkable

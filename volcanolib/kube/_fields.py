@@ -85,13 +85,17 @@ def seq(value: Any, ref: Ref, field: str) -> list[Any]:
 
 
 def string(value: Any, ref: Ref, field: str, default: str = "") -> str:
-    """A string field (numbers are accepted and written in decimal)."""
+    """A string field.
+
+    A number is refused, as the Kubernetes API refuses it (``name: 123``
+    is not the name ``"123"``): the error says to quote it.
+    """
     if value is None:
         return default
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
+        ref.fail(f"expected a string, got the number {_short(value)} (quote it to make it a string)", field)
     ref.fail(f"expected a string, got {_type_name(value)}", field)
 
 

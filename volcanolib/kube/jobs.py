@@ -31,6 +31,11 @@ forms, Restarting) gets no new pods.
 Deliberate difference: the controller creates the pods only once the
 scheduler has admitted the PodGroup (phase Inqueue); here they exist from
 the start, so a simulation does not spend a cycle waiting for them.
+
+Not done yet: a task's ``dependsOn`` (the controller creates its pods once
+the tasks it names are running); its pods are made with the others', and
+:attr:`JobExpansion.depends_on_ignored` names such tasks so that the loader
+warns.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ class JobExpansion:
     pod_group: dict[str, Any] | None
     #: Manifests of the pods that do not exist yet.
     pods: list[dict[str, Any]]
+    #: Tasks with a ``dependsOn`` whose pods were made here all the same (the job
+    #: controller would wait for the tasks they name; replay does not yet).
+    depends_on_ignored: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -90,6 +98,7 @@ class _Task:
     topology_policy: str
     request: Resource
     priority: int
+    depends_on: bool = False
 
 
 def expand_job(
@@ -182,8 +191,10 @@ def expand_job(
         }
 
     pods: list[dict[str, Any]] = []
+    depends_on_ignored: list[str] = []
     if active:
         for task in tasks:
+            made = len(pods)
             for index in range(task.replicas):
                 pod_name = f"{name}-{task.name}-{index}"
                 if (namespace, pod_name) in existing_pods:
@@ -191,7 +202,9 @@ def expand_job(
                 pods.append(
                     _pod(job, task, index, pod_name, pg_name, queue, job_scheduler, job_class, version, retries)
                 )
-    return JobExpansion(pg_name, pod_group, pods)
+            if task.depends_on and len(pods) > made:
+                depends_on_ignored.append(task.name)
+    return JobExpansion(pg_name, pod_group, pods, tuple(depends_on_ignored))
 
 
 def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> list[_Task]:
@@ -215,6 +228,7 @@ def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> lis
         template_meta = f.mapping(template.get("metadata"), ref, f"{field}.template.metadata")
         template_spec = f.mapping(template.get("spec"), ref, f"{field}.template.spec")
         class_name = f.string(template_spec.get("priorityClassName"), ref, f"{field}.template.spec.priorityClassName")
+        depends_on = f.mapping(task.get("dependsOn"), ref, f"{field}.dependsOn")
         tasks.append(
             _Task(
                 index=i,
@@ -226,6 +240,7 @@ def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> lis
                 topology_policy=f.string(task.get("topologyPolicy"), ref, f"{field}.topologyPolicy"),
                 request=pod_request(template_spec, ref, f"{field}.template.spec"),
                 priority=classes.get(class_name, 0) if class_name else 0,
+                depends_on=bool(f.seq(depends_on.get("name"), ref, f"{field}.dependsOn.name")),
             )
         )
     return tasks

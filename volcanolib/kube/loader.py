@@ -33,7 +33,7 @@ from volcanolib.api.job import ConditionType, PodGroup, PodGroupCondition, PodGr
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.queue import QueueInfo, QueueState
 from volcanolib.api.resource import PODS
-from volcanolib.api.task import TaskInfo
+from volcanolib.api.task import VALID_STATUSES, TaskInfo, in_statuses
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.kube import _fields as f
 from volcanolib.kube._documents import parse_documents, read_documents, source_name
@@ -254,6 +254,7 @@ class ManifestLoader:
 
         pods = list(self._objects["Pod"])
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
+        depends_on: list[str] = []
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,
@@ -269,6 +270,15 @@ class ManifestLoader:
                 groups[f"{pg.namespace}/{pg.name}"] = pg
             for pod in expansion.pods:
                 pods.append((pod, Ref(ref.source, ref.where, "Pod", pod["metadata"]["name"], ref.namespace)))
+            if expansion.depends_on_ignored:
+                depends_on.append(f"{ref.namespace}/{ref.name} (task {', '.join(expansion.depends_on_ignored)})")
+        if depends_on:
+            one = len(depends_on) == 1
+            self._warn(
+                f"{_count(depends_on, 'Volcano Job')} {'uses' if one else 'use'} dependsOn, which volcanolib "
+                "does not follow yet: the pods of those tasks are created with the others' and may be scheduled "
+                f"before the tasks they depend on: {_some(depends_on)}"
+            )
 
         reader = PodReader(self.scheduler_name, classes, default_queue=self.default_queue)
         unknown_nodes: dict[str, int] = {}
@@ -300,9 +310,23 @@ class ManifestLoader:
         cluster.pod_groups = list(groups.values())
 
         members: dict[str, int] = {}
+        valid: dict[str, int] = {}
         for task in cluster.tasks:
             if task.job:
                 members[task.job] = members.get(task.job, 0) + 1
+                if in_statuses(task.status, VALID_STATUSES):
+                    valid[task.job] = valid.get(task.job, 0) + 1
+        short = [
+            f"{key} ({valid.get(key, 0)} of {pg.min_member})"
+            for key, pg in groups.items()
+            if valid.get(key, 0) < pg.min_member
+        ]
+        if short:
+            one = len(short) == 1
+            self._warn(
+                f"{_count(short, 'PodGroup')} {'has' if one else 'have'} fewer pods that can run than minMember "
+                f"and {'is' if one else 'are'} not scheduled (NotEnoughTasks): {_some(short)}"
+            )
         for job, count in members.items():
             if job not in groups:
                 reason = f"PodGroup {job} does not exist"

@@ -7,15 +7,16 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from volcanolib.api.resource import Resource
 from volcanolib.errors import VolcanolibError
 from volcanolib.sim.explain import Explanation
 from volcanolib.sim.runner import CheckOutcome, SimulationResult
 
-__all__ = ["format_check", "format_explanation", "format_result", "table", "to_json"]
+__all__ = ["format_check", "format_explanation", "format_result", "format_timings", "table", "to_json", "write_result"]
 
 _MAX_PODS_PER_NODE = 6
 
@@ -95,13 +96,64 @@ def format_result(result: SimulationResult, *, timings: bool = False) -> str:
     )
     if result.plugin_errors:
         lines += _section("Plugin errors", len(result.plugin_errors), [f"  {e}" for e in result.plugin_errors])
-    if timings:
-        lines += [
-            "Timings (seconds)",
-            *table(("STEP", "SECONDS"), ((k, f"{v:.6f}") for k, v in result.timings.items())),
-            "",
-        ]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    return text + "\n" + format_timings(result.timings) if timings else text
+
+
+def format_timings(timings: Mapping[str, float]) -> str:
+    """The ``Timings (seconds)`` table that ends ``format_result(..., timings=True)``."""
+    rows = table(("STEP", "SECONDS"), ((k, f"{v:.6f}") for k, v in timings.items()))
+    return "\n".join(["Timings (seconds)", *rows]) + "\n"
+
+
+#: Stands for the timings in the JSON text until they are known; not valid in any name.
+_TIMINGS_MARK = "\0timings\0"
+
+
+def write_result(
+    result: SimulationResult,
+    out: TextIO,
+    *,
+    as_json: bool = False,
+    timings: bool = False,
+    started: float | None = None,
+) -> None:
+    """Write the result as :func:`to_json` (``as_json``) or :func:`format_result` would give it.
+
+    With ``timings``, the time spent rendering and writing the output is
+    recorded in ``result.timings`` as ``output``, and ``total`` becomes the
+    time since ``started`` (a :func:`time.perf_counter` value) when it is
+    given, else grows by the output's time; only then are the timings
+    rendered and written (last, or in their place in the JSON). So the
+    timings count the output too, and the text is the same as
+    ``to_json(result, timings=True)`` (or ``format_result``) gives with the
+    final timings.
+    """
+    if not timings:
+        out.write(to_json(result) if as_json else format_result(result))
+        return
+    begin = time.perf_counter()
+    if as_json:
+        data = result.to_dict()
+        data["timings"] = _TIMINGS_MARK
+        text = json.dumps(data, sort_keys=True, indent=2) + "\n"
+        head, tail = text.split(f"\n  {json.dumps('timings')}: {json.dumps(_TIMINGS_MARK)}", 1)
+        out.write(head)
+    else:
+        out.write(format_result(result) + "\n")
+    out.flush()
+    end = time.perf_counter()
+    total = result.timings.pop("total", None)
+    result.timings["output"] = end - begin
+    if started is not None:
+        result.timings["total"] = end - started
+    elif total is not None:
+        result.timings["total"] = total + end - begin
+    if as_json:
+        shown = json.dumps({k: round(v, 6) for k, v in result.timings.items()}, sort_keys=True, indent=2)
+        out.write(f"\n  {json.dumps('timings')}: " + shown.replace("\n", "\n  ") + tail)
+    else:
+        out.write(format_timings(result.timings))
 
 
 def format_check(outcome: CheckOutcome) -> str:

@@ -135,7 +135,14 @@ class SimulationResult:
     pod_groups: dict[str, PodGroupReport]
     #: PodGroup -> why some of its pods are still pending after the last session.
     unschedulable: dict[str, str]
-    #: Seconds: ``load``, ``snapshot``, ``open``, one per action, ``close``, ``session`` (summed over sessions).
+    #: Seconds spent, by phase, in the order they happen: ``load`` (reading and converting the
+    #: files), ``cache`` (feeding the objects to the cache), ``scheduler`` (loading the plugins
+    #: and actions), then the parts of the sessions (``snapshot``, ``open``, one entry per action,
+    #: ``close``, summed over sessions), ``session`` (the sessions as a whole), ``bookkeeping``
+    #: (what the cluster does between sessions and after the last one, and the result's tables),
+    #: and ``total``. Leaving out the parts of the sessions, the phases add up to ``total``.
+    #: ``volcanolib simulate --timings`` adds ``startup`` and ``output``, and its ``total`` is the
+    #: whole command.
     timings: dict[str, float]
     #: Pod -> node -> total node-order score, taken when the first session opened.
     node_scores: dict[str, dict[str, float]]
@@ -331,6 +338,20 @@ def _load_scenario(
 # ---------------------------------------------------------------------- running
 
 
+class _Laps:
+    """Seconds per phase, each lap ending where the next begins, so the phases add up to the whole."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        """Count the time since the previous lap (or the start) to ``phase``."""
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
+
+
 def _pending_reason(ssn: Session, job: JobInfo) -> str | None:
     pending = job.task_status_index.get(TaskStatus.PENDING)
     if not pending:
@@ -394,6 +415,7 @@ def _run_scenario(
     score_pods: Iterable[str] | None,
     on_session_open: SessionHook | None,
 ) -> SimulationResult:
+    laps = _Laps()
     count = sessions if sessions is not None else scenario.sessions
     if count < 1:
         raise ManifestError(f"sessions must be at least 1, got {count}")
@@ -403,11 +425,11 @@ def _run_scenario(
     wanted = set(score_pods)
     node_scores: dict[str, dict[str, float]] = {}
 
-    t0 = time.perf_counter()
     cache = scenario.cluster.to_cache()
-    build = time.perf_counter() - t0
+    laps.lap("cache")
     clock = SimClock(scenario.cluster.newest_timestamp + PERIOD)
     scheduler = Scheduler(cache, scenario.config, seed=seed, registry=registry, clock=clock)
+    laps.lap("scheduler")
 
     def before_actions(index: int, ssn: Session) -> None:
         if index == 0 and wanted:
@@ -421,19 +443,33 @@ def _run_scenario(
     cycles: list[CycleResult] = []
     binds: dict[str, str] = {}
     evicted: set[str] = set()
-    timings: dict[str, float] = {"load": scenario.load_seconds + build}
+    parts: dict[str, float] = {}
     for index in range(count):
         if index:
             cache.start_bound_tasks()
             cache.finish_evictions()
         clock.now = scenario.cluster.newest_timestamp + PERIOD * (index + 1)
+        laps.lap("bookkeeping")
         result = scheduler.run_once(before_actions=functools.partial(before_actions, index))
+        laps.lap("session")
         cycles.append(result)
         for task, node in result.binds:
             binds[task.key] = node
+        if result.failed_binds:
+            task, node, why = result.failed_binds[0]
+            more = len(result.failed_binds) - 1
+            log.warning(
+                "session %d: %s to %s did not take effect (%s)%s",
+                index + 1,
+                f"binding {task.key}",
+                node,
+                why,
+                f", nor {more} more bind{'s' if more != 1 else ''}" if more else "",
+            )
         evicted.update(task.key for task, _ in result.evictions)
         for key, seconds in result.timings.items():
-            timings[key] = timings.get(key, 0.0) + seconds
+            if key != "session":
+                parts[key] = parts.get(key, 0.0) + seconds
 
     last = cycles[-1]
     pipelined = {task.key: node for task, node in last.pipelined}
@@ -457,6 +493,13 @@ def _run_scenario(
         )
 
     errors = [str(err) for cycle in cycles for err in cycle.plugin_errors]
+    laps.lap("bookkeeping")
+    lapped = laps.seconds
+    timings = {"load": scenario.load_seconds, "cache": lapped["cache"], "scheduler": lapped["scheduler"]}
+    timings.update(parts)
+    timings["session"] = lapped["session"]
+    timings["bookkeeping"] = lapped["bookkeeping"]
+    timings["total"] = scenario.load_seconds + sum(lapped.values())
     return SimulationResult(
         scenario=scenario,
         sessions=count,

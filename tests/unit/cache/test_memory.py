@@ -55,7 +55,8 @@ def test_snapshot_shares_task_objects_between_job_and_node_and_is_independent() 
 def test_failed_bind_returns_task_to_pending_and_records_an_event() -> None:
     binder = FlakyBinder({"pg-t-1"})
     cache = cluster(binder=binder)
-    cache.bind([session_copy(cache, "pg-t-0", "n1"), session_copy(cache, "pg-t-1", "n1")])
+    failed = cache.bind([session_copy(cache, "pg-t-0", "n1"), session_copy(cache, "pg-t-1", "n1")])
+    assert [(t.key, why) for t, why in failed] == [("default/pg-t-1", "the binder reported a failure")]
     ok, bad = cache.get_task("default-pg-t-0"), cache.get_task("default-pg-t-1")
     assert ok is not None and bad is not None
     assert ok.status is TaskStatus.BOUND and ok.node_name == "n1"
@@ -73,7 +74,9 @@ def test_raising_binder_fails_the_whole_batch_without_losing_tasks() -> None:
             raise ConnectionError("down")
 
     cache = cluster(binder=Broken())
-    cache.bind([session_copy(cache, "pg-t-0", "n1")])
+    failed = cache.bind([session_copy(cache, "pg-t-0", "n1")])
+    assert [(t.key, why) for t, why in failed] == [("default/pg-t-0", "binder raised ConnectionError: down")]
+    assert [e.message for e in cache.events] == ["binding to n1 failed: binder raised ConnectionError: down"]
     assert cache.get_task("default-pg-t-0").status is TaskStatus.PENDING  # type: ignore[union-attr]
     assert cache.snapshot().nodes["n1"].used.milli_cpu == 0
 

@@ -67,6 +67,35 @@ def test_syntax_errors_name_the_file_and_place(text: str, source: str, message: 
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels: {x: y}\n  name: b\n",
+            "f.yaml: not valid YAML at line 6 column 3: duplicate key 'name' in metadata",
+        ),
+        ("kind: Node\nkind: Pod\n", "f.yaml: not valid YAML at line 2 column 1: duplicate key 'kind'"),
+        (
+            "objects:\n- {kind: Node, metadata: {name: a}}\n- {kind: Pod, metadata: {name: a, name: b}}\n",
+            "f.yaml: not valid YAML at line 3 column 35: duplicate key 'name' in objects[1].metadata",
+        ),
+        (
+            "---\na: 1\n---\nitems:\n- x: 1\n  y: [1, {z: 2, z: 3}]\n",
+            "f.yaml: not valid YAML at line 6 column 17: duplicate key 'z' in items[0].y[1]",
+        ),
+    ],
+)
+def test_a_key_twice_in_a_yaml_mapping_is_an_error(text: str, message: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        parse_documents(text, source="f.yaml")
+    assert str(info.value) == message
+
+
+def test_keys_repeated_in_different_mappings_and_merges_are_fine() -> None:
+    text = "a: {name: x}\nb: {name: y}\nbase: &b {k: 1}\nc:\n  <<: *b\n  k: 2\n"
+    assert parse_documents(text) == [{"a": {"name": "x"}, "b": {"name": "y"}, "base": {"k": 1}, "c": {"k": 2}}]
+
+
 def test_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as info:
         read_documents(tmp_path / "nope.yaml")

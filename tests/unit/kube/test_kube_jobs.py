@@ -230,3 +230,33 @@ def test_a_dump_with_the_job_its_pod_group_and_pods_is_not_doubled() -> None:
     cluster = loader.load()
     assert [g.name for g in cluster.pod_groups] == ["tf-u1"]
     assert sorted(t.name for t in cluster.tasks) == ["tf-ps-0", "tf-worker-0", "tf-worker-1"]
+
+
+def test_depends_on_is_not_followed_yet_and_the_loader_says_so() -> None:
+    job = tf_job()
+    job["spec"]["tasks"][1]["dependsOn"] = {"name": ["ps"], "iteration": "any"}
+    exp = expand_job(job)
+    assert exp.depends_on_ignored == ("worker",)
+    assert len(exp.pods) == 3  # the workers' pods are made with the ps pod's
+    # once the pods of the task exist, there is nothing to wait for
+    made = expand_job(job, existing_pods={("ns1", "tf-worker-0"), ("ns1", "tf-worker-1")})
+    assert made.depends_on_ignored == ()
+    assert expand_job(tf_job()).depends_on_ignored == ()
+
+    loader = ManifestLoader()
+    loader.add_objects(
+        [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q1"}}, job]
+    )
+    warnings = loader.load().warnings
+    assert (
+        "1 Volcano Job uses dependsOn, which volcanolib does not follow yet: the pods of those tasks are created "
+        "with the others' and may be scheduled before the tasks they depend on: ns1/tf (task worker)"
+    ) in warnings
+
+
+def test_a_malformed_depends_on_names_the_field() -> None:
+    job = tf_job()
+    job["spec"]["tasks"][1]["dependsOn"] = {"name": "ps"}
+    with pytest.raises(ManifestError) as info:
+        expand_job(job, _ref())
+    assert str(info.value) == "job.yaml: Job ns1/tf: spec.tasks[1].dependsOn.name: expected a list, got 'ps'"

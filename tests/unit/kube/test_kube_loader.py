@@ -504,6 +504,33 @@ def test_dangling_references_are_warnings_and_unschedulable_reasons() -> None:
     assert snap.jobs == {} and set(snap.skipped_jobs) == {"ns1/ghost", "ns1/pg1"}
 
 
+def test_pod_groups_with_fewer_pods_that_can_run_than_min_member_are_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="volcanolib")
+    cluster = load(
+        pod_group("short", minMember=3),
+        pod("s1", group="short"),
+        pod("s2", group="short", status={"phase": "Failed"}),  # a failed pod does not count, as for gang
+        pod_group("whole", minMember=2),
+        pod("w1", group="whole"),
+        pod("w2", group="whole", status={"phase": "Succeeded"}),
+        pod_group("empty", minMember=1),
+    )
+    expected = (
+        "2 PodGroups have fewer pods that can run than minMember and are not scheduled (NotEnoughTasks): "
+        "ns1/short (1 of 3), ns1/empty (0 of 1)"
+    )
+    assert expected in cluster.warnings
+    assert expected in caplog.messages
+    one = load(pod_group("pg1", minMember=2), pod("p1"))
+    assert (
+        "1 PodGroup has fewer pods that can run than minMember and is not scheduled (NotEnoughTasks): "
+        "ns1/pg1 (1 of 2)" in one.warnings
+    )
+    assert not any("NotEnoughTasks" in w for w in load(pod_group("pg1", minMember=1), pod("p1")).warnings)
+
+
 def test_pods_on_unknown_nodes_are_a_warning() -> None:
     cluster = load(pod_group(), pod("p1", spec={"nodeName": "gone"}, status={"phase": "Running"}))
     assert any("node 'gone', which does not exist" in w for w in cluster.warnings)
@@ -538,6 +565,21 @@ def test_pods_on_unknown_nodes_are_a_warning() -> None:
             pod("p1", meta={"creationTimestamp": "yesterday"}),
             "scenario.yaml: Pod ns1/p1: metadata.creationTimestamp: expected an RFC 3339 time, got 'yesterday'",
         ),
+        # Kubernetes names and other string fields are strings: a number is not written out as one
+        (
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": 123}},
+            "scenario.yaml: Node at objects[0]: metadata.name: expected a string, got the number 123 "
+            "(quote it to make it a string)",
+        ),
+        (
+            pod("p1", meta={"namespace": 7}),
+            "scenario.yaml: Pod p1: metadata.namespace: expected a string, got the number 7",
+        ),
+        (
+            pod("p1", spec={"containers": [{"name": "c"}], "nodeName": 1.5}),
+            "scenario.yaml: Pod ns1/p1: spec.nodeName: expected a string, got the number 1.5",
+        ),
+        (pod_group(queue=3), "scenario.yaml: PodGroup ns1/pg1: spec.queue: expected a string, got the number 3"),
     ],
 )
 def test_bad_input_names_file_object_and_field(obj: Any, message: str) -> None:

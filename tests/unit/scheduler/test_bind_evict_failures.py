@@ -113,6 +113,73 @@ def test_every_task_is_bound_exactly_once_through_a_failing_binder() -> None:
         assert failed, "failed binds are reported as events"
 
 
+class ListedBinder:
+    """Binds every task except those named in ``fail``: those it returns, with a reason or alone."""
+
+    def __init__(self, fail: dict[str, str | None]) -> None:
+        self.fail = fail
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo | tuple[TaskInfo, str]]:
+        out: list[TaskInfo | tuple[TaskInfo, str]] = []
+        for task in tasks:
+            if task.name in self.fail:
+                why = self.fail[task.name]
+                out.append(task if why is None else (task, why))
+        return out
+
+
+def _two_gangs(cache: InMemoryCache) -> Scheduler:
+    cache.add_node(build_node("n0", cpu="16", memory="16Gi"))
+    for name in ("a", "b"):
+        cache.add_pod_group(build_pod_group(name, min_member=2))
+        for t in range(2):
+            cache.add_task(build_task(f"{name}-t-{t}", job=name, cpu="1", memory="1Gi"))
+    return Scheduler(cache, CONF)
+
+
+def test_the_result_lists_only_binds_that_took_effect_and_the_failed_ones_apart() -> None:
+    cache = InMemoryCache(binder=ListedBinder({"a-t-1": "node agent timed out", "b-t-0": None}))
+    result = _two_gangs(cache).run_once()
+    assert sorted((t.key, node) for t, node in result.binds) == [("default/a-t-0", "n0"), ("default/b-t-1", "n0")]
+    assert sorted((t.key, node, why) for t, node, why in result.failed_binds) == [
+        ("default/a-t-1", "n0", "node agent timed out"),
+        ("default/b-t-0", "n0", "the binder reported a failure"),
+    ]
+    # the tasks of the result are the session's, as for the binds
+    assert result.session is not None
+    assert all(result.session.jobs[t.job].tasks[t.uid] is t for t, _, _ in result.failed_binds)
+    events = {e.object: e.message for e in cache.events if e.reason == "FailedBinding"}
+    assert events == {
+        "Pod default/a-t-1": "binding to n0 failed: node agent timed out",
+        "Pod default/b-t-0": "binding to n0 failed: the binder reported a failure",
+    }
+    assert {t.key for t in cache.tasks() if t.status is TaskStatus.PENDING} == {"default/a-t-1", "default/b-t-0"}
+    _assert_consistent(cache)
+
+
+def test_a_raising_binder_fails_the_batch_with_its_exception_as_the_reason() -> None:
+    class Down:
+        def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
+            raise ConnectionError("api server unreachable")
+
+    cache = InMemoryCache(binder=Down())
+    result = _two_gangs(cache).run_once()
+    assert result.binds == ()
+    assert len(result.failed_binds) == 4
+    assert {why for _, _, why in result.failed_binds} == {"binder raised ConnectionError: api server unreachable"}
+    messages = {e.message for e in cache.events if e.reason == "FailedBinding"}
+    assert messages == {"binding to n0 failed: binder raised ConnectionError: api server unreachable"}
+    _assert_consistent(cache)
+
+
+def test_the_session_sees_the_cache_it_was_given() -> None:
+    """The session's cache passes every call through: a cache's own attributes stay reachable."""
+    cache = InMemoryCache()
+    seen: list[object] = []
+    _two_gangs(cache).run_once(before_actions=lambda ssn: seen.append(ssn.cache.events))
+    assert seen == [cache.events]
+
+
 def test_a_stale_session_cannot_bind_a_task_twice() -> None:
     """A second scheduler binds everything while the first is between its snapshot and its binds."""
     binder = FlakyBinder(0, fail=0.0, crash=0.0)
@@ -124,7 +191,9 @@ def test_a_stale_session_cannot_bind_a_task_twice() -> None:
     racing = Scheduler(cache, CONF)
     stale = Scheduler(cache, CONF)
     result = stale.run_once(before_actions=lambda ssn: racing.run_once())
-    assert {t.key for t, _ in result.binds} == {"default/a-t-0", "default/a-t-1"}  # it tried
+    assert result.binds == ()  # it tried, and nothing it tried took effect
+    assert {(t.key, node) for t, node, _ in result.failed_binds} == {("default/a-t-0", "n0"), ("default/a-t-1", "n0")}
+    assert {reason for _, _, reason in result.failed_binds} == {"already on node n0"}
     assert binder.bound == {"default/a-t-0": 1, "default/a-t-1": 1}
     refused = [e for e in cache.events if e.reason == "FailedScheduling"]
     assert len(refused) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ import pytest
 
 from volcanolib import ManifestError, Registry
 from volcanolib.sim import check_scenario, explain, simulate
-from volcanolib.sim.report import format_check, format_explanation, format_result, table
+from volcanolib.sim.report import format_check, format_explanation, format_result, table, to_json, write_result
 
 Objects = dict[str, Callable[..., dict[str, Any]]]
 Write = Callable[..., Path]
@@ -55,6 +57,30 @@ def test_result_tables(objects: Objects, write: Write, registry: Registry) -> No
     assert "  ns1/small  default  Running  1/1\n" in text
     assert "Pending (1)\n  POD GROUP  REASON\n  ns1/big    0/3 nodes are available: 3 Insufficient cpu.\n" in text
     assert "Timings" not in text and "Timings (seconds)" in format_result(result, timings=True)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_written_result_times_its_own_output(objects: Objects, write: Write, registry: Registry, as_json: bool) -> None:
+    result = simulate([write(cluster(objects))], registry=registry)
+    before = dict(result.timings)
+    out = io.StringIO()
+    write_result(result, out, as_json=as_json, timings=True, started=time.perf_counter() - 5.0)
+    assert list(result.timings) == [*(k for k in before if k != "total"), "output", "total"]
+    assert result.timings["output"] > 0 and result.timings["total"] >= 5.0
+    # the same text as rendering the result with its final timings
+    assert out.getvalue() == (to_json(result, timings=True) if as_json else format_result(result, timings=True))
+
+
+def test_written_result_without_a_start_adds_the_output_to_the_total(
+    objects: Objects, write: Write, registry: Registry
+) -> None:
+    result = simulate([write(cluster(objects))], registry=registry)
+    total = result.timings["total"]
+    write_result(result, io.StringIO(), as_json=True, timings=True)
+    assert result.timings["total"] == pytest.approx(total + result.timings["output"])
+    out = io.StringIO()
+    write_result(result, out)
+    assert out.getvalue() == format_result(result)
 
 
 def test_explanation_per_pod_per_node_per_plugin(objects: Objects, write: Write, registry: Registry) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,31 @@ def test_binds_phases_and_json(objects: Objects, write: Write, registry: Registr
         "sessions": 1,
         "unschedulable": {},
     }
-    assert list(result.timings) == ["load", "snapshot", "open", "firstfit", "close", "session"]
+    assert list(result.timings) == [
+        "load",
+        "cache",
+        "scheduler",
+        "snapshot",
+        "open",
+        "firstfit",
+        "close",
+        "session",
+        "bookkeeping",
+        "total",
+    ]
     assert set(json.loads(to_json(result, timings=True))["timings"]) == set(result.timings)
+
+
+def test_the_timed_phases_add_up_to_the_total(objects: Objects, write: Write, registry: Registry) -> None:
+    path = write(scenario(objects, sessions=3))
+    result = simulate([path], registry=registry)
+    t = result.timings
+    phases = ("load", "cache", "scheduler", "session", "bookkeeping")
+    assert all(t[name] > 0 for name in phases)
+    assert t["total"] == pytest.approx(sum(t[name] for name in phases), rel=1e-9)
+    # the parts of the sessions are inside the sessions
+    parts = sum(t[name] for name in ("snapshot", "open", "firstfit", "close"))
+    assert 0 < parts <= t["session"]
 
 
 def test_json_is_identical_across_runs(objects: Objects, write: Write, registry: Registry) -> None:
@@ -267,3 +291,24 @@ def test_a_group_enqueue_refuses_is_reported_so(objects: Objects, write: Write) 
     assert result.unschedulable["ns1/pg9"] == "the PodGroup is still Pending: enqueue did not admit it"
     assert result.pod_groups["ns1/pg9"].phase is PodGroupPhase.PENDING
     assert result.pod_groups["ns1/pg1"].phase is PodGroupPhase.INQUEUE
+
+
+def test_binds_that_did_not_take_effect_are_left_out_with_a_warning(
+    objects: Objects, write: Write, registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    scenario_ = load_scenario([write(scenario(objects))])
+
+    def node_goes(index: int, ssn: Any) -> None:  # the node leaves the cluster after the snapshot
+        ssn.cache.delete_node("n1")
+
+    with caplog.at_level(logging.WARNING, logger="volcanolib"):
+        result = run_scenario(scenario_, registry=registry, on_session_open=node_goes)
+    assert result.binds == {}
+    assert [(t.key, node, why) for t, node, why in result.cycles[0].failed_binds] == [
+        ("ns1/p1", "n1", "task or node no longer exists"),
+        ("ns1/p2", "n1", "task or node no longer exists"),
+    ]
+    assert (
+        "session 1: binding ns1/p1 to n1 did not take effect (task or node no longer exists), nor 1 more bind"
+        in caplog.messages
+    )
