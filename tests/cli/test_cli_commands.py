@@ -65,7 +65,8 @@ def test_simulate_timings_cover_the_whole_command() -> None:
     timings = json.loads(proc.stdout)["timings"]
     assert set(PHASES) | {"total"} <= set(timings)
     assert sum(timings[p] for p in PHASES) == pytest.approx(timings["total"], abs=0.01)
-    assert timings["total"] <= wall
+    # The process's start is known to a clock tick (1/100 s here), so the total may overshoot by that much.
+    assert timings["total"] <= wall + 0.05
     if sys.platform.startswith("linux"):  # where the process's start is known, startup counts the imports
         assert timings["total"] >= 0.75 * wall, (timings, wall)
 
