@@ -420,8 +420,8 @@ class InMemoryCache:
         if prev is not None and kept:
             # A kept node still holds the previous copies of the tasks of jobs copied again or touched.
             for uid in dirty_jobs.union(recopied):
-                job = self._jobs.get(uid)
-                tasks = job.tasks.values() if job is not None else self._orphans.get(uid, {}).values()
+                own = self._jobs.get(uid)
+                tasks = own.tasks.values() if own is not None else self._orphans.get(uid, {}).values()
                 for task in tasks:
                     name = task.node_name
                     if name in kept:
