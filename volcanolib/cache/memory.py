@@ -69,13 +69,21 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
 
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
     """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go."""
-    copy.nodes_fit_errors = {}
+    if copy.nodes_fit_errors:
+        copy.nodes_fit_errors = {}
     copy.job_fit_errors = job.job_fit_errors
     copy.schedule_start_timestamp = job.schedule_start_timestamp
-    copy.pod_group.conditions = [
-        PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
-        for c in job.pod_group.conditions
-    ]
+    theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
+    if len(theirs) == len(ours) and all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+        # A renewed condition: only its transition id and time differ (the copy's objects are its own).
+        for a, b in zip(theirs, ours, strict=True):
+            a.transition_id = b.transition_id
+            a.last_transition_time = b.last_transition_time
+    else:
+        copy.pod_group.conditions = [
+            PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
+            for c in ours
+        ]
 
 
 def _locked(
@@ -406,29 +414,30 @@ class InMemoryCache:
                 skipped[uid] = f"PodGroup {uid} does not exist"
         nodes = cluster.nodes
         node_list = cluster.node_list
-        kept: set[str] = set()
+        copied: set[str] = set()
         for name, node in self._nodes.items():
             if not node.ready:
                 continue
             node_copy = old_nodes.get(name)
             if node_copy is None or name in dirty_nodes:
                 node_copy = node.clone(tasks={k: _task_copy(t, jobs) for k, t in node.tasks.items()})
-            else:
-                kept.add(name)
+                copied.add(name)
             nodes[name] = node_copy
             node_list.append(node_copy)
-        if prev is not None and kept:
-            # A kept node still holds the previous copies of the tasks of jobs copied again or touched.
+        if prev is not None:
+            # A node kept from ``prev`` still holds the previous copies of the tasks of jobs copied
+            # again or touched: give it the new ones.
             for uid in dirty_jobs.union(recopied):
                 own = self._jobs.get(uid)
                 tasks = own.tasks.values() if own is not None else self._orphans.get(uid, {}).values()
                 for task in tasks:
                     name = task.node_name
-                    if name in kept:
-                        node_copy = nodes[name]
-                        key = task.key
-                        if key in node_copy.tasks:
-                            node_copy.tasks[key] = _task_copy(task, jobs)
+                    if name and name not in copied:
+                        node_copy = nodes.get(name)
+                        if node_copy is not None:
+                            key = task.key
+                            if key in node_copy.tasks:
+                                node_copy.tasks[key] = _task_copy(task, jobs)
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         return cluster
 
