@@ -242,7 +242,11 @@ class InMemoryCache:
 
     @_locked
     def get_task(self, uid: str) -> TaskInfo | None:
-        """The cache's own copy of a task."""
+        """The cache's own copy of a task.
+
+        Read it, do not change it: change tasks through the cache's methods,
+        which note what changed for the next :meth:`snapshot`.
+        """
         return self._tasks.get(uid)
 
     @_locked
