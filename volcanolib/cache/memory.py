@@ -567,7 +567,10 @@ class InMemoryCache:
         if own is None:
             return
         if not update_pod_group:
-            self._check_unchanged(job, own)
+            if self.incremental_snapshots:
+                self._check_unchanged(job, own)
+            else:  # not checked: should incremental snapshots be switched on, the next one copies all
+                self._changed_all = True
             return
         self._changed_jobs.add(own.uid)
         pg = own.pod_group

@@ -422,3 +422,19 @@ def test_a_priority_class_change_copies_every_job_again() -> None:
     after = cache.snapshot()
     assert all(after.jobs[uid] is not job for uid, job in first.jobs.items())
     assert {job.priority for job in after.jobs.values()} == {5}
+
+
+def test_switching_incremental_snapshots_on_starts_with_a_full_copy() -> None:
+    cache, scheduler = small()
+    cache.add_pod_group(build_pod_group("huge"))
+    cache.add_task(build_task("huge-0", job="huge", cpu="100"))  # fits no node: fit errors every cycle
+    scheduler.run_once()
+    cache.start_bound_tasks()
+    scheduler.run_once()
+    cache.incremental_snapshots = False
+    first = scheduler.run_once().session  # its notes were not checked when it closed
+    assert first is not None and first.jobs["default/huge"].job_fit_errors
+    cache.incremental_snapshots = True
+    second = cache.snapshot()
+    assert all(second.jobs[uid] is not job for uid, job in first.jobs.items())
+    assert dump(second) == dump(cache.full_snapshot())
