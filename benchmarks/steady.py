@@ -356,6 +356,7 @@ def steady_state(
             "plugin_errors": errors,
             "pending_after": pending,
             "placed_after": placed,
+            "pod_groups_after": len(books.left),
             "events": round(c1 - c0, 6),
             "snapshot": round(timings.get("snapshot", 0.0), 6),
             "open": round(timings.get("open", 0.0), 6),

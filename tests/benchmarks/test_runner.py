@@ -224,6 +224,8 @@ def test_w5_through_the_runner(run: tuple[dict[str, Any], str, Path]) -> None:
         assert cycle["session"] >= cycle["snapshot"] and cycle["wall"] >= cycle["session"]
         assert set(cycle["actions"]) == {"enqueue", "allocate", "backfill"}
     assert record["binds_per_cycle"] == [100] * 4 and record["all_bound"]
+    # one W1 gang of 100 finishes, ten gangs of 10 arrive
+    assert [c["pod_groups_after"] for c in record["cycle_records"]] == [19, 28, 37, 46]
     assert set(record["parts"]) >= {"events", "snapshot", "open", "allocate", "close", "start", "gc"}
     assert record["cycle_seconds"] == sorted(record["cycle_session_seconds"])[1] > 0
     assert record["anchor_seconds"] is None
