@@ -285,3 +285,74 @@ def test_a_raising_plugin_is_reported_by_name_and_hook() -> None:
     with pytest.raises(PluginError) as info:
         ssn.job_ready(alpha)
     assert info.value.plugin == "scripted-b" and info.value.hook == "job_ready"
+
+
+# --------------------------------------------------------------------------- guards caught in the rule loop
+
+
+def _tables(fns: dict[str, Any], arity: int) -> tuple[Any, Any]:
+    """The same implementations as a guarded table and as one whose entries are not plain guards."""
+    from volcanolib.framework.combine import guard
+
+    plain = (tuple((name, guard(name, "hook", fn, "ssn", arity=arity)) for name, fn in fns.items()),)
+    wrapped = tuple(tuple((name, lambda *args, _fn=fn: _fn(*args)) for name, fn in tier) for tier in plain)
+    return plain, wrapped
+
+
+def _outcome(call: Any, *args: Any) -> Any:
+    try:
+        return ("ok", call(*args))
+    except PluginError as err:
+        cause = err.__cause__
+        return ("error", err.plugin, err.hook, type(cause).__name__, str(cause))
+
+
+@pytest.mark.parametrize("failing", [(), ("b",), ("a", "c")])
+def test_notifications_catch_in_the_loop_as_the_guard_does(failing: tuple[str, ...]) -> None:
+    from volcanolib.framework.combine import call_all
+
+    def make(name: str, seen: list[str]) -> Any:
+        def on_event(ssn: str, event: object) -> None:
+            seen.append(f"{name}:{ssn}:{event}")
+            if name in failing:
+                raise ValueError(f"{name} failed")
+
+        return on_event
+
+    from volcanolib.framework.combine import _unguarded
+
+    plain, wrapped = _tables({"a": make("a", [])}, 1)
+    assert _unguarded(plain[0], 1) is not None and _unguarded(wrapped[0], 1) is None
+    assert _unguarded(plain[0], 2) is None
+    results = []
+    for pick in (0, 1):
+        seen: list[str] = []
+        table = _tables({n: make(n, seen) for n in "abc"}, 1)[pick]
+        results.append((_outcome(call_all(table), "e"), seen))
+    assert results[0] == results[1]
+    assert results[0][1] == ["a:ssn:e", "b:ssn:e", "c:ssn:e"]
+    if failing:
+        assert results[0][0] == ("error", failing[0], "hook", "ValueError", f"{failing[0]} failed")
+
+
+@pytest.mark.parametrize("failing", [None, "a", "b"])
+def test_victim_intersection_catches_in_the_loop_as_the_guard_does(failing: str | None) -> None:
+    from volcanolib.framework.combine import intersect_per_tier
+
+    answers: dict[str, Any] = {"a": [1, 2, 3], "b": [3, 2], "c": None, "d": []}
+
+    def make(name: str) -> Any:
+        def victims(ssn: str, actor: object, candidates: list[int]) -> Any:
+            if name == failing:
+                raise KeyError(name)
+            return answers[name]
+
+        return victims
+
+    for first_tier in (("a", "b"), ("c",), ("d", "a")):
+        outcomes = []
+        for pick in (0, 1):
+            tier1 = _tables({n: make(n) for n in first_tier}, 2)[pick][0]
+            tier2 = _tables({"b": make("b")}, 2)[pick][0]
+            outcomes.append(_outcome(intersect_per_tier((tier1, tier2)), "actor", [1, 2, 3]))
+        assert outcomes[0] == outcomes[1]
