@@ -410,12 +410,13 @@ class VictimQueue:
     ``peek`` O(n) before the heap is built, O(1) after.
     """
 
-    __slots__ = ("_heap", "_items", "_live", "_order")
+    __slots__ = ("_heap", "_items", "_live", "_order", "_popped")
 
     def __init__(self, order: VictimOrder, items: list[TaskInfo]) -> None:
         self._order = order
         self._items = items
         self._heap: list[tuple[Any, int, TaskInfo]] | None = None
+        self._popped = False
         self._live = False
 
     def _built(self) -> list[tuple[Any, int, TaskInfo]]:
@@ -444,13 +445,14 @@ class VictimQueue:
         :raises IndexError: when the queue is empty.
         """
         heap = self._built()
-        item = heapq.heappop(heap)[2]
-        if not self._live:
-            # From now on compare live; the heap keeps its arrangement.
+        if self._popped and not self._live:
+            # After the first pop, compare live; the heap keeps its arrangement. The keys are
+            # exchanged only now, before the next comparison: most queues are popped once.
             self._live = True
             live = functools.cmp_to_key(self._order._comparison(frozen=False))
-            self._heap = [(live(other), count, other) for _, count, other in heap]
-        return item
+            heap = self._heap = [(live(other), count, other) for _, count, other in heap]
+        self._popped = True
+        return heapq.heappop(heap)[2]
 
     def __len__(self) -> int:
         return len(self._items) if self._heap is None else len(self._heap)
