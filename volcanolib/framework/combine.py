@@ -201,7 +201,8 @@ def _unguarded(entries: Sequence[Entry], arity: int) -> tuple[tuple[str, str, Ca
     parts = []
     for _plugin, fn in entries:
         found = getattr(fn, _PARTS, None)
-        if found is None or found[4] != arity:
+        # A wrapper of a guard (tracing, functools.wraps) copies its attributes but must stay in the call.
+        if found is None or found[4] != arity or hasattr(fn, "__wrapped__"):
             return None
         parts.append(found[:4])
     return tuple(parts)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import vl_thirdparty
 
-from volcanolib import Code, PluginError
+from volcanolib import Code, PluginError, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
@@ -356,3 +356,46 @@ def test_victim_intersection_catches_in_the_loop_as_the_guard_does(failing: str 
             tier2 = _tables({"b": make("b")}, 2)[pick][0]
             outcomes.append(_outcome(intersect_per_tier((tier1, tier2)), "actor", [1, 2, 3]))
         assert outcomes[0] == outcomes[1]
+
+
+class _Exact:
+    """A plugin whose hooks take the session first, so that the session's rules may call them directly."""
+
+    name = "exact"
+
+    def __init__(self, arguments: Any) -> None:
+        pass
+
+    @hookimpl
+    def on_allocate(self, ssn: Any, event: Any) -> None:
+        pass
+
+    @hookimpl
+    def preemptable(self, ssn: Any, preemptor: Any, preemptees: Any) -> Any:
+        return list(preemptees)
+
+
+def test_traced_events_and_victim_hooks_stay_traced(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    # Tracing wraps the guards (functools.wraps copies their attributes); the rules that call guarded
+    # functions directly must still go through it.
+    import logging
+
+    from volcanolib import Registry
+    from volcanolib.framework.dispatch import TRACE_ENV
+
+    monkeypatch.setenv(TRACE_ENV, "1")
+    cache = FakeCache()
+    cache.add_node(build_node("n0"))
+    cache.add_pod_group(build_pod_group("run"))
+    cache.add_task(build_task("t1", job="run", node="n0"))
+    ssn = open_session(
+        cache,
+        "actions: ''\ntiers:\n- plugins:\n  - name: exact\n  - name: exact2\n",
+        registry=Registry(plugins={"exact": _Exact, "exact2": _Exact}),
+    )
+    task = ssn.jobs["default/run"].tasks["default-t1"]
+    with caplog.at_level(logging.DEBUG, logger="volcanolib.trace"):
+        assert ssn.preemptable(task, [task]) == [task]
+        ssn.fire_allocate(task)
+    traced = [r.getMessage().split("(")[0] for r in caplog.records if r.name == "volcanolib.trace"]
+    assert traced == ["exact.preemptable", "exact2.preemptable", "exact.on_allocate", "exact2.on_allocate"]
