@@ -1,8 +1,9 @@
-"""Run benchmarks: the scheduling workloads W1..W4, and the ordering micro-benchmark.
+"""Run benchmarks: the scheduling workloads W1..W4, the steady state W5, and the ordering micro-benchmark.
 
 Examples::
 
     python -m benchmarks W1 M                 # one workload at one size
+    python -m benchmarks W5 L                 # steady-state cycles on the W1-L cluster, all pods running
     python -m benchmarks all --sizes S,M      # every workload at S and M (what nox -s bench runs)
     python -m benchmarks W2 L --format json   # load a JSON dump instead of YAML
     python -m benchmarks W1 L --format yaml,block,json   # the generator's flow YAML, kubectl's block YAML, JSON
@@ -14,6 +15,9 @@ benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
 and scheduled by one session of volcanolib.sim.run_scenario. A table compares
 the session time with Volcano v1.7's on the same workload; the records are
 written as JSON (bench-results/workloads.json unless --out says otherwise).
+W5 places the W1 cluster with one session, then measures cycles in which
+--churn pods arrive and as many finish (benchmarks/steady.py); --profile
+profiles one extra cycle.
 """
 
 from __future__ import annotations
@@ -25,7 +29,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.workloads import FORMATS, GENERATED, WORKLOAD_SIZES, BenchmarkError, run_workload, selection, table
+from benchmarks.steady import CHURN, CYCLES, WARMUP
+from benchmarks.workloads import (
+    FORMATS,
+    GENERATED,
+    STEADY,
+    WORKLOAD_SIZES,
+    BenchmarkError,
+    run_workload,
+    selection,
+    steady_line,
+    table,
+)
 
 SIZES = ("S", "M", "L")
 
@@ -49,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "suite",
         nargs="*",
-        help="ordering, all, W1, W2, W3, W4, optionally followed by sizes S, M, L (default: ordering)",
+        help="ordering, all, W1, W2, W3, W4, W5, optionally followed by sizes S, M, L (default: ordering)",
     )
     parser.add_argument("--sizes", default="S,M", help="comma-separated sizes for the workloads (default S,M)")
     parser.add_argument(
@@ -61,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the workload generator's and the scheduler's seed")
     parser.add_argument(
         "--repeat", type=int, default=1, help="run each workload N times (fresh processes); report the median session"
+    )
+    parser.add_argument("--cycles", type=int, default=CYCLES, help=f"W5: measured cycles (default {CYCLES})")
+    parser.add_argument("--warmup", type=int, default=WARMUP, help=f"W5: cycles before them (default {WARMUP})")
+    parser.add_argument(
+        "--churn", type=int, default=CHURN, help=f"W5: pods arriving and finishing per cycle (default {CHURN})"
     )
     parser.add_argument("--out", type=Path, help="the JSON file to write (default under bench-results/)")
     parser.add_argument("--profile", type=Path, help="write a cProfile .prof of each workload's session")
@@ -84,11 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         elif token.upper() in SIZES:
             sizes.append(token.upper())
         else:
-            parser.error(f"unknown suite {token!r} (expected ordering, all, W1..W4 or a size S, M, L)")
+            parser.error(f"unknown suite {token!r} (expected ordering, all, W1..W5 or a size S, M, L)")
     if sizes and not workloads:
         parser.error("sizes given without a workload (e.g. W1 M)")
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.cycles < 1 or args.warmup < 0 or args.churn < 0:
+        parser.error("--cycles must be at least 1, --warmup and --churn at least 0")
     formats = _split(args.formats)
     for fmt in formats:
         if fmt not in FORMATS:
@@ -123,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
                     profile=profile,
                     directory=args.generated,
                     repeat=args.repeat,
+                    cycles=args.cycles,
+                    warmup=args.warmup,
+                    churn=args.churn,
                 )
             except BenchmarkError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 status = 1
                 continue
             records.append(record)
+            if workload in STEADY:
+                print(steady_line(record), file=sys.stderr, flush=True)
+                continue
             print(
                 f"  load {record['load_seconds']:.3f} s, session {record['session_seconds']:.3f} s, "
                 f"{record['binds']} binds, {record['evictions']} evictions",

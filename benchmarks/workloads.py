@@ -1,4 +1,4 @@
-"""The scheduling workloads W1..W4: generate them, run each in its own interpreter, tabulate against Volcano.
+"""The scheduling workloads W1..W5: generate them, run each in its own interpreter, tabulate against Volcano.
 
 :func:`ensure_workload` writes a workload with :mod:`benchmarks.gen_workload`
 into ``benchmarks/_generated/`` unless an up-to-date copy is there, and
@@ -7,7 +7,9 @@ yaml``), when that format is asked for.
 :func:`run_workload` starts ``python -m benchmarks.measure`` on it in a fresh
 subprocess (so that peak memory figures do not mix) and returns its record
 with the Volcano v1.7 anchor attached; :func:`table` prints records side by
-side with the anchors.
+side with the anchors. W5, the steady state, runs on the W1 cluster through
+``python -m benchmarks.steady`` instead (:mod:`benchmarks.steady`): its
+record is the median of many cycles, and it has no Volcano anchor.
 """
 
 from __future__ import annotations
@@ -26,20 +28,29 @@ from benchmarks import gen_workload
 __all__ = [
     "ANCHORS",
     "GENERATED",
+    "STEADY",
     "WORKLOAD_SIZES",
     "Anchor",
     "BenchmarkError",
     "ensure_workload",
     "run_workload",
     "selection",
+    "session_table",
+    "steady_line",
+    "steady_table",
     "table",
 ]
 
 HERE: Final = Path(__file__).resolve().parent
 #: Where generated workload files go (ignored by git and ruff).
 GENERATED: Final = HERE / "_generated"
+#: Steady-state workloads -> the workload whose cluster they run on (:mod:`benchmarks.steady`).
+STEADY: Final = {"W5": "W1"}
 #: Workload -> the sizes it has.
-WORKLOAD_SIZES: Final = dict(gen_workload.WORKLOAD_SIZES)
+WORKLOAD_SIZES: Final = {
+    **gen_workload.WORKLOAD_SIZES,
+    **{w: gen_workload.WORKLOAD_SIZES[b] for w, b in STEADY.items()},
+}
 #: ``yaml``: the generator's flow-style file; ``block``: the same scenario in block style; ``json``.
 FORMATS: Final = ("yaml", "block", "json")
 
@@ -154,14 +165,25 @@ def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml
     return copy_path
 
 
-def _measure_once(path: Path, workload: str, size: str, seed: int, fmt: str, profile: Path | None) -> dict[str, Any]:
-    """One ``python -m benchmarks.measure`` subprocess on ``path``; its record."""
+def _measure_once(
+    path: Path,
+    workload: str,
+    size: str,
+    seed: int,
+    fmt: str,
+    profile: Path | None,
+    steady: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One ``python -m benchmarks.measure`` subprocess on ``path`` (``benchmarks.steady`` for W5); its record.
+
+    :param steady: extra arguments for ``benchmarks.steady`` (``--cycles``, ...).
+    """
     with tempfile.TemporaryDirectory(prefix="volcanolib-bench-") as tmp:
         result_path = Path(tmp) / "result.json"
         command = [
             sys.executable,
             "-m",
-            "benchmarks.measure",
+            "benchmarks.steady" if workload in STEADY else "benchmarks.measure",
             str(path),
             "--workload",
             workload,
@@ -173,6 +195,7 @@ def _measure_once(path: Path, workload: str, size: str, seed: int, fmt: str, pro
             str(seed),
             "--result",
             str(result_path),
+            *(steady if workload in STEADY else ()),
         ]
         if profile is not None:
             command += ["--profile", str(profile)]
@@ -197,8 +220,17 @@ def run_workload(
     profile: Path | None = None,
     directory: Path = GENERATED,
     repeat: int = 1,
+    cycles: int | None = None,
+    warmup: int | None = None,
+    churn: int | None = None,
 ) -> dict[str, Any]:
     """Run one workload in fresh ``python -m benchmarks.measure`` subprocesses; return its record.
+
+    A steady-state workload (W5) runs ``python -m benchmarks.steady`` on
+    its base workload's file instead, with ``cycles``, ``warmup`` and
+    ``churn`` when given (its defaults otherwise); with ``repeat`` its
+    record is the run with the median ``cycle_seconds``, every run's figure
+    listed in ``cycle_seconds_runs``.
 
     With ``repeat`` above 1 the workload runs that many times, each in its
     own subprocess, and the record is the run with the median session time,
@@ -212,19 +244,38 @@ def run_workload(
     """
     if repeat < 1:
         raise BenchmarkError(f"repeat must be at least 1, got {repeat}")
-    path = ensure_workload(workload, size, seed=seed, fmt=fmt, directory=directory)
-    runs = [_measure_once(path, workload, size, seed, fmt, profile if i == 0 else None) for i in range(repeat)]
-    ordered = sorted(runs, key=lambda r: float(r["session_seconds"]))
+    path = ensure_workload(STEADY.get(workload, workload), size, seed=seed, fmt=fmt, directory=directory)
+    options = [
+        f"--{name}={value}"
+        for name, value in (("cycles", cycles), ("warmup", warmup), ("churn", churn))
+        if value is not None
+    ]
+    runs = [_measure_once(path, workload, size, seed, fmt, profile if i == 0 else None, options) for i in range(repeat)]
+    key = "cycle_seconds" if workload in STEADY else "session_seconds"
+    ordered = sorted(runs, key=lambda r: float(r[key]))
     record = ordered[(len(ordered) - 1) // 2]
     record["repeats"] = repeat
     record["load_seconds_runs"] = [r["load_seconds"] for r in runs]
-    record["session_seconds_runs"] = [r["session_seconds"] for r in runs]
+    record[f"{key}_runs"] = [r[key] for r in runs]
     anchor = ANCHORS.get((workload, size))
     record["anchor_seconds"] = anchor.seconds if anchor else None
     record["anchor_estimated"] = anchor.estimated if anchor else None
     record["anchor_binds"] = anchor.binds if anchor else None
     record["ratio"] = round(record["session_seconds"] / anchor.seconds, 5) if anchor else None
     return record
+
+
+def steady_line(record: dict[str, Any]) -> str:
+    """One line on a W5 record: setup, the median cycle, the binds of each cycle (warm-up ones first)."""
+    binds = " ".join(str(n) for n in record["binds_per_cycle"])
+    line = (
+        f"  setup: load {record['load_seconds']:.3f} s, placement session {record['placement_seconds']:.3f} s "
+        f"({record['placement_binds']} binds); cycle median {record['cycle_seconds']:.3f} s "
+        f"(wall {record['wall_seconds']:.3f} s); binds per cycle: {binds}"
+    )
+    if not record["all_bound"]:
+        line += "\n  warning: some arrivals were not bound in their cycle (see cycle_records: pending_after)"
+    return line
 
 
 def _seconds(value: float) -> str:
@@ -237,7 +288,107 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _layout(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows under a head and a rule; the first two columns left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    lines = [
+        "  ".join(
+            cell.rjust(w) if i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [head, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
 def table(records: Sequence[dict[str, Any]]) -> str:
+    """The records as readable tables: one-session workloads, then steady-state ones (W5).
+
+    See :func:`session_table` and :func:`steady_table`.
+    """
+    steady = [r for r in records if r.get("kind") == "steady"]
+    sessions = [r for r in records if r.get("kind") != "steady"]
+    parts = ([session_table(sessions)] if sessions else []) + ([steady_table(steady)] if steady else [])
+    return "\n\n".join(parts)
+
+
+def steady_table(records: Sequence[dict[str, Any]]) -> str:
+    """W5 records as a table: the median cycle and the medians of its parts, in seconds.
+
+    ``cycle`` is the Scheduler's session (snapshot, open, the actions,
+    close); ``events`` feeding the cycle's arrivals and finishes to the
+    cache, ``other`` the rest of ``run_once`` (mostly the garbage
+    collector), ``start`` starting the bound pods; ``wall`` all of it, with
+    its worst cycle beside it; ``gc`` the collector's share of ``wall``.
+    """
+    head = (
+        "workload",
+        "fmt",
+        "nodes",
+        "pods",
+        "churn",
+        "cycles",
+        "placement",
+        "cycle",
+        "snapshot",
+        "open",
+        "actions",
+        "close",
+        "events",
+        "other",
+        "start",
+        "gc",
+        "wall",
+        "wall max",
+        "binds/cycle",
+        "peak MiB",
+    )
+    rows: list[tuple[str, ...]] = []
+    for r in records:
+        p = r["parts"]
+        actions = sum(v for k, v in p.items() if k not in _STEADY_NOT_ACTIONS)
+        measured = [c["binds"] for c in r["cycle_records"] if c["phase"] == "measured"]
+        binds = str(min(measured)) if min(measured) == max(measured) else f"{min(measured)}-{max(measured)}"
+        rows.append(
+            (
+                f"{r['workload']}-{r['size']}",
+                r["format"],
+                str(r["nodes"]),
+                str(r["pods"]),
+                str(r["churn"]),
+                f"{r['warmup']}+{r['cycles']}",
+                _seconds(r["placement_seconds"]),
+                _seconds(r["cycle_seconds"]),
+                _seconds(p["snapshot"]),
+                _seconds(p["open"]),
+                _seconds(actions),
+                _seconds(p["close"]),
+                _seconds(p["events"]),
+                _seconds(p["run_once_other"]),
+                _seconds(p["start"]),
+                _seconds(p["gc"]),
+                _seconds(r["wall_seconds"]),
+                _seconds(r["wall_seconds_max"]),
+                binds + ("" if r["all_bound"] else " (!)"),
+                f"{r['peak_rss_mib']:.0f}",
+            )
+        )
+    lines = _layout(head, rows)
+    for r in records:
+        split = ", ".join(
+            f"{name} {_seconds(sec)}" for name, sec in r["parts"].items() if name not in _STEADY_NOT_ACTIONS
+        )
+        lines.append(f"{r['workload']}-{r['size']} ({r['format']}) median actions: {split}")
+    return "\n".join(lines)
+
+
+#: The parts of a W5 record that are not actions.
+_STEADY_NOT_ACTIONS: Final = frozenset(
+    {"events", "snapshot", "open", "close", "run_once_other", "release", "start", "gc"}
+)
+
+
+def session_table(records: Sequence[dict[str, Any]]) -> str:
     """The records as a readable table, Volcano v1.7's session time and our ratio to it beside ours.
 
     Times are seconds. ``load`` is reading the file into the model, ``cache``
@@ -291,14 +442,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
                 f"{r['peak_rss_mib']:.0f}",
             )
         )
-    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-    lines = [
-        "  ".join(
-            cell.rjust(w) if i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in [head, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _layout(head, rows)
     for r in records:
         split = ", ".join(f"{name} {_seconds(sec)}" for name, sec in r["actions"].items())
         lines.append(f"{r['workload']}-{r['size']} ({r['format']}) actions: {split}")

@@ -1,4 +1,5 @@
-"""The benchmark runner: records carry every field, W1-S binds every pod, W4-S evicts; JSON and YAML agree.
+"""The benchmark runner: records carry every field, W1-S binds every pod, W4-S evicts; JSON and YAML agree;
+W5's cycles bind their arrivals in the room their finishes free.
 
 Figures are measured here, never asserted: only counts and the shape of the records are checked.
 """
@@ -105,6 +106,7 @@ def test_generated_files_are_reused(run: tuple[dict[str, Any], str, Path]) -> No
 def test_selection() -> None:
     assert selection(["all"], ["S", "M"])[:2] == [("W1", "S"), ("W1", "M")]
     assert ("W3", "L") not in selection(["all"], ["L"])
+    assert ("W5", "L") in selection(["all"], ["L"]) and ("W5", "M") in selection(["all"], ["S", "M"])
     assert selection(["w2"], ["L"]) == [("W2", "L")]
     with pytest.raises(BenchmarkError, match="unknown workload"):
         selection(["W9"], ["S"])
@@ -169,3 +171,126 @@ def test_generated_workloads_use_the_default_tiers() -> None:
     config = parse_config(scenario["scheduler"])
     assert config.actions == ("enqueue", "allocate", "preempt")
     assert config.tiers == DEFAULT_CONFIG.tiers
+
+
+# ---------------------------------------------------------------- W5, the steady state
+
+STEADY_FIELDS = {
+    "workload",
+    "kind",
+    "size",
+    "format",
+    "nodes",
+    "pods",
+    "churn",
+    "cycles",
+    "warmup",
+    "load_seconds",
+    "placement_seconds",
+    "placement_binds",
+    "cycle_seconds",
+    "wall_seconds",
+    "wall_seconds_max",
+    "parts",
+    "cycle_session_seconds",
+    "binds_per_cycle",
+    "all_bound",
+    "cycle_records",
+    "decisions_sha256",
+    "peak_rss_mib",
+    "repeats",
+    "cycle_seconds_runs",
+}
+
+
+def test_w5_through_the_runner(run: tuple[dict[str, Any], str, Path]) -> None:
+    """``python -m benchmarks W5 S`` (few cycles, a churn of 100): the record, its cycles and the table."""
+    tmp = run[2]
+    out = tmp / "w5.json"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    argv = ["W5", "S", "--cycles", "3", "--warmup", "1", "--churn", "100", "--out", str(out)]
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = cli.main([*argv, "--generated", str(tmp / "gen")])
+    assert status == 0, stderr.getvalue()
+    (record,) = json.loads(out.read_text())["results"]
+    assert not STEADY_FIELDS - set(record), STEADY_FIELDS - set(record)
+    assert (record["workload"], record["kind"], record["nodes"], record["pods"]) == ("W5", "steady", 100, 1000)
+    assert record["placement_binds"] == 1000
+    assert (record["churn"], record["warmup"], record["cycles"]) == (100, 1, 3)
+    assert [c["phase"] for c in record["cycle_records"]] == ["warmup", "measured", "measured", "measured"]
+    for cycle in record["cycle_records"]:
+        assert (cycle["arrivals"], cycle["finishes"], cycle["binds"]) == (100, 100, 100)
+        assert (cycle["pending_after"], cycle["placed_after"]) == (0, 1000)
+        assert cycle["session"] >= cycle["snapshot"] and cycle["wall"] >= cycle["session"]
+        assert set(cycle["actions"]) == {"enqueue", "allocate", "backfill"}
+    assert record["binds_per_cycle"] == [100] * 4 and record["all_bound"]
+    # one W1 gang of 100 finishes, ten gangs of 10 arrive
+    assert [c["pod_groups_after"] for c in record["cycle_records"]] == [19, 28, 37, 46]
+    assert set(record["parts"]) >= {"events", "snapshot", "open", "allocate", "close", "start", "gc"}
+    assert record["cycle_seconds"] == sorted(record["cycle_session_seconds"])[1] > 0
+    assert record["anchor_seconds"] is None
+    assert "binds per cycle: 100 100 100 100" in stderr.getvalue()
+    w5_row = next(line for line in stdout.getvalue().splitlines() if line.startswith("W5-S "))
+    assert " 1+3 " in w5_row and " 100 " in w5_row
+
+
+def _full_cluster(path: Path, nodes: int = 4, jobs: int | None = None) -> Path:
+    """A W1-shaped scenario: nodes of 10 cpu, ``jobs`` gangs of 10 one-cpu pods (one per node by default)."""
+    from benchmarks import gen_workload
+
+    out = gen_workload.Out()
+    for i in range(nodes):
+        out.node(f"n{i:05d}", 10, 40)
+    for j in range(nodes if jobs is None else jobs):
+        group = f"job{j:04d}"
+        out.podgroup("w1", group, 10, "default", "Pending", gen_workload.res_map(10_000, 20))
+        for k in range(10):
+            out.pod("w1", f"{group}-{k}", group, gen_workload.res_map(1000, 2))
+    path.write_text(gen_workload.header("full", "enqueue, allocate, backfill") + "\n".join(out.lines) + "\n")
+    return path
+
+
+def test_w5_arrivals_bind_in_the_room_finishes_free(tmp_path: Path) -> None:
+    """Room for one gang of 10 (80 cpu, 70 running pods): later gangs bind only because 10 pods finished."""
+    from benchmarks.steady import steady_state
+
+    path = _full_cluster(tmp_path / "full.yaml", nodes=8, jobs=7)
+    record = steady_state(path, size="T", cycles=4, warmup=1, churn=10, gang=10)
+    assert (record["placement_binds"], record["settle_binds"]) == (70, 0)
+    assert [(c["finishes"], c["binds"], c["pending_after"], c["placed_after"]) for c in record["cycle_records"]] == [
+        (10, 10, 0, 70)
+    ] * 5
+    assert record["all_bound"]
+    again = steady_state(path, size="T", cycles=4, warmup=1, churn=10, gang=10)
+    assert again["decisions_sha256"] == record["decisions_sha256"]
+
+    # the control: nothing finishes; the first gang takes the room left, the next ones wait
+    stuck = steady_state(path, size="T", cycles=2, warmup=1, churn=10, finishes=0, gang=10)
+    assert [(c["finishes"], c["binds"], c["pending_after"], c["placed_after"]) for c in stuck["cycle_records"]] == [
+        (0, 10, 0, 80),
+        (0, 0, 10, 80),
+        (0, 0, 20, 80),
+    ]
+    assert not stuck["all_bound"]
+
+
+def test_w5_finishes_the_oldest_pods_first(tmp_path: Path) -> None:
+    """Finishes take the W1 jobs in name order, then the arrivals; a finished job's PodGroup goes too."""
+    from benchmarks import steady
+    from volcanolib import Scheduler
+
+    path = _full_cluster(tmp_path / "full.yaml", nodes=2)
+    scenario = load_scenario([path])
+    cache = scenario.cluster.to_cache()
+    scheduler = Scheduler(cache, scenario.config, seed=1)
+    scheduler.run_once()
+    cache.start_bound_tasks()
+    books = steady._Books()
+    for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        books.add(job.uid, sorted(job.tasks))
+    assert steady._finish(cache, books, 15) == 15
+    left = sorted(t.key for t in cache.tasks())
+    assert left == sorted(f"w1/job0001-{k}" for k in range(5, 10))
+    assert [j.uid for j in cache.jobs()] == ["w1/job0001"]
+    assert steady._finish(cache, books, 15) == 5
+    assert cache.tasks() == [] and cache.jobs() == []

@@ -76,6 +76,7 @@ class Reclaim(BaseAction[ReclaimArguments]):
         """Reclaim resources for the starving jobs of every queue that is not overused."""
         enabled = self.arguments.predicate_error_cache
         self._victim_nodes = ssn.placement.victim_nodes(_possible_victim)
+        self._reclaimable_queues: dict[str, bool] = {}
         # Every queue with a schedulable job takes its turn (and is asked whether it is overused).
         seen: dict[str, None] = {}
 
@@ -159,21 +160,25 @@ class Reclaim(BaseAction[ReclaimArguments]):
         return False
 
     _victim_nodes: VictimNodes
+    _reclaimable_queues: dict[str, bool]
 
-    @staticmethod
-    def _candidates(ssn: Session, job: JobInfo, node: NodeInfo) -> list[TaskInfo]:
+    def _candidates(self, ssn: Session, job: JobInfo, node: NodeInfo) -> list[TaskInfo]:
         out = []
         jobs = ssn.jobs
-        queues = ssn.queues
         own_queue = job.queue
+        # Whether a queue gives tasks up, by name (a queue's spec does not change during the action).
+        reclaimable = self._reclaimable_queues
         for task in node.tasks.values():
             if task.status is not _RUNNING or not task.preemptable:
                 continue
             owner = jobs.get(task.job)
             if owner is None or owner.queue == own_queue:
                 continue
-            queue = queues.get(owner.queue)
-            if queue is not None and queue.is_reclaimable():
+            gives = reclaimable.get(owner.queue)
+            if gives is None:
+                queue = ssn.queues.get(owner.queue)
+                gives = reclaimable[owner.queue] = queue is not None and queue.is_reclaimable()
+            if gives:
                 out.append(task)
         return out
 

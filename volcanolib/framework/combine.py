@@ -161,6 +161,7 @@ def guard(plugin: str, hook: str, fn: Callable[..., T], *bound: Any, arity: int 
                 except Exception as exc:
                     raise plugin_failure(plugin, hook, exc) from exc
 
+            bound1.__dict__[_PARTS] = (plugin, hook, fn, first, 1)
             return bound1
 
         def bound2(a: Any, b: Any) -> T:
@@ -169,6 +170,7 @@ def guard(plugin: str, hook: str, fn: Callable[..., T], *bound: Any, arity: int 
             except Exception as exc:
                 raise plugin_failure(plugin, hook, exc) from exc
 
+        bound2.__dict__[_PARTS] = (plugin, hook, fn, first, 2)
         return bound2
     inner = functools.partial(fn, *bound) if bound else fn
 
@@ -179,6 +181,31 @@ def guard(plugin: str, hook: str, fn: Callable[..., T], *bound: Any, arity: int 
             raise plugin_failure(plugin, hook, exc) from exc
 
     return call
+
+
+#: The attribute under which a guarded function of one bound argument keeps
+#: ``(plugin, hook, function, bound argument, arity)``.
+_PARTS: Final = "_volcanolib_guarded"
+
+
+def _unguarded(entries: Sequence[Entry], arity: int) -> tuple[tuple[str, str, Callable[..., Any], Any], ...] | None:
+    """``(plugin, hook, function, bound argument)`` of every guarded entry, or ``None`` when one is not plain.
+
+    An entry is plain when :func:`guard` made it from a function, one bound
+    argument and ``arity`` more arguments.
+
+    A rule looping over these catches failures itself (through
+    :func:`plugin_failure`, as :func:`guard` does) and saves one Python call
+    per plugin; a traced or adapted entry keeps the guarded path.
+    """
+    parts = []
+    for _plugin, fn in entries:
+        found = getattr(fn, _PARTS, None)
+        # A wrapper of a guard (tracing, functools.wraps) copies its attributes but must stay in the call.
+        if found is None or found[4] != arity or hasattr(fn, "__wrapped__"):
+            return None
+        parts.append(found[:4])
+    return tuple(parts)
 
 
 # ---------------------------------------------------------------------------- orders
@@ -408,6 +435,35 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
     Preemptable/Reclaimable).
     """
 
+    tiers = tuple(_unguarded(tier, 2) for tier in table)
+    if all(tier is not None for tier in tiers):
+        plain = tuple(tier for tier in tiers if tier)
+
+        def victims_plain(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
+            # ``victims`` below with the guard's catch in the loop.
+            for tier in plain:
+                chosen: list[Any] | None = None
+                for plugin, hook, fn, first in tier:
+                    try:
+                        result = fn(first, actor, candidates)
+                    except Exception as exc:
+                        raise plugin_failure(plugin, hook, exc) from exc
+                    if result is None:
+                        continue
+                    if not result:
+                        chosen = None
+                        break
+                    if chosen is None:
+                        chosen = list(result)
+                    else:
+                        keep = {id(t) for t in result}
+                        chosen = [t for t in chosen if id(t) in keep]
+                if chosen:
+                    return chosen
+            return None
+
+        return victims_plain
+
     def victims(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
         for tier in table:
             chosen: list[Any] | None = None
@@ -509,6 +565,27 @@ def call_all(table: Table) -> Callable[..., None]:
         return lambda *args: None
     if len(fns) == 1:
         return fns[0]
+    plain = _unguarded(_flat(table), 1)
+    if plain is not None:
+
+        def call1(a: Any) -> None:
+            # ``call`` below for hooks of one argument after the session (the allocate and deallocate
+            # events), with the guard's catch in the loop.
+            first: PluginError | None = None
+            for plugin, hook, fn, bound in plain:
+                try:
+                    fn(bound, a)
+                except Exception as exc:
+                    err = plugin_failure(plugin, hook, exc)
+                    err.__cause__ = exc
+                    if first is None:
+                        first = err
+                    else:
+                        log.error("%s (after an earlier failure in the same call)", err)
+            if first is not None:
+                raise first
+
+        return call1
 
     def call(*args: Any) -> None:
         first: PluginError | None = None

@@ -221,7 +221,10 @@ class VictimNodes:
 
     def _holds(self, node: NodeInfo) -> bool:
         possible = self._possible
-        return any(possible(task) for task in node.tasks.values())
+        for task in node.tasks.values():  # noqa: SIM110 - a plain loop: any() over a generator costs more per call
+            if possible(task):
+                return True
+        return False
 
     def alive(self) -> SortedList[int]:
         """The positions of the nodes holding a possible victim now (do not change it)."""
@@ -340,8 +343,24 @@ class Placement:
         return passed
 
     def passes(self, task: TaskInfo, node: NodeInfo, cache: PredicateCache, *, for_preempt: bool = True) -> bool:
-        """Whether ``node`` passes for ``task`` (as :meth:`feasible` over that one node)."""
-        return bool(self.feasible(task, [node], cache=cache, for_preempt=for_preempt))
+        """Whether ``node`` passes for ``task`` (as :meth:`feasible` over that one node).
+
+        Reclaim asks this once per task and node; it is :meth:`feasible`'s
+        path for one node without a resource check, written out.
+        """
+        key = cache._key(task)
+        if key is not None:
+            cached = cache._failed.get(key)
+            if cached is not None and node.name in cached:
+                return False
+        errors = FitErrors()
+        if self._ssn.predicate_nodes(task, [node], for_preempt=for_preempt, fit_errors=errors):
+            return True
+        if key is not None:
+            failure = errors.nodes.get(node.name)
+            if failure is not None:
+                cache._failed.setdefault(key, {})[node.name] = failure
+        return False
 
     def best(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         """The node a task goes to among feasible ones: ``best_node``, else the top score, ties drawn."""

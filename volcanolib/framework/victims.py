@@ -171,9 +171,7 @@ class VictimOrder:
         as it is then; after the first pop, each comparison asks the plugins
         afresh, so the evictions made in between count, as in Volcano's heap.
         """
-        items = list(victims)
-        parts = self._key_parts(items)
-        return VictimQueue(self, items, parts)
+        return VictimQueue(self, list(victims))
 
     def first(self, victims: Sequence[TaskInfo]) -> TaskInfo | None:
         """The victim :meth:`queue` would give first, ``None`` when there is none.
@@ -277,6 +275,75 @@ class VictimOrder:
 
         return job_part, ssn.task_key
 
+    def _first_keyed(self, victims: Sequence[TaskInfo]) -> Any:
+        """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed.
+
+        The same answer as the first of :meth:`sorted` with key-based orders,
+        in one pass over the victims' jobs: each job's key is taken once, the
+        queue key only when the victims' jobs are in more than one queue (one
+        queue's key is the same for all of them), and the task key only for
+        the victims of the jobs that go first. ``_MISSING`` when some order is
+        a comparison or a victim's queue is missing (then the heap decides).
+        """
+        if not self._keyed or not victims:
+            return _MISSING
+        ssn = self._ssn
+        jobs = ssn.jobs
+        # Victims by job, in order of first appearance (a victim whose job left the session goes first).
+        groups: dict[str, list[int]] = {}
+        for i, victim in enumerate(victims):
+            group = groups.get(victim.job)
+            if group is None:
+                groups[victim.job] = [i]
+            else:
+                group.append(i)
+        gone: list[int] = []
+        present: list[tuple[JobInfo, list[int]]] = []
+        queue_names: dict[str, None] = {}
+        by_queue = self.preemptor.job in jobs
+        queues = ssn.queues
+        for uid, group in groups.items():
+            job = jobs.get(uid)
+            if job is None:
+                gone.extend(group)
+                continue
+            if by_queue:
+                if job.queue not in queues:
+                    return _MISSING
+                queue_names[job.queue] = None
+            present.append((job, group))
+        if gone:
+            top = gone
+        else:
+            job_key = ssn.job_key_by_plugins
+            assert job_key is not None
+            queue_key = ssn.queue_key
+            # One queue: its key is the same for every victim and decides nothing.
+            queue_keys = {name: queue_key(queues[name]) for name in queue_names} if len(queue_names) > 1 else None
+            best: Any = None
+            top = []
+            tied = False
+            for job, group in present:
+                part = (queue_keys[job.queue], job_key(job)) if queue_keys is not None else job_key(job)
+                if not top or part > best:
+                    best = part
+                    top = group
+                    tied = False
+                elif part == best:
+                    top = top + group
+                    tied = True
+            if tied:
+                top.sort()
+        chosen = top[0]
+        if len(top) > 1:
+            task_key = ssn.task_key
+            chosen_key = task_key(victims[chosen])
+            for i in top[1:]:
+                candidate = task_key(victims[i])
+                if candidate > chosen_key:
+                    chosen, chosen_key = i, candidate
+        return victims[chosen]
+
     def _frozen_key(self, parts: _KeyParts | None) -> Callable[[TaskInfo], Any]:
         """A sort key giving the victim order while nothing changes."""
         if parts is None:
@@ -307,38 +374,6 @@ def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
         return -1 if lk < rk else (1 if lk > rk else 0)
 
     return compare
-
-
-def _first_by_key(victims: Sequence[TaskInfo], parts: _KeyParts) -> TaskInfo:
-    """The smallest victim by the composite key, the earliest of equals, in one pass.
-
-    Only the victims of the jobs that go first have their task key taken.
-    """
-    job_part, task_key = parts
-    # Victims whose job left the session go first; then the largest
-    # (queue key, job key, task key), the earliest of equals.
-    gone: list[int] = []
-    top: list[int] = []
-    best: Any = None
-    for i, victim in enumerate(victims):
-        part = job_part(victim)
-        if part is _MISSING:
-            gone.append(i)
-        elif not top or part > best:
-            best = part
-            top = [i]
-        elif part == best:
-            top.append(i)
-    if gone:
-        top = gone
-    chosen = top[0]
-    if len(top) > 1:
-        chosen_key = task_key(victims[chosen])
-        for i in top[1:]:
-            candidate = task_key(victims[i])
-            if candidate > chosen_key:
-                chosen, chosen_key = i, candidate
-    return victims[chosen]
 
 
 class _Reversed:
@@ -375,19 +410,20 @@ class VictimQueue:
     ``peek`` O(n) before the heap is built, O(1) after.
     """
 
-    __slots__ = ("_heap", "_items", "_live", "_order", "_parts")
+    __slots__ = ("_heap", "_items", "_live", "_order", "_popped")
 
-    def __init__(self, order: VictimOrder, items: list[TaskInfo], parts: _KeyParts | None) -> None:
+    def __init__(self, order: VictimOrder, items: list[TaskInfo]) -> None:
         self._order = order
         self._items = items
-        self._parts = parts
         self._heap: list[tuple[Any, int, TaskInfo]] | None = None
+        self._popped = False
         self._live = False
 
     def _built(self) -> list[tuple[Any, int, TaskInfo]]:
         heap = self._heap
         if heap is None:
-            key = self._order._frozen_key(self._parts)
+            order = self._order
+            key = order._frozen_key(order._key_parts(self._items))
             heap = self._heap = [(key(item), count, item) for count, item in enumerate(self._items)]
             heapq.heapify(heap)
         return heap
@@ -397,8 +433,9 @@ class VictimQueue:
         if self._heap is None:
             if not self._items:
                 return None
-            if self._parts is not None:
-                return _first_by_key(self._items, self._parts)
+            first = self._order._first_keyed(self._items)
+            if first is not _MISSING:
+                return first  # type: ignore[no-any-return]
         heap = self._built()
         return heap[0][2] if heap else None
 
@@ -408,13 +445,14 @@ class VictimQueue:
         :raises IndexError: when the queue is empty.
         """
         heap = self._built()
-        item = heapq.heappop(heap)[2]
-        if not self._live:
-            # From now on compare live; the heap keeps its arrangement.
+        if self._popped and not self._live:
+            # After the first pop, compare live; the heap keeps its arrangement. The keys are
+            # exchanged only now, before the next comparison: most queues are popped once.
             self._live = True
             live = functools.cmp_to_key(self._order._comparison(frozen=False))
-            self._heap = [(live(other), count, other) for _, count, other in heap]
-        return item
+            heap = self._heap = [(live(other), count, other) for _, count, other in heap]
+        self._popped = True
+        return heapq.heappop(heap)[2]
 
     def __len__(self) -> int:
         return len(self._items) if self._heap is None else len(self._heap)

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from volcanolib.api.resource import Resource
+from volcanolib.api.resource import CPU, MEMORY, Resource
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 
@@ -157,6 +157,10 @@ class DrfPlugin:
         self.total = Resource()
         self._total_names: list[str] = []
         self._total_dims: list[tuple[str, float]] = []
+        # The same, split: cpu's and memory's caps (0.0 when not listed), then the scalars.
+        self._cpu_cap = 0.0
+        self._memory_cap = 0.0
+        self._scalar_dims: list[tuple[str, float]] = []
         self.jobs: dict[str, _Attr] = {}
         self.hierarchy = False
         self.total_allocated = Resource()
@@ -166,14 +170,29 @@ class DrfPlugin:
 
     def calculate_share(self, allocated: Resource) -> tuple[str, float]:
         """The dominant resource and the dominant share of an allocation against the cluster total."""
+        # The cluster total lists only dimensions of at least MIN_RESOURCE: no cap is 0. Dimensions in
+        # the total's order (cpu, memory, scalars), read as attributes: this runs on every event.
         best = 0.0
         dominant = ""
-        for name, cap in self._total_dims:
-            # The cluster total lists only dimensions of at least MIN_RESOURCE: ``cap`` is never 0.
-            value = allocated.get(name) / cap
+        cap = self._cpu_cap
+        if cap:
+            value = allocated.milli_cpu / cap
             if value > best:
                 best = value
-                dominant = name
+                dominant = CPU
+        cap = self._memory_cap
+        if cap:
+            value = allocated.memory / cap
+            if value > best:
+                best = value
+                dominant = MEMORY
+        if self._scalar_dims:
+            scalars = allocated.scalars
+            for name, cap in self._scalar_dims:
+                value = scalars.get(name, 0) / cap
+                if value > best:
+                    best = value
+                    dominant = name
         return dominant, best
 
     def _update_share(self, attr: _Attr) -> None:
@@ -192,6 +211,10 @@ class DrfPlugin:
         self.total = ssn.total_resource.clone()
         self._total_names = self.total.names()
         self._total_dims = [(name, self.total.get(name)) for name in self._total_names]
+        dims = dict(self._total_dims)
+        self._cpu_cap = dims.pop(CPU, 0.0)
+        self._memory_cap = dims.pop(MEMORY, 0.0)
+        self._scalar_dims = list(dims.items())
         self.jobs = {}
         self.hierarchy = ssn.hierarchy_enabled(self.name)
         self.total_allocated = Resource()

@@ -145,3 +145,31 @@ def test_a_full_batch_reaches_plugins_as_the_node_list() -> None:
     ssn.placement.feasible(task, ssn.node_list[:1])
     assert seen == [True, False]
     ssn.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_passes_answers_and_caches_as_feasible_over_one_node(seed: int) -> None:
+    # Reclaim's one-node check is feasible's one-node path written out: same answer, same cached failures.
+    ssn = open_session(random_cluster(seed), CONF.format(actions="allocate", enabled="true"), seed=seed)
+    placement = ssn.placement
+    for task in _pending(ssn):
+        # A role per job, so that failures are cached and reused between its tasks.
+        task.role = "worker"
+        task.template = f"{task.job}/worker"
+    answers = []
+    cached = 0
+    for for_preempt in (True, False):
+        for enabled in (True, False):
+            by_feasible, by_passes = PredicateCache(enabled), PredicateCache(enabled)
+            for task in _pending(ssn):
+                for node in ssn.node_list:
+                    expected = bool(placement.feasible(task, [node], cache=by_feasible, for_preempt=for_preempt))
+                    assert placement.passes(task, node, by_passes, for_preempt=for_preempt) == expected
+                    answers.append(expected)
+            assert {k: {n: e.reasons for n, e in v.items()} for k, v in by_passes._failed.items()} == {
+                k: {n: e.reasons for n, e in v.items()} for k, v in by_feasible._failed.items()
+            }
+            cached += sum(len(v) for v in by_passes._failed.values())
+    assert any(answers) and not all(answers)
+    assert cached
+    ssn.close()

@@ -161,6 +161,33 @@ def test_first_is_the_first_the_queue_gives(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(25))
+def test_first_of_victims_of_one_queue_skips_the_queue_key(seed: int) -> None:
+    # All victims in one queue: the queue key decides nothing, so it is not taken (and the answer is unchanged).
+    ssn, tasks, preemptor = _random_session(seed, priorities=1)
+    try:
+        calls: list[str] = []
+        queue_key = ssn.queue_key
+
+        def counted(queue: QueueInfo) -> object:
+            calls.append(queue.name)
+            return queue_key(queue)
+
+        ssn.queue_key = counted
+        order = VictimOrder(ssn, preemptor)
+        by_queue: dict[str, list[TaskInfo]] = {}
+        for task in tasks:
+            by_queue.setdefault(ssn.jobs[task.job].queue, []).append(task)
+        for subset in by_queue.values():
+            assert order.first(subset) is _compared(order, subset).pop()
+        assert calls == []
+        if len(by_queue) > 1:
+            assert order.first(tasks) is _compared(order, tasks).pop()
+            assert sorted(calls) == sorted(by_queue)
+    finally:
+        ssn.close()
+
+
+@pytest.mark.parametrize("seed", range(25))
 def test_sorted_is_a_stable_sort_by_live_comparisons(seed: int) -> None:
     for ssn, tasks, preemptor in _sessions(seed, priorities=1):
         try:

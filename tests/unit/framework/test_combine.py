@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import vl_thirdparty
 
-from volcanolib import Code, PluginError
+from volcanolib import Code, PluginError, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
@@ -285,3 +285,117 @@ def test_a_raising_plugin_is_reported_by_name_and_hook() -> None:
     with pytest.raises(PluginError) as info:
         ssn.job_ready(alpha)
     assert info.value.plugin == "scripted-b" and info.value.hook == "job_ready"
+
+
+# --------------------------------------------------------------------------- guards caught in the rule loop
+
+
+def _tables(fns: dict[str, Any], arity: int) -> tuple[Any, Any]:
+    """The same implementations as a guarded table and as one whose entries are not plain guards."""
+    from volcanolib.framework.combine import guard
+
+    plain = (tuple((name, guard(name, "hook", fn, "ssn", arity=arity)) for name, fn in fns.items()),)
+    wrapped = tuple(tuple((name, lambda *args, _fn=fn: _fn(*args)) for name, fn in tier) for tier in plain)
+    return plain, wrapped
+
+
+def _outcome(call: Any, *args: Any) -> Any:
+    try:
+        return ("ok", call(*args))
+    except PluginError as err:
+        cause = err.__cause__
+        return ("error", err.plugin, err.hook, type(cause).__name__, str(cause))
+
+
+@pytest.mark.parametrize("failing", [(), ("b",), ("a", "c")])
+def test_notifications_catch_in_the_loop_as_the_guard_does(failing: tuple[str, ...]) -> None:
+    from volcanolib.framework.combine import call_all
+
+    def make(name: str, seen: list[str]) -> Any:
+        def on_event(ssn: str, event: object) -> None:
+            seen.append(f"{name}:{ssn}:{event}")
+            if name in failing:
+                raise ValueError(f"{name} failed")
+
+        return on_event
+
+    from volcanolib.framework.combine import _unguarded
+
+    plain, wrapped = _tables({"a": make("a", [])}, 1)
+    assert _unguarded(plain[0], 1) is not None and _unguarded(wrapped[0], 1) is None
+    assert _unguarded(plain[0], 2) is None
+    results = []
+    for pick in (0, 1):
+        seen: list[str] = []
+        table = _tables({n: make(n, seen) for n in "abc"}, 1)[pick]
+        results.append((_outcome(call_all(table), "e"), seen))
+    assert results[0] == results[1]
+    assert results[0][1] == ["a:ssn:e", "b:ssn:e", "c:ssn:e"]
+    if failing:
+        assert results[0][0] == ("error", failing[0], "hook", "ValueError", f"{failing[0]} failed")
+
+
+@pytest.mark.parametrize("failing", [None, "a", "b"])
+def test_victim_intersection_catches_in_the_loop_as_the_guard_does(failing: str | None) -> None:
+    from volcanolib.framework.combine import intersect_per_tier
+
+    answers: dict[str, Any] = {"a": [1, 2, 3], "b": [3, 2], "c": None, "d": []}
+
+    def make(name: str) -> Any:
+        def victims(ssn: str, actor: object, candidates: list[int]) -> Any:
+            if name == failing:
+                raise KeyError(name)
+            return answers[name]
+
+        return victims
+
+    for first_tier in (("a", "b"), ("c",), ("d", "a")):
+        outcomes = []
+        for pick in (0, 1):
+            tier1 = _tables({n: make(n) for n in first_tier}, 2)[pick][0]
+            tier2 = _tables({"b": make("b")}, 2)[pick][0]
+            outcomes.append(_outcome(intersect_per_tier((tier1, tier2)), "actor", [1, 2, 3]))
+        assert outcomes[0] == outcomes[1]
+
+
+class _Exact:
+    """A plugin whose hooks take the session first, so that the session's rules may call them directly."""
+
+    name = "exact"
+
+    def __init__(self, arguments: Any) -> None:
+        pass
+
+    @hookimpl
+    def on_allocate(self, ssn: Any, event: Any) -> None:
+        pass
+
+    @hookimpl
+    def preemptable(self, ssn: Any, preemptor: Any, preemptees: Any) -> Any:
+        return list(preemptees)
+
+
+def test_traced_events_and_victim_hooks_stay_traced(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    # Tracing wraps the guards (functools.wraps copies their attributes); the rules that call guarded
+    # functions directly must still go through it.
+    import logging
+
+    from volcanolib import Registry
+    from volcanolib.framework.dispatch import TRACE_ENV
+
+    monkeypatch.setenv(TRACE_ENV, "1")
+    cache = FakeCache()
+    cache.add_node(build_node("n0"))
+    cache.add_pod_group(build_pod_group("run"))
+    cache.add_task(build_task("t1", job="run", node="n0"))
+    ssn = open_session(
+        cache,
+        "actions: ''\ntiers:\n- plugins:\n  - name: exact\n  - name: exact2\n",
+        registry=Registry(plugins={"exact": _Exact, "exact2": _Exact}),
+    )
+    task = ssn.jobs["default/run"].tasks["default-t1"]
+    with caplog.at_level(logging.DEBUG, logger="volcanolib.trace"):
+        assert ssn.preemptable(task, [task]) == [task]
+        ssn.fire_allocate(task)
+    traced = [r.getMessage().split("(")[0] for r in caplog.records if r.name == "volcanolib.trace"]
+    assert traced == ["exact.preemptable", "exact2.preemptable", "exact.on_allocate", "exact2.on_allocate"]

@@ -50,6 +50,36 @@ def test_job_order_by_dominant_share_and_keys_agree() -> None:
     assert [j.name for j in sorted([c, b, a], key=ssn.job_key)] == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_calculate_share_is_the_largest_ratio_over_the_total_dimensions(seed: int) -> None:
+    # The share reads cpu, memory and scalars by attribute; it must match the plain definition
+    # (every dimension of the total in its order, the first largest ratio wins).
+    import random
+
+    from volcanolib.api.resource import Resource
+
+    rng = random.Random(seed)
+    cache = FakeCache()
+    gpu = rng.choice([0, 2])
+    scalars = {"nvidia.com/gpu": gpu} if gpu else None
+    cache.add_node(build_node("n1", str(rng.randint(1, 64)), f"{rng.randint(1, 256)}Gi", scalars=scalars))
+    ssn = open_session(cache, CONF)
+    plugin = ssn.plugins["drf"]
+    total = plugin.total
+    for _ in range(50):
+        allocated = Resource(rng.choice([0, 1000, rng.uniform(0, 64000)]), rng.choice([0, rng.uniform(0, 2**38)]))
+        allocated.scalars["pods"] = rng.choice([0, 1, rng.randint(0, 110)])
+        if rng.random() < 0.5:
+            allocated.scalars["nvidia.com/gpu"] = rng.choice([0, 1000, 2000])
+        best, dominant = 0.0, ""
+        for name in total.names():
+            value = allocated.get(name) / total.get(name)
+            if value > best:
+                best, dominant = value, name
+        assert plugin.calculate_share(allocated) == (dominant, best)
+    ssn.close()
+
+
 def test_pods_count_is_a_dimension_of_the_share() -> None:
     cache = FakeCache()
     cache.add_node(build_node("n1", cpu="100", memory="100Gi", pods=4))
