@@ -49,7 +49,8 @@ class CycleResult:
     failed_binds: tuple[tuple[TaskInfo, str, str], ...] = ()
     #: Whether the actions ran (false when a plugin failed at session open).
     ran: bool = True
-    #: The closed session, for inspection (jobs, nodes, fit errors).
+    #: The closed session, for inspection (jobs, nodes, fit errors); read it before the next cycle,
+    #: whose snapshot may reuse, and whose session may change, the objects it left unchanged.
     session: Session | None = attrs.field(default=None, repr=False)
 
 

@@ -10,8 +10,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
-from volcanolib.api.cluster import ClusterInfo
-from volcanolib.api.job import JobInfo, PodGroup
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
+from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
@@ -24,6 +24,15 @@ __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+@attrs.define(eq=False)
+class _Handed:
+    """The last snapshot handed out: its job and node copies, and where its session reports."""
+
+    jobs: dict[str, JobInfo]
+    nodes: dict[str, NodeInfo]
+    changes: SnapshotChanges
 
 
 @attrs.frozen
@@ -46,6 +55,35 @@ class AcceptAll:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Accept the eviction."""
+
+
+def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
+    """A snapshot's object for one of the cache's tasks: its job's copy, else a copy of its own."""
+    job = jobs.get(task.job)
+    if job is not None:
+        copy = job.tasks.get(task.uid)
+        if copy is not None:
+            return copy
+    return task.clone()
+
+
+def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
+    """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go."""
+    if copy.nodes_fit_errors:
+        copy.nodes_fit_errors = {}
+    copy.job_fit_errors = job.job_fit_errors
+    copy.schedule_start_timestamp = job.schedule_start_timestamp
+    theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
+    if len(theirs) == len(ours) and all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+        # A renewed condition: only its transition id and time differ (the copy's objects are its own).
+        for a, b in zip(theirs, ours, strict=True):
+            a.transition_id = b.transition_id
+            a.last_transition_time = b.last_transition_time
+    else:
+        copy.pod_group.conditions = [
+            PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
+            for c in ours
+        ]
 
 
 def _locked(
@@ -79,6 +117,11 @@ class InMemoryCache:
     :param status_updater: receives PodGroup and Queue status, if given.
     :param max_events: how many of the latest events :attr:`events` keeps
         (``None``: all of them; a long-running scheduler would grow without bound).
+    :param incremental_snapshots: let :meth:`snapshot` reuse the copies of
+        the previous snapshot that changed neither in the cache nor in the
+        session that worked on it (see :meth:`snapshot`); ``False`` copies
+        everything every time. The attribute of the same name can be changed
+        at any time.
     """
 
     def __init__(
@@ -89,6 +132,7 @@ class InMemoryCache:
         status_updater: StatusUpdater | None = None,
         default_queue: str = "default",
         max_events: int | None = 10_000,
+        incremental_snapshots: bool = True,
     ) -> None:
         self._lock = threading.RLock()
         self.binder: Binder = binder or AcceptAll()
@@ -105,6 +149,16 @@ class InMemoryCache:
         #: Events recorded so far, oldest first (the latest ``max_events`` of them).
         self.events: list[CacheEvent] = []
         self.max_events = max_events
+        #: Whether :meth:`snapshot` may reuse the previous snapshot's unchanged copies.
+        self.incremental_snapshots = incremental_snapshots
+        # What changed in the cache since the last snapshot: nodes by name, jobs by uid (a job's
+        # tasks, their status or placement, its PodGroup), everything (priority classes).
+        self._changed_nodes: set[str] = set()
+        self._changed_jobs: set[str] = set()
+        self._changed_all = False
+        # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
+        self._scrub: set[str] = set()
+        self._handed: _Handed | None = None
 
     # ------------------------------------------------------------------ nodes
 
@@ -119,6 +173,7 @@ class InMemoryCache:
             for task in list(old.tasks.values()):
                 fresh.add_task(task)
         self._nodes[node.name] = fresh
+        self._changed_nodes.add(node.name)
 
     update_node = add_node
 
@@ -128,6 +183,7 @@ class InMemoryCache:
         node = self._nodes.get(name)
         if node is None:
             return
+        self._changed_nodes.add(name)
         if node.tasks:
             placeholder = NodeInfo(name, Resource())
             placeholder.ready = False
@@ -146,7 +202,9 @@ class InMemoryCache:
         if task.uid in self._tasks:
             self._remove_task(self._tasks[task.uid])
         self._tasks[task.uid] = task
+        self._changed_jobs.add(task.job)
         if task.node_name and not in_statuses(task.status, COMPLETED_STATUSES):
+            self._changed_nodes.add(task.node_name)
             node = self._nodes.get(task.node_name)
             if node is None:
                 node = NodeInfo(task.node_name, Resource())
@@ -172,6 +230,8 @@ class InMemoryCache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._tasks.pop(task.uid, None)
+        self._changed_jobs.add(task.job)
+        self._changed_nodes.add(task.node_name)
         node = self._nodes.get(task.node_name)
         if node is not None and node.accounted_status(task) is not None and node.tasks.get(task.key) is task:
             node.remove_task(task)
@@ -182,7 +242,11 @@ class InMemoryCache:
 
     @_locked
     def get_task(self, uid: str) -> TaskInfo | None:
-        """The cache's own copy of a task."""
+        """The cache's own copy of a task.
+
+        Read it, do not change it: change tasks through the cache's methods,
+        which note what changed for the next :meth:`snapshot`.
+        """
         return self._tasks.get(uid)
 
     @_locked
@@ -205,13 +269,16 @@ class InMemoryCache:
         for task in tasks:
             job.add_task_info(task)
         self._jobs[uid] = job
+        self._changed_jobs.add(uid)
 
     update_pod_group = add_pod_group
 
     @_locked
     def delete_pod_group(self, namespace: str, name: str) -> None:
         """Remove a PodGroup; its pods wait for a group of that name again."""
-        job = self._jobs.pop(f"{namespace}/{name}", None)
+        uid = f"{namespace}/{name}"
+        self._changed_jobs.add(uid)
+        job = self._jobs.pop(uid, None)
         if job is not None and job.tasks:
             self._orphans[job.uid] = dict(job.tasks)
 
@@ -254,6 +321,7 @@ class InMemoryCache:
         self._priority_classes[name] = value
         if global_default:
             self._global_default = name
+        self._changed_all = True
 
     @_locked
     def delete_priority_class(self, name: str) -> None:
@@ -261,6 +329,7 @@ class InMemoryCache:
         self._priority_classes.pop(name, None)
         if self._global_default == name:
             self._global_default = None
+        self._changed_all = True
 
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name in self._priority_classes:
@@ -276,28 +345,104 @@ class InMemoryCache:
         """A deep copy of ready nodes, queues and jobs whose queue exists.
 
         Within the copy, a job's task and the node's task are the same object.
+
+        With :attr:`incremental_snapshots` (the default), the copy reuses the
+        node and job copies of the previous snapshot that did not change
+        since: neither in the cache (every method that changes a node, task,
+        PodGroup or priority class notes it) nor in the session that worked on
+        that snapshot, which reports what it touched when it closes (see
+        :class:`~volcanolib.api.cluster.SnapshotChanges`). Every other node
+        and job is copied again, and queues are always copied. When the
+        previous snapshot was not given back by a closed session (taken
+        outside a scheduler, or its cycle failed), everything is copied. The
+        result equals a full copy (:meth:`full_snapshot`) either way; the
+        objects of a closed session may thus be reused, and changed, by later
+        sessions: read what a :class:`~volcanolib.scheduler.CycleResult`'s
+        session holds before the next cycle, or copy it.
         """
+        prev = self._handed
+        if prev is None or not self.incremental_snapshots or not prev.changes.closed or self._changed_all:
+            prev = None
+        cluster = self._build(prev)
+        changes = SnapshotChanges()
+        cluster.changes = changes
+        self._handed = _Handed(cluster.jobs.copy(), cluster.nodes.copy(), changes)
+        self._changed_nodes = set()
+        self._changed_jobs = set()
+        self._changed_all = False
+        self._scrub = set()
+        return cluster
+
+    @_locked
+    def full_snapshot(self) -> ClusterInfo:
+        """A deep copy of everything :meth:`snapshot` would give, built afresh.
+
+        It reuses nothing and leaves the incremental state as it is (the next
+        :meth:`snapshot` can still reuse the previous one): for checks,
+        debugging and tools that want a private copy.
+        """
+        return self._build(None)
+
+    def _build(self, prev: _Handed | None) -> ClusterInfo:
+        """The snapshot, reusing ``prev``'s copies of nodes and jobs that changed on neither side."""
         cluster = ClusterInfo()
-        clones: dict[str, TaskInfo] = {}
+        queues = self._queues
+        job_priority = self._job_priority
+        jobs = cluster.jobs
+        skipped = cluster.skipped_jobs
+        if prev is not None:
+            old_jobs, old_nodes = prev.jobs, prev.nodes
+            dirty_jobs = self._changed_jobs | prev.changes.jobs
+            dirty_nodes = self._changed_nodes | prev.changes.nodes
+        else:
+            old_jobs, old_nodes = {}, {}
+            dirty_jobs = dirty_nodes = set()
+        scrub = self._scrub if prev is not None else set()
+        # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
+        recopied: list[str] = []
         for uid, job in self._jobs.items():
-            if job.queue not in self._queues:
-                cluster.skipped_jobs[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
+            if job.queue not in queues:
+                skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
                 continue
-            job_copy = job.clone()
-            job_copy.priority = self._job_priority(job.pod_group)
-            cluster.jobs[uid] = job_copy
-            for task in job_copy.tasks.values():
-                clones[task.key] = task
+            copy = old_jobs.get(uid)
+            if copy is None or uid in dirty_jobs:
+                copy = job.clone()
+                copy.priority = job_priority(job.pod_group)
+                if prev is not None:
+                    recopied.append(uid)
+            elif uid in scrub:
+                _reset_session_notes(copy, job)
+            jobs[uid] = copy
         for uid, orphans in self._orphans.items():
             if orphans:
-                cluster.skipped_jobs[uid] = f"PodGroup {uid} does not exist"
+                skipped[uid] = f"PodGroup {uid} does not exist"
+        nodes = cluster.nodes
+        node_list = cluster.node_list
+        copied: set[str] = set()
         for name, node in self._nodes.items():
             if not node.ready:
                 continue
-            node_copy = node.clone(tasks={k: clones.get(k) or t.clone() for k, t in node.tasks.items()})
-            cluster.nodes[name] = node_copy
-            cluster.node_list.append(node_copy)
-        cluster.queues = {name: q.clone() for name, q in self._queues.items()}
+            node_copy = old_nodes.get(name)
+            if node_copy is None or name in dirty_nodes:
+                node_copy = node.clone(tasks={k: _task_copy(t, jobs) for k, t in node.tasks.items()})
+                copied.add(name)
+            nodes[name] = node_copy
+            node_list.append(node_copy)
+        if prev is not None:
+            # A node kept from ``prev`` still holds the previous copies of the tasks of jobs copied
+            # again or touched: give it the new ones.
+            for uid in dirty_jobs.union(recopied):
+                own = self._jobs.get(uid)
+                tasks = own.tasks.values() if own is not None else self._orphans.get(uid, {}).values()
+                for task in tasks:
+                    name = task.node_name
+                    if name and name not in copied:
+                        node_copy = nodes.get(name)
+                        if node_copy is not None:
+                            key = task.key
+                            if key in node_copy.tasks:
+                                node_copy.tasks[key] = _task_copy(task, jobs)
+        cluster.queues = {name: q.clone() for name, q in queues.items()}
         return cluster
 
     # ------------------------------------------------------------------ effectors
@@ -310,6 +455,8 @@ class InMemoryCache:
             del events[: len(events) - limit]
 
     def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        self._changed_jobs.add(task.job)
+        self._changed_nodes.add(task.node_name)
         job = self._jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
             job.update_task_status(task, status)
@@ -374,6 +521,7 @@ class InMemoryCache:
             node = self._nodes[own.node_name]
             why = reasons.get(own.uid)
             if why is not None:
+                self._changed_nodes.add(node.name)
                 node.remove_task(own)
                 self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
                 refused.append((own, why))
@@ -416,8 +564,15 @@ class InMemoryCache:
     def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:
         """Take the session's PodGroup status as the cache's."""
         own = self._jobs.get(job.uid)
-        if own is None or not update_pod_group:
+        if own is None:
             return
+        if not update_pod_group:
+            if self.incremental_snapshots:
+                self._check_unchanged(job, own)
+            else:  # not checked: should incremental snapshots be switched on, the next one copies all
+                self._changed_all = True
+            return
+        self._changed_jobs.add(own.uid)
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase
@@ -425,6 +580,33 @@ class InMemoryCache:
         pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
         if self.status_updater is not None:
             self.status_updater.update_pod_group(job)
+
+    def _check_unchanged(self, job: JobInfo, own: JobInfo) -> None:
+        """Note a session's copy of a job that differs from the cache's where a session may change it.
+
+        A session writes back only a changed PodGroup status; what else it
+        set on the copy must not outlive it. The per-session notes that a
+        fresh copy resets (fit errors, the start time enqueue sets,
+        conditions renewed with only a new transition id and time) are reset
+        on the copy when the next snapshot reuses it; any other difference
+        (the PodGroup status, a condition, the priority) has the job copied again.
+        """
+        pg, mine = job.pod_group, own.pod_group
+        if pg.status_key() != mine.status_key() or job.priority != self._job_priority(mine):
+            self._changed_jobs.add(own.uid)
+            return
+        theirs, ours = pg.conditions, mine.conditions
+        if theirs != ours:
+            if len(theirs) != len(ours) or not all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+                self._changed_jobs.add(own.uid)
+                return
+            self._scrub.add(own.uid)
+        elif (
+            job.nodes_fit_errors
+            or job.job_fit_errors != own.job_fit_errors
+            or job.schedule_start_timestamp != own.schedule_start_timestamp
+        ):
+            self._scrub.add(own.uid)
 
     @_locked
     def update_queue_status(self, queue: QueueInfo) -> None:

@@ -18,7 +18,13 @@ class Cache(Protocol):
     """A mirror of the cluster that sessions snapshot and act on."""
 
     def snapshot(self) -> ClusterInfo:
-        """A deep copy of the schedulable state: ready nodes, queues, jobs whose queue exists."""
+        """A deep copy of the schedulable state: ready nodes, queues, jobs whose queue exists.
+
+        The copy shares nothing the session may change with the cache's own
+        objects. A cache that reuses copies between snapshots attaches a
+        :class:`~volcanolib.api.cluster.SnapshotChanges` as the snapshot's
+        ``changes``, where the session reports what it changed when it closes.
+        """
 
     def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[tuple[TaskInfo, str]] | None:
         """Bind tasks to the nodes named in their ``node_name``.

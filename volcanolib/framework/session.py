@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
-from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
@@ -242,6 +242,9 @@ class Session:
         #: Names of the nodes whose tasks changed since the snapshot, one entry per allocate or
         #: deallocate event, oldest first; indexes over nodes read it to stay current.
         self.node_log: list[str] = []
+        # Jobs whose tasks changed status here, and where to report them (and node_log) at close.
+        self._touched_jobs: set[str] = set()
+        self._changes: SnapshotChanges | None = None
         self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
         self._placement: Placement | None = None
         self._compile()
@@ -431,6 +434,7 @@ class Session:
     def load(self, snapshot: ClusterInfo) -> None:
         """Adopt a snapshot as this session's state (without calling plugins)."""
         self.jobs = snapshot.jobs
+        self._changes = snapshot.changes
         if self._job_keys:
             self._job_keys.clear()
         self.nodes = snapshot.nodes
@@ -449,7 +453,10 @@ class Session:
         """Let plugins finish, then write job and queue status back to the cache.
 
         A plugin failing in ``on_session_close`` is recorded; status is
-        written all the same.
+        written all the same. When the snapshot came with
+        :attr:`~volcanolib.api.cluster.ClusterInfo.changes`, the session then
+        reports there the nodes (:attr:`node_log`) and jobs whose state it
+        changed, so that the cache's next snapshot can reuse the rest.
         """
         try:
             self._on_close()
@@ -460,6 +467,10 @@ class Session:
             self.cache.update_job_status(job, changed)
         for queue in self._queue_status():
             self.cache.update_queue_status(queue)
+        changes = self._changes
+        if changes is not None:
+            # Tell the cache what this session changed, so its next snapshot re-copies only that.
+            changes.report(self.node_log, self._touched_jobs)
 
     def _update_job_status(self, job: JobInfo) -> bool:
         pg = job.pod_group
@@ -519,6 +530,7 @@ class Session:
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Change a task's status through its job, keeping the job's counts exact."""
         self._forget_job_key(task)
+        self._touched_jobs.add(task.job)
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, status)
