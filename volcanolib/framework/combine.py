@@ -208,6 +208,40 @@ def _unguarded(entries: Sequence[Entry], arity: int) -> tuple[tuple[str, str, Ca
     return tuple(parts)
 
 
+_Call = tuple[str, str, Callable[..., Any], Any]
+
+
+def _calls(tiers: Sequence[Sequence[Entry]], arity: int) -> tuple[tuple[tuple[_Call, ...], ...], bool]:
+    """``(plugin, hook, function, bound)`` per entry, tier by tier, for a rule's one loop.
+
+    When every entry is a plain guard of ``arity`` arguments (see
+    :func:`_unguarded`), its parts are given, the loop calls
+    ``function(bound, *args)`` and catches failures itself, saving a Python
+    call per plugin; the flag is then true. Otherwise every entry is called
+    through its guard with the arguments packed in one tuple
+    (``function(None, args)``), and the flag is false.
+    """
+    plain = tuple(_unguarded(tier, arity) for tier in tiers)
+    if all(parts is not None for parts in plain):
+        return tuple(parts for parts in plain if parts is not None), True
+    return tuple(tuple((plugin, "", _packed(fn), None) for plugin, fn in tier) for tier in tiers), False
+
+
+def _packed(fn: Callable[..., Any]) -> Callable[[Any, tuple[Any, ...]], Any]:
+    def call(_bound: Any, args: tuple[Any, ...]) -> Any:
+        return fn(*args)
+
+    return call
+
+
+def _raised(plugin: str, hook: str, exc: Exception) -> PluginError:
+    """The :class:`PluginError` a rule's loop raises for ``exc`` (kept as is when it is one already)."""
+    err = plugin_failure(plugin, hook, exc)
+    if err is not exc:
+        err.__cause__ = exc
+    return err
+
+
 # ---------------------------------------------------------------------------- orders
 
 
@@ -435,40 +469,17 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
     Preemptable/Reclaimable).
     """
 
-    tiers = tuple(_unguarded(tier, 2) for tier in table)
-    if all(tier is not None for tier in tiers):
-        plain = tuple(tier for tier in tiers if tier)
-
-        def victims_plain(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
-            # ``victims`` below with the guard's catch in the loop.
-            for tier in plain:
-                chosen: list[Any] | None = None
-                for plugin, hook, fn, first in tier:
-                    try:
-                        result = fn(first, actor, candidates)
-                    except Exception as exc:
-                        raise plugin_failure(plugin, hook, exc) from exc
-                    if result is None:
-                        continue
-                    if not result:
-                        chosen = None
-                        break
-                    if chosen is None:
-                        chosen = list(result)
-                    else:
-                        keep = {id(t) for t in result}
-                        chosen = [t for t in chosen if id(t) in keep]
-                if chosen:
-                    return chosen
-            return None
-
-        return victims_plain
+    tiers, plain = _calls(table, 2)
+    tiers = tuple(tier for tier in tiers if tier)
 
     def victims(actor: Any, candidates: Sequence[Any]) -> list[Any] | None:
-        for tier in table:
+        for tier in tiers:
             chosen: list[Any] | None = None
-            for _plugin, fn in tier:
-                result = fn(actor, candidates)
+            for plugin, hook, fn, first in tier:
+                try:
+                    result = fn(first, actor, candidates) if plain else fn(None, (actor, candidates))
+                except Exception as exc:
+                    raise _raised(plugin, hook, exc)  # noqa: B904 - the cause is set on the new error
                 if result is None:
                     continue
                 if not result:
@@ -565,40 +576,27 @@ def call_all(table: Table) -> Callable[..., None]:
         return lambda *args: None
     if len(fns) == 1:
         return fns[0]
-    plain = _unguarded(_flat(table), 1)
-    if plain is not None:
+    (calls,), plain = _calls((_flat(table),), 1)
 
-        def call1(a: Any) -> None:
-            # ``call`` below for hooks of one argument after the session (the allocate and deallocate
-            # events), with the guard's catch in the loop.
-            first: PluginError | None = None
-            for plugin, hook, fn, bound in plain:
-                try:
-                    fn(bound, a)
-                except Exception as exc:
-                    err = plugin_failure(plugin, hook, exc)
-                    err.__cause__ = exc
-                    if first is None:
-                        first = err
-                    else:
-                        log.error("%s (after an earlier failure in the same call)", err)
-            if first is not None:
-                raise first
-
-        return call1
-
-    def call(*args: Any) -> None:
+    def notify(args: Any) -> None:
         first: PluginError | None = None
-        for fn in fns:
+        for plugin, hook, fn, bound in calls:
             try:
-                fn(*args)
-            except PluginError as err:
+                fn(bound, args)
+            except Exception as exc:
+                err = _raised(plugin, hook, exc)
                 if first is None:
                     first = err
                 else:
                     log.error("%s (after an earlier failure in the same call)", err)
         if first is not None:
             raise first
+
+    if plain:
+        return notify
+
+    def call(*args: Any) -> None:
+        notify(args)
 
     return call
 
