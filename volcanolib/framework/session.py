@@ -474,14 +474,16 @@ class Session:
 
     def _update_job_status(self, job: JobInfo) -> bool:
         pg = job.pod_group
-        running = job.count(TaskStatus.RUNNING)
+        # Each index key is one status, so a bucket's size is that status's count (job.count, without the scan).
+        index = job.task_status_index
+        running = len(index.get(TaskStatus.RUNNING, ()))
         unschedulable_now = any(
             c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
         )
         pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
         pg.running = running
-        pg.succeeded = job.count(TaskStatus.SUCCEEDED)
-        pg.failed = job.count(TaskStatus.FAILED)
+        pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
+        pg.failed = len(index.get(TaskStatus.FAILED, ()))
         base = self._baseline.get(job.uid)
         if base is None:
             return True
