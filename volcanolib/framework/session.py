@@ -474,14 +474,16 @@ class Session:
 
     def _update_job_status(self, job: JobInfo) -> bool:
         pg = job.pod_group
-        running = job.count(TaskStatus.RUNNING)
+        # Each index key is one status, so a bucket's size is that status's count (job.count, without the scan).
+        index = job.task_status_index
+        running = len(index.get(TaskStatus.RUNNING, ()))
         unschedulable_now = any(
             c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
         )
         pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
         pg.running = running
-        pg.succeeded = job.count(TaskStatus.SUCCEEDED)
-        pg.failed = job.count(TaskStatus.FAILED)
+        pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
+        pg.failed = len(index.get(TaskStatus.FAILED, ()))
         base = self._baseline.get(job.uid)
         if base is None:
             return True
@@ -491,23 +493,76 @@ class Session:
         return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions, strict=True))
 
     def _queue_status(self) -> list[QueueInfo]:
-        allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
-        for job in self.jobs.values():
-            if job.queue not in allocated:
-                continue
-            for task in job.tasks_in(ALLOCATED_STATUSES):
-                name: str | None = job.queue
-                seen = set()
-                while name is not None and name in allocated and name not in seen:
-                    seen.add(name)
-                    allocated[name].add(task.resreq)
-                    parent = self.queues[name].parent
-                    name = parent if parent is not None else ("root" if name != "root" else None)
+        """Set every queue's ``allocated`` to the requests of the allocated tasks in it and its children.
+
+        The result is the per-task sum, key for key and in the same scalar
+        order, but taken from the jobs' kept totals (:attr:`JobInfo.allocated`):
+        a job's total stands for its tasks when its scalars are all non-zero
+        (a total can keep a key at zero after a task left, which the per-task
+        sum would not have) and at most one (several may have been added in
+        another order). Other jobs add their tasks one by one. Should a total
+        hold a value that is not a whole number, where the order of additions
+        could change the result, every task is added one by one as before.
+        """
+        allocated = self._queue_totals(by_job=True)
+        if allocated is None:
+            allocated = self._queue_totals(by_job=False)
+            assert allocated is not None
         out = []
         for name, queue in self.queues.items():
             queue.allocated = allocated[name]
             out.append(queue)
         return out
+
+    def _queue_totals(self, *, by_job: bool) -> dict[str, Resource] | None:
+        """Per queue, the allocated requests of its jobs and its children's; ``None`` when a job total is not whole."""
+        queues = self.queues
+        allocated: dict[str, Resource] = {name: Resource() for name in queues}
+        chains: dict[str, tuple[Resource, ...]] = {}
+        for job in self.jobs.values():
+            leaf = job.queue
+            chain = chains.get(leaf)
+            if chain is None:
+                if leaf not in allocated:
+                    continue
+                # The queue and its ancestors up to root (root itself is every queue's parent).
+                totals = []
+                name: str | None = leaf
+                seen = set()
+                while name is not None and name in allocated and name not in seen:
+                    seen.add(name)
+                    totals.append(allocated[name])
+                    parent = queues[name].parent
+                    name = parent if parent is not None else ("root" if name != "root" else None)
+                chain = chains[leaf] = tuple(totals)
+            if by_job:
+                total = job.allocated
+                scalars = total.scalars
+                if not (_whole(total.milli_cpu) and _whole(total.memory)):
+                    return None
+                if not scalars:
+                    if total.milli_cpu or total.memory:
+                        for res in chain:
+                            res.milli_cpu += total.milli_cpu
+                            res.memory += total.memory
+                    continue
+                if len(scalars) == 1:
+                    (value,) = scalars.values()
+                    if not _whole(value):
+                        return None
+                    if value:
+                        for res in chain:
+                            res.add(total)
+                        continue
+            for task in job.tasks_in(ALLOCATED_STATUSES):
+                req = task.resreq
+                for res in chain:
+                    res.add(req)
+        if by_job:
+            for res in allocated.values():
+                if not (_whole(res.milli_cpu) and _whole(res.memory) and all(_whole(v) for v in res.scalars.values())):
+                    return None
+        return allocated
 
     # ------------------------------------------------------------------ events and status
 
@@ -763,6 +818,13 @@ class Session:
 
 #: Node class plans remembered per session before starting over.
 _MAX_PLANS: Final = 1024
+#: Whole numbers below this add exactly as floats, in any order.
+_EXACT: Final = float(2**53)
+
+
+def _whole(value: float) -> bool:
+    """Whether ``value`` is a whole number that floats add exactly, in any order."""
+    return -_EXACT < value < _EXACT and value == int(value)
 
 
 def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:
