@@ -118,6 +118,15 @@ def measure(
     }
 
 
+def write_record(record: dict[str, Any], path: Path | None) -> None:
+    """Write a measurement's JSON record to ``path``, or to standard output."""
+    text = json.dumps(record, indent=2) + "\n"
+    if path is not None:
+        path.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure one workload file and write its record to ``--result`` (or print it)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.measure", description=__doc__)
@@ -132,11 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     record = measure(
         args.file, workload=args.workload, size=args.size, fmt=args.fmt, seed=args.seed, profile=args.profile
     )
-    text = json.dumps(record, indent=2) + "\n"
-    if args.result is not None:
-        args.result.write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_record(record, args.result)
     return 0
 
 

@@ -64,7 +64,6 @@ import argparse
 import cProfile
 import gc
 import hashlib
-import json
 import platform
 import statistics
 import sys
@@ -74,7 +73,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.measure import peak_rss_mib
+from benchmarks.measure import peak_rss_mib, write_record
 from volcanolib import InMemoryCache, Scheduler, TaskInfo, TaskStatus
 from volcanolib.api.job import PodGroup
 from volcanolib.sim import load_scenario
@@ -479,11 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SteadyStateError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    text = json.dumps(record, indent=2) + "\n"
-    if args.result is not None:
-        args.result.write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_record(record, args.result)
     return 0
 
 

@@ -208,3 +208,17 @@ REGISTRY = Registry(plugins={"capacity-guard": CapacityGuard})
 
 def summary(binds: Sequence[tuple[TaskInfo, str]]) -> list[tuple[str, str]]:
     return [(t.key, node) for t, node in binds]
+
+
+def random_operations(ssn: Any, stmt: Any, data: st.DataObject, evictable: frozenset[TaskStatus]) -> None:
+    """Draw 1 to 8 operations into ``stmt``: allocate or pipeline a Pending task, evict one in ``evictable``."""
+    for _ in range(data.draw(st.integers(1, 8))):
+        tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values()), key=lambda t: t.key)
+        task = data.draw(st.sampled_from(tasks))
+        node = data.draw(st.sampled_from(ssn.node_list))
+        if task.status is TaskStatus.PENDING and task.resreq.less_equal(node.idle):
+            stmt.allocate(task, node)
+        elif task.status is TaskStatus.PENDING and task.resreq.less_equal(node.future_idle()):
+            stmt.pipeline(task, node.name)
+        elif task.status in evictable:
+            stmt.evict(task, "test")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prop_clusters import CONF, REGISTRY, CapacityGuard, ClusterSpec, build, clusters, summary
+from prop_clusters import CONF, REGISTRY, CapacityGuard, ClusterSpec, build, clusters, random_operations, summary
 
 from volcanolib import CycleResult, InMemoryCache, Resource, Scheduler, Session, TaskStatus
 from volcanolib.api.resource import PODS
@@ -173,16 +173,7 @@ def test_discarding_a_statement_restores_the_session_and_the_plugins_exactly(
     ssn = open_session(build(spec), CONF, registry=REGISTRY)
     before = _capture(ssn)
     stmt = ssn.statement()
-    for _ in range(data.draw(st.integers(1, 8))):
-        tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values()), key=lambda t: t.key)
-        task = data.draw(st.sampled_from(tasks))
-        node = data.draw(st.sampled_from(ssn.node_list))
-        if task.status is TaskStatus.PENDING and task.resreq.less_equal(node.idle):
-            stmt.allocate(task, node)
-        elif task.status is TaskStatus.PENDING and task.resreq.less_equal(node.future_idle()):
-            stmt.pipeline(task, node.name)
-        elif task.status is TaskStatus.RUNNING:
-            stmt.evict(task, "test")
+    random_operations(ssn, stmt, data, frozenset({TaskStatus.RUNNING}))
     stmt.discard()
     assert _capture(ssn) == before
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prop_clusters import CONF, GPU, REGISTRY, ClusterSpec, build, clusters
+from prop_clusters import CONF, GPU, REGISTRY, ClusterSpec, build, clusters, random_operations
 
 from volcanolib import InMemoryCache, Resource, Session, TaskStatus
 from volcanolib.api.task import ALLOCATED_STATUSES
@@ -67,16 +67,7 @@ def churn(ssn: Session, data: st.DataObject) -> None:
     """Allocate, pipeline and evict random tasks through statements, committing or discarding each."""
     for _ in range(data.draw(st.integers(1, 4))):
         stmt = ssn.statement()
-        for _ in range(data.draw(st.integers(1, 8))):
-            tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values()), key=lambda t: t.key)
-            task = data.draw(st.sampled_from(tasks))
-            node = data.draw(st.sampled_from(ssn.node_list))
-            if task.status is TaskStatus.PENDING and task.resreq.less_equal(node.idle):
-                stmt.allocate(task, node)
-            elif task.status is TaskStatus.PENDING and task.resreq.less_equal(node.future_idle()):
-                stmt.pipeline(task, node.name)
-            elif task.status in (TaskStatus.RUNNING, TaskStatus.ALLOCATED):
-                stmt.evict(task, "test")
+        random_operations(ssn, stmt, data, frozenset({TaskStatus.RUNNING, TaskStatus.ALLOCATED}))
         if data.draw(st.booleans()):
             stmt.commit()
         else:
