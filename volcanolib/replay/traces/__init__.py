@@ -96,7 +96,9 @@ def export_objects(objects: Sequence[Mapping[str, Any]], path: Path, *, source: 
         text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
     else:
         dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        text = yaml.dump(document, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096)
+        text = yaml.dump(
+            document, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
+        )
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -176,8 +176,9 @@ def _job(row: Row) -> dict[str, Any]:
     annotations: dict[str, str] = {}
     if start is not None:
         if start < submit:
-            row.fail(f"start_time {row.text('start_time')} is before submit_time {row.text('submit_time')}",
-                     "start_time")
+            row.fail(
+                f"start_time {row.text('start_time')} is before submit_time {row.text('submit_time')}", "start_time"
+            )
         if end < start:
             row.fail(f"end_time {row.text('end_time')} is before start_time {row.text('start_time')}", "end_time")
         runtime = row.seconds("duration", required=False)

@@ -135,7 +135,9 @@ def read_openb(paths: Sequence[Path], nodes: Path | None) -> list[dict[str, Any]
         if len(pods) == before:
             raise_empty(path, "openb pod list")
     _warn_unknown_models(pods, node_objects)
-    classes = [priority_class(name, value, _QOS_DESCRIPTIONS[q]) for q, (name, value) in QOS_CLASSES.items() if q in used]
+    classes = [
+        priority_class(name, value, _QOS_DESCRIPTIONS[q]) for q, (name, value) in QOS_CLASSES.items() if q in used
+    ]
     return [*classes, *node_objects, *pods]
 
 
@@ -161,8 +163,10 @@ def _pod(row: Row) -> tuple[dict[str, Any], str]:
     scheduled = row.seconds("scheduled_time", required=False)
     assert creation is not None and deletion is not None
     if deletion < creation:
-        row.fail(f"deletion_time {row.text('deletion_time')} is before creation_time {row.text('creation_time')}",
-                 "deletion_time")
+        row.fail(
+            f"deletion_time {row.text('deletion_time')} is before creation_time {row.text('creation_time')}",
+            "deletion_time",
+        )
     annotations: dict[str, str] = {}
     if scheduled is not None:
         if scheduled < creation:
