@@ -140,7 +140,7 @@ def read_table(path: str | Path, columns: Sequence[str], *, kind: str) -> Iterat
                     continue
                 if len(cells) != len(header):
                     raise TraceError(f"expected {len(header)} fields, got {len(cells)}", source=source, row=number)
-                yield Row(source, number, dict(zip(header, cells)))
+                yield Row(source, number, dict(zip(header, cells, strict=True)))
         except UnicodeDecodeError:
             raise TraceError("cannot read: not UTF-8 text", source=source, row=number + 1) from None
         except csv.Error as exc:

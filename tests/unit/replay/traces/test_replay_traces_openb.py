@@ -100,7 +100,7 @@ def test_gpu_spec_becomes_required_node_affinity_on_the_model_label(objects: lis
 
 def test_qos_maps_to_priority_classes_in_order(objects: list[dict[str, Any]]) -> None:
     classes = by_name(objects, "PriorityClass")
-    assert {name: pc["value"] for name, pc in classes.items()} == {n: v for n, v in QOS_CLASSES.values()}
+    assert {name: pc["value"] for name, pc in classes.items()} == dict(QOS_CLASSES.values())
     loader = ManifestLoader()
     loader.add_objects(objects, source="openb")
     priority = {t.name: t.priority for t in loader.load().tasks}
@@ -230,7 +230,7 @@ def test_a_short_row_and_an_empty_list_are_refused(tmp_path: Path) -> None:
 
 
 def test_the_node_list_is_required_and_must_not_be_given_as_a_pod_list(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="the openb format needs the node list: --nodes NODES.csv"):
+    with pytest.raises(ManifestError, match=r"the openb format needs the node list: --nodes NODES\.csv"):
         read_openb([PODS], None)
     with pytest.raises(TraceError, match=r"openb_nodes.csv: row 1: this is a node list, not a pod list"):
         read_openb([NODES, PODS], NODES)
