@@ -211,7 +211,7 @@ def _native(res: Resource) -> dict[str, float]:
 
 def _readable(native: Mapping[str, float]) -> dict[str, float]:
     """Native units -> cpu in cores, memory in bytes, other resources in units."""
-    return {name: value if name == MEMORY else value / 1000 for name, value in native.items()}
+    return {name: float(value) if name == MEMORY else value / 1000 for name, value in native.items()}
 
 
 def _resource_dict(res: Resource | None) -> dict[str, float] | None:
@@ -620,14 +620,14 @@ class _Replay:
             return
         job.cancelled = True
         job.record.phase = "Cancelled"
+        job.expected = 0
+        self._finish_job(job)
         if job.controlled:
             self.apply(self.controller.delete(*job.key.split("/", 1), now=self.now), job)
         else:
             for pod in list(job.pods):
                 if pod.state not in (_DONE, _RELEASING, _GONE_STATE):
                     self._delete_pod(pod.task.key)
-        job.expected = 0
-        self._finish_job(job)
 
     # ------------------------------------------------------------------ one event
 

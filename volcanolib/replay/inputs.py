@@ -325,6 +325,7 @@ class _Reader:
         raw_jobs: list[tuple[dict[str, Any], Ref]] = []
         seen_jobs: dict[tuple[str, str], Ref] = {}
         timed: dict[tuple[str, str, str], float] = {}
+        declared: set[tuple[str, str]] = set()
         for obj, source, where in self.objects:
             if isinstance(obj, dict) and obj.get("kind") == "Job" and _group(obj.get("apiVersion")) == _JOB_GROUP:
                 ref = Ref(source, where, "Job")
@@ -343,6 +344,8 @@ class _Reader:
             loader.add(obj, source=source, where=where)
             if isinstance(obj, dict) and obj.get("kind") in ("Pod", "PodGroup"):
                 meta = obj.get("metadata")
+                if obj.get("kind") == "PodGroup" and isinstance(meta, dict):
+                    declared.add((str(meta.get("namespace") or "default"), str(meta.get("name") or "")))
                 if isinstance(meta, dict) and meta.get("creationTimestamp") not in (None, ""):
                     ref = Ref(source, where, str(obj["kind"]), str(meta.get("name") or ""))
                     ref.namespace = str(meta.get("namespace") or "default")
@@ -379,7 +382,7 @@ class _Reader:
                 arrivals[key] = stamp
                 continue
             members = group_members.get(key, [])
-            if members and all(uid in arrivals for uid in members) and not _declared(pg.name, pg.namespace, timed):
+            if members and all(uid in arrivals for uid in members) and (pg.namespace, pg.name) not in declared:
                 # A group the PodGroup controller makes for bare pods is created with its first pod.
                 arrivals[key] = min(arrivals[uid] for uid in members)
 
@@ -452,10 +455,6 @@ class _Reader:
             scheduler_name=scheduler_name,
             warnings=warnings,
         )
-
-
-def _declared(name: str, namespace: str, timed: Mapping[tuple[str, str, str], float]) -> bool:
-    return ("PodGroup", namespace, name) in timed
 
 
 def _group(api_version: Any) -> str:
