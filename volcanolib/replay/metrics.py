@@ -160,8 +160,8 @@ def time_weights(record: ReplayRecord) -> list[tuple[Sample, float]]:
 
     A sample holds from its time until the next sample's (the last one until
     the end); time before the first sample is not covered. A replay of no
-    duration weighs its last sample 1, so that its figures are the state of
-    that instant.
+    duration weighs 1 the last sample at or before its end, so that its
+    figures are the state of that instant.
 
     :returns: ``(sample, seconds)`` in time order; samples that hold for no
         time are left out.
@@ -175,7 +175,8 @@ def time_weights(record: ReplayRecord) -> list[tuple[Sample, float]]:
         if seconds > 0:
             out.append((sample, seconds))
     if not out and samples:
-        return [(samples[-1], 1.0)]
+        before = [s for s in samples if s.time <= record.end]
+        return [(before[-1] if before else samples[0], 1.0)]
     return out
 
 
