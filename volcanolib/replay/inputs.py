@@ -43,6 +43,7 @@ __all__ = [
     "ReplaySettings",
     "TimedJob",
     "Workload",
+    "load_objects",
     "load_workload",
     "parse_duration",
     "pod_timing",
@@ -227,14 +228,24 @@ def load_workload(
             raise ManifestError(f"the {format} format needs the node list: give it with --nodes FILE")
         files = [Path(p) for p in paths]
         objects = trace.read(files, Path(nodes) if nodes is not None else None)
-        source = ", ".join(str(p) for p in paths)
-        reader.add_objects(objects, source=source, field="objects")
+        return load_objects(objects, source=", ".join(str(p) for p in paths))
     else:
         if nodes is not None:
             reader.add_file(nodes)
         for path in paths:
             reader.add_file(path)
     return reader.build([str(p) for p in paths])
+
+
+def load_objects(objects: Sequence[Any], *, source: str | None = None) -> Workload:
+    """A :class:`Workload` of Kubernetes objects (a converted trace, say), read as objects of a file.
+
+    :param source: names the objects' origin in errors and as the workload's name.
+    :raises ManifestError: naming the object and field at fault.
+    """
+    reader = _Reader()
+    reader.add_objects(objects, source=source, field="objects")
+    return reader.build([source or "objects"])
 
 
 class _Reader:
