@@ -731,13 +731,23 @@ class _Replay:
         return bool(touched) and any(job.uid in touched for job in jobs)
 
     def sample(self) -> None:
-        queues = {name: _readable(values) for name, values in sorted(self.queue_allocated.items())}
-        sample = Sample(self.now, self.pending, self.running, _readable(self.allocated), self.capacity, queues)
+        """Record the cluster now, unless it is as the last sample left it."""
+        queues = {name: _readable(values) for name, values in self.queue_allocated.items()}
+        allocated = _readable(self.allocated)
         samples = self.samples
-        if samples and samples[-1].time == self.now:
-            samples[-1] = sample
-        else:
-            samples.append(sample)
+        if samples:
+            last = samples[-1]
+            same = (
+                last.pending_pods == self.pending
+                and last.running_pods == self.running
+                and last.allocated == allocated
+                and last.queue_allocated == queues
+            )
+            if same:
+                return
+            if last.time == self.now:
+                samples.pop()
+        samples.append(Sample(self.now, self.pending, self.running, allocated, self.capacity, queues))
 
     def done(self) -> bool:
         return self.arrivals_left == 0 and self.unfinished == 0 and not self._alive_pods()
@@ -779,8 +789,9 @@ def run_replay(
         raise ManifestError(f"the period must be more than 0, got {options.period}")
     wall = time.perf_counter()
     replay = _Replay(workload, _config(config, workload), options)
-    with gc_paused():
-        return _run(replay, wall, progress)
+    # The scheduler pauses the cyclic collector during each session; between sessions it runs, so
+    # that what each session leaves behind is freed.
+    return _run(replay, wall, progress)
 
 
 def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] | None) -> ReplayRecord:
@@ -788,7 +799,8 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
     period = options.period
     events_seconds = 0.0
     t0 = time.perf_counter()
-    start = replay.setup()
+    with gc_paused():
+        start = replay.setup()
     events_seconds += time.perf_counter() - t0
     limit = start + options.until if options.until is not None else math.inf
     last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
