@@ -113,7 +113,14 @@ def test_the_runner_writes_a_record_per_run(tmp_path: Path) -> None:
     assert record["benchmark"] == "replay-openb"
     assert record["nodes"] == 20 and record["jobs"] == 40 and record["pod_attempts"] == 40
     assert sum(record["job_phases"].values()) == 40
-    for key in ("process_wall_seconds", "load_seconds", "replay_seconds", "sessions_seconds", "snapshots_seconds"):
+    for key in (
+        "process_wall_seconds",
+        "process_cpu_seconds",
+        "load_seconds",
+        "replay_seconds",
+        "sessions_seconds",
+        "snapshots_seconds",
+    ):
         assert record[key] >= 0
     assert record["process_wall_seconds"] >= record["replay_seconds"]
     assert record["peak_rss_mib"] > 0 and record["sessions_run"] > 0
