@@ -188,3 +188,38 @@ def resource_list_doc(resources: tuple[ResourceType, ...], group: str, version: 
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": entries,
     }
+
+
+def openapi_v3_root(resources: tuple[ResourceType, ...]) -> dict[str, Any]:
+    """The ``/openapi/v3`` discovery document: one entry per group-version."""
+    paths = {}
+    for r in resources:
+        prefix = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
+        paths[prefix] = {"serverRelativeURL": f"/openapi/v3/{prefix}?hash=standin"}
+    return {"paths": paths}
+
+
+def openapi_v3_doc(resources: tuple[ResourceType, ...], group: str, version: str) -> dict[str, Any] | None:
+    """A minimal OpenAPI v3 document for one group-version: the object paths with a PATCH
+    operation that takes ``fieldValidation``, which is how kubectl learns that the server
+    validates fields itself (so it needs no schema)."""
+    chosen = [r for r in resources if r.group == group and r.version == version]
+    if not chosen:
+        return None
+    paths: dict[str, Any] = {}
+    for r in chosen:
+        prefix = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+        scope = "/namespaces/{namespace}" if r.namespaced else ""
+        gvk = {"group": r.group, "version": r.version, "kind": r.kind}
+        op = {
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "OK"}},
+        }
+        paths[f"{prefix}{scope}/{r.plural}/{{name}}"] = {"patch": op}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }

@@ -17,7 +17,15 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import errors
 from .errors import ApiError
-from .resources import ResourceType, api_group_doc, api_group_list_doc, api_versions_doc, resource_list_doc
+from .resources import (
+    ResourceType,
+    api_group_doc,
+    api_group_list_doc,
+    api_versions_doc,
+    openapi_v3_doc,
+    openapi_v3_root,
+    resource_list_doc,
+)
 from .store import Fault, Obj, Store, Stored, find_type
 
 VERSION_DOC = {
@@ -65,14 +73,14 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.store
 
     def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        with self.store.cond:  # logged before the client can see the answer
+            self.store.requests.append((self.command, self.path, code))
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.write(body)
-        with self.store.cond:
-            self.store.requests.append((self.command, self.path, code))
 
     def _send_json(self, code: int, obj: Any) -> None:
         self._send(code, _dumps(obj))
@@ -146,6 +154,16 @@ class _Handler(BaseHTTPRequestHandler):
             if doc is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return doc
+        if segs == ["openapi", "v3"]:
+            return openapi_v3_root(resources)
+        if segs[:3] == ["openapi", "v3", "api"] and len(segs) == 4:
+            doc = openapi_v3_doc(resources, "", segs[3])
+            if doc is not None:
+                return doc
+        if segs[:3] == ["openapi", "v3", "apis"] and len(segs) == 5:
+            doc = openapi_v3_doc(resources, segs[3], segs[4])
+            if doc is not None:
+                return doc
         if segs and segs[0] == "openapi":
             raise ApiError(404, "NotFound", "the stand-in API server serves no OpenAPI schema")
         return None

@@ -372,7 +372,7 @@ class Store:
         meta["creationTimestamp"] = now_iso()
         meta.pop("deletionTimestamp", None)
         meta.pop("resourceVersion", None)
-        if rt.crd or "spec" in obj:
+        if rt.crd:
             meta["generation"] = 1
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
@@ -733,7 +733,11 @@ class Store:
 
     def _desired(self, ns: str, pdb: Obj) -> int:
         spec = pdb.get("spec") or {}
-        expected = len(self._selected_pods(ns, pdb))
+        # The disruption controller takes the expected count from the pods' controller
+        # (replicas); the stand-in has no controllers, so status.expectedPods stands for it.
+        expected = (pdb.get("status") or {}).get("expectedPods")
+        if expected is None:
+            expected = len(self._selected_pods(ns, pdb))
         if spec.get("minAvailable") is not None:
             return _scaled(spec["minAvailable"], expected, round_up=True)
         if spec.get("maxUnavailable") is not None:
@@ -752,7 +756,7 @@ class Store:
             return {
                 "currentHealthy": healthy,
                 "desiredHealthy": desired,
-                "expectedPods": len(self._selected_pods(ns, pdb)),
+                "expectedPods": (pdb.get("status") or {}).get("expectedPods", len(self._selected_pods(ns, pdb))),
                 "disruptionsAllowed": max(0, healthy - desired),
             }
 
