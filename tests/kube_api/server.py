@@ -454,7 +454,9 @@ class KubeApiServer:
 
     def start(self) -> KubeApiServer:
         """Serve on a daemon thread; returns self."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kube-api-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="kube-api-standin", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -612,6 +614,12 @@ class KubeApiServer:
         """How often a watch with ``allowWatchBookmarks`` gets a BOOKMARK when idle."""
         with self.store.cond:
             self.store.bookmark_interval = seconds
+
+    def history(self, resource: str) -> list[tuple[str, str, str, int]]:
+        """The kept watch events of a type as ``(type, namespace, name, resourceVersion)``, oldest first."""
+        with self.store.cond:
+            events = list(self.store.history[self.rt(resource).key].events)
+        return [(e.type, e.namespace, e.new.obj["metadata"]["name"], e.rv) for e in events]
 
     def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str, int]]:
         """The requests answered so far as ``(method, path with query, status code)``, filtered."""
