@@ -31,8 +31,11 @@ Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
 def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return _ENCODE(obj).encode()
 
 
 def now_iso(t: float | None = None) -> str:
@@ -55,15 +58,17 @@ class Stored:
         return json.loads(self.raw)  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
 class Event:
     """One change: ``ADDED``, ``MODIFIED`` or ``DELETED``, with the previous version for selectors."""
 
-    rv: int
-    type: str
-    new: Stored
-    old: Stored | None
-    namespace: str
+    __slots__ = ("namespace", "new", "old", "rv", "type")
+
+    def __init__(self, rv: int, type: str, new: Stored, old: Stored | None, namespace: str) -> None:
+        self.rv = rv
+        self.type = type
+        self.new = new
+        self.old = old
+        self.namespace = namespace
 
 
 class History:
@@ -396,11 +401,13 @@ class Store:
                         403, "Forbidden", f'pods "{name}" is forbidden: no PriorityClass with name {pc_name} was found'
                     )
                 spec["priority"] = pc.obj.get("value", 0)
-            elif "priority" not in spec:
+            elif "priority" not in spec and pcs:
                 default = next((st.obj for st in pcs.values() if st.obj.get("globalDefault")), None)
                 spec["priority"] = default.get("value", 0) if default else 0
                 if default:
                     spec["priorityClassName"] = default["metadata"]["name"]
+            elif "priority" not in spec:
+                spec["priority"] = 0
             status = obj.setdefault("status", {})
             status.setdefault("phase", "Pending")
         elif rt.plural == "namespaces":
