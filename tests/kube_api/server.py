@@ -298,8 +298,19 @@ class _Handler(BaseHTTPRequestHandler):
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         start = time.monotonic()
         error: dict[str, Any] | None = None
+        send_initial = query.get("sendInitialEvents") in ("1", "true")
+        if send_initial and (not bookmarks or query.get("resourceVersionMatch") != "NotOlderThan"):
+            raise errors.invalid(
+                "ListOptions",
+                "",
+                "",
+                "",
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is only supported with allowWatchBookmarks=true and "
+                "resourceVersionMatch=NotOlderThan",
+            )
         try:
-            pos, initial = store.watch_start(rt, query.get("resourceVersion", ""))
+            pos, initial = store.watch_start(rt, query.get("resourceVersion", ""), send_initial)
         except ApiError as exc:
             if exc.code != 410:
                 raise
@@ -326,6 +337,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if _in_scope(st.obj, ns) and (pred is None or pred(st.obj)):
                     emit("ADDED", st.raw)
                     sent += 1
+            if send_initial:
+                # The end of the initial state (a "watch list"), marked by an annotated bookmark.
+                meta = {"resourceVersion": str(pos), "annotations": {"k8s.io/initial-events-end": "true"}}
+                emit("BOOKMARK", _dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}))
             self.wfile.flush()
             next_bookmark = time.monotonic() + store.bookmark_interval
             while True:

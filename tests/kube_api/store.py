@@ -347,8 +347,8 @@ class Store:
         with self.cond:
             return self._create(rt, ns, body)
 
-    def _create(self, rt: ResourceType, ns: str, body: Obj) -> Stored:
-        obj = copy.deepcopy(body)
+    def _create(self, rt: ResourceType, ns: str, body: Obj, copy_body: bool = True) -> Stored:
+        obj = copy.deepcopy(body) if copy_body else body
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
@@ -769,16 +769,20 @@ class Store:
 
     # ------------------------------------------------------------------ watches
 
-    def watch_start(self, rt: ResourceType, rv_text: str) -> tuple[int, list[Stored] | None]:
+    def watch_start(
+        self, rt: ResourceType, rv_text: str, send_initial: bool = False
+    ) -> tuple[int, list[Stored] | None]:
         """Where a new watch starts.
 
+        :param send_initial: ``sendInitialEvents=true`` (a "watch list"): start with the
+            current objects whatever ``rv_text`` says.
         :returns: ``(resourceVersion, initial objects)``; the initial objects (sent as
-            ``ADDED``) are given when ``rv_text`` is empty or ``"0"``.
+            ``ADDED``) are given when ``rv_text`` is empty or ``"0"``, or ``send_initial``.
         :raises ApiError: ``410`` when ``rv_text`` is older than the kept history, ``400``
             when it is not a number.
         """
         with self.cond:
-            if rv_text in ("", "0"):
+            if rv_text in ("", "0") or send_initial:
                 return self.rv, list(self.tables[rt.key].values())
             try:
                 rv = int(rv_text)
@@ -854,21 +858,13 @@ class Store:
         :returns: how many were created.
         """
         n = 0
+        namespaces = self.tables[("", "namespaces")]
         with self.cond:
             for obj in objs:
-                meta = obj.setdefault("metadata", {})
-                ns = meta.setdefault("namespace", "default") if rt.namespaced else ""
-                if rt.namespaced and ("", ns) not in self.tables[("", "namespaces")]:
+                ns = (obj.get("metadata") or {}).get("namespace") or "default" if rt.namespaced else ""
+                if rt.namespaced and ("", ns) not in namespaces:
                     self._create(self.by_plural[("", "namespaces")], "", {"metadata": {"name": ns}})
-                key = (ns, meta["name"])
-                if key in self.tables[rt.key]:
-                    raise errors.already_exists(rt.group, rt.plural, meta["name"])
-                meta["uid"] = self._next_uid()
-                meta.setdefault("creationTimestamp", now_iso())
-                obj["kind"] = rt.kind
-                obj["apiVersion"] = rt.api_version
-                self._admit(rt, obj)
-                self._commit(rt, key, obj, "ADDED", None)
+                self._create(rt, ns, obj, copy_body=False)
                 n += 1
         return n
 

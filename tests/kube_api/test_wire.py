@@ -592,3 +592,25 @@ def test_injected_delay_holds_the_matching_request(kube_api: KubeApiServer, core
     core.list_node()
     assert time.monotonic() - start >= 0.3  # a lower bound only: sleeping guarantees it
     assert kube_api.store.faults[0].remaining == 0
+
+
+def test_a_watch_list_sends_the_state_then_an_annotated_bookmark(
+    kube_api: KubeApiServer, core: client.CoreV1Api
+) -> None:
+    kube_api.create("pods", make_pod("a"))
+    resp = core.list_namespaced_pod(
+        "default",
+        watch=True,
+        send_initial_events=True,
+        allow_watch_bookmarks=True,
+        resource_version_match="NotOlderThan",
+        timeout_seconds=1,
+        _preload_content=False,
+    )
+    events = [json.loads(line) for line in resp.read().splitlines()]
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "a"
+    assert events[1]["type"] == "BOOKMARK"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_pod("default", watch=True, send_initial_events=True, _preload_content=False)
+    assert err.value.status == 422
