@@ -273,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             limit = int(query.get("limit") or 0)
         except ValueError as exc:
             raise errors.bad_request(f"invalid limit: {query.get('limit')}") from exc
-        list_rv, items, token, remaining = self.store.list(rt, ns, pred, limit, query.get("continue", ""))
+        list_rv, items, token, remaining = self.store.list_page(rt, ns, pred, limit, query.get("continue", ""))
         self._send_list(rt, list_rv, items, token, remaining)
 
     def _send_list(
@@ -472,7 +472,7 @@ class KubeApiServer:
     def url(self) -> str:
         """``http://host:port`` of the running server."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> KubeApiServer:
         """Serve on a daemon thread; returns self."""
@@ -520,7 +520,7 @@ class KubeApiServer:
         except ApiError:
             return None
 
-    def list(self, resource: str, namespace: str | None = None) -> list[Obj]:
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[Obj]:
         """Copies of every object of a type (in one namespace when given), by key order."""
         return self.store.objects(self.rt(resource), namespace)
 
@@ -675,3 +675,5 @@ class KubeApiServer:
             )
         )
         return path
+
+    list = list_objects  # the short name; defined last so that "list" in annotations stays the builtin

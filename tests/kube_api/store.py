@@ -271,7 +271,7 @@ class Store:
             return None
         return lambda o: all(p(o) for p in preds)
 
-    def list(
+    def list_page(
         self,
         rt: ResourceType,
         ns: str | None,
