@@ -79,10 +79,14 @@ class _Handler(BaseHTTPRequestHandler):
     def store(self) -> Store:
         return self.server.store
 
-    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+    def _send(
+        self, code: int, body: bytes, content_type: str = "application/json", retry_after: int | None = None
+    ) -> None:
         with self.store.cond:  # logged before the client can see the answer
             self.store.requests.append((self.command, self.path, code))
         self.send_response(code)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
@@ -106,7 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._route()
         except ApiError as exc:
-            self._send_json(exc.code, exc.status())
+            self._send(exc.code, _dumps(exc.status()), retry_after=exc.retry_after)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:  # a bug in the stand-in: answer 500 rather than hang the client
@@ -136,7 +140,12 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(fault.delay)
             if fault.code:
                 self._read_body()
-                raise ApiError(fault.code, _reason(fault.code), fault.message)
+                err = ApiError(fault.code, _reason(fault.code), fault.message)
+                if fault.code in (429, 503):
+                    # As API priority and fairness answers; a client may wait this long.
+                    err.retry_after = 1
+                    err.details = {"retryAfterSeconds": 1}
+                raise err
         self._resource(method, route, query)
 
     def _discovery(self, segs: list[str]) -> Any:

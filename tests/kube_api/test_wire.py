@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -614,3 +616,22 @@ def test_a_watch_list_sends_the_state_then_an_annotated_bookmark(
     with pytest.raises(ApiException) as err:
         core.list_namespaced_pod("default", watch=True, send_initial_events=True, _preload_content=False)
     assert err.value.status == 422
+
+
+def test_an_injected_429_carries_retry_after_which_the_client_honours(
+    kube_api: KubeApiServer, core: client.CoreV1Api
+) -> None:
+    kube_api.fail_next(1, 429, method="GET", resource="nodes")
+    # urllib3 under the client waits Retry-After and repeats the request, as it would
+    # against API priority and fairness.
+    assert core.list_node().items == []
+    assert [code for _, _, code in kube_api.requests("GET", "/api/v1/nodes")] == [429, 200]
+    kube_api.fail_next(1, 429, method="GET", resource="nodes")
+    with pytest.raises(urllib.error.HTTPError) as raw:
+        urllib.request.urlopen(f"{kube_api.url}/api/v1/nodes")
+    assert raw.value.code == 429 and raw.value.headers["Retry-After"] == "1"
+    assert json.loads(raw.value.read())["details"] == {"retryAfterSeconds": 1}
+    kube_api.fail_next(1, 500, method="GET", resource="nodes")
+    with pytest.raises(ApiException) as err:
+        core.list_node()
+    assert err.value.status == 500 and "Retry-After" not in err.value.headers
