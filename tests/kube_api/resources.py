@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -45,6 +46,19 @@ class ResourceType:
     def key(self) -> tuple[str, str]:
         """``(group, plural)``: how the store names the type."""
         return (self.group, self.plural)
+
+    def list_item(self, raw: bytes) -> bytes:
+        """An object's JSON as an item of a list: a built-in type's list items carry no kind
+        and apiVersion (the API server encodes them without type metadata), a custom
+        resource's do. ``raw`` must start with kind then apiVersion, as the store writes it."""
+        prefix = self._type_prefix
+        if self.crd or not raw.startswith(prefix):
+            return raw
+        return b"{" + raw[len(prefix) :]
+
+    @cached_property
+    def _type_prefix(self) -> bytes:
+        return f'{{"kind":"{self.kind}","apiVersion":"{self.api_version}",'.encode()
 
     @property
     def singular(self) -> str:

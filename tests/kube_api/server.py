@@ -294,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         if remaining is not None:
             meta["remainingItemCount"] = remaining
         head = _dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta})
-        body = head[:-1] + b',"items":[' + b",".join(st.raw for st in items) + b"]}"
+        body = head[:-1] + b',"items":[' + b",".join([rt.list_item(st.raw) for st in items]) + b"]}"
         self._send(200, body)
 
     # ------------------------------------------------------------------ watch
@@ -348,8 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
                     sent += 1
             if send_initial:
                 # The end of the initial state (a "watch list"), marked by an annotated bookmark.
-                meta = {"resourceVersion": str(pos), "annotations": {"k8s.io/initial-events-end": "true"}}
-                emit("BOOKMARK", _dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}))
+                emit("BOOKMARK", _bookmark(rt, pos, {"k8s.io/initial-events-end": "true"}))
             self.wfile.flush()
             next_bookmark = time.monotonic() + store.bookmark_interval
             while True:
@@ -389,8 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 if bookmarks and not events and now >= next_bookmark:
                     pos = current
-                    bm = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(current)}}
-                    emit("BOOKMARK", _dumps(bm))
+                    emit("BOOKMARK", _bookmark(rt, current))
                     self.wfile.flush()
                     next_bookmark = now + store.bookmark_interval
             self._end_chunks()
@@ -406,6 +404,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _bookmark(rt: ResourceType, rv: int, annotations: dict[str, str] | None = None) -> bytes:
+    """A BOOKMARK's object: only kind, apiVersion and metadata.resourceVersion mean anything.
+    For a built-in type the API server encodes an empty typed object, so the metadata has
+    ``creationTimestamp: null`` (and a pod an empty spec and status); a client must not
+    read a bookmark as an object."""
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if annotations:
+        meta["annotations"] = annotations
+    obj: dict[str, Any] = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    if not rt.crd:
+        meta["creationTimestamp"] = None
+        if rt.plural == "pods":
+            obj["spec"] = {"containers": None}
+            obj["status"] = {}
+    return _dumps(obj)
 
 
 def _in_scope(obj: Obj, ns: str | None) -> bool:

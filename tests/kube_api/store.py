@@ -217,7 +217,11 @@ class Store:
             del table[key]
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
-            stored = Stored(obj, rv)
+            # kind and apiVersion first: a list of a built-in type drops them from its
+            # items by cutting that prefix (see ResourceType.list_item).
+            typed = {"kind": rt.kind, "apiVersion": rt.api_version}
+            typed.update((k, v) for k, v in obj.items() if k not in typed)
+            stored = Stored(typed, rv)
             table[key] = stored
         self.history[rt.key].append(Event(rv, etype, stored, old, key[0]))
         self.cond.notify_all()
@@ -657,10 +661,12 @@ class Store:
                     f"Precondition failed: UID in precondition: {bmeta['uid']}, UID in object meta: {meta.get('uid')}",
                 )
             if meta.get("deletionTimestamp"):
-                raise errors.conflict("", "pods", name, f"pod {name} is being deleted, cannot be assigned to a host")
+                raise errors.conflict(
+                    "", "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
+                )
             current = (old.obj.get("spec") or {}).get("nodeName")
             if current:
-                raise errors.conflict("", "pods", name, f'pod {name} is already assigned to node "{current}"')
+                raise errors.conflict("", "pods/binding", name, f'pod {name} is already assigned to node "{current}"')
             pod = old.copy()
             pod["spec"]["nodeName"] = node
             if bmeta.get("annotations"):

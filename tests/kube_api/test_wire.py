@@ -635,3 +635,18 @@ def test_an_injected_429_carries_retry_after_which_the_client_honours(
     with pytest.raises(ApiException) as err:
         core.list_node()
     assert err.value.status == 500 and "Retry-After" not in err.value.headers
+
+
+def test_list_items_of_built_in_types_carry_no_type_metadata(kube_api: KubeApiServer) -> None:
+    kube_api.create("pods", make_pod("p"))
+    kube_api.create("podgroups", make_podgroup("pg"))
+
+    def get(path: str) -> Any:
+        with urllib.request.urlopen(kube_api.url + path) as resp:
+            return json.loads(resp.read())
+
+    pods = get("/api/v1/namespaces/default/pods")
+    assert pods["kind"] == "PodList" and "kind" not in pods["items"][0] and pods["items"][0]["metadata"]["name"] == "p"
+    assert get("/api/v1/namespaces/default/pods/p")["kind"] == "Pod"
+    groups = get("/apis/scheduling.volcano.sh/v1beta1/podgroups")
+    assert groups["items"][0]["kind"] == "PodGroup"  # custom resources keep it, as unstructured objects do
