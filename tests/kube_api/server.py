@@ -27,6 +27,7 @@ from .resources import (
     resource_list_doc,
 )
 from .store import Fault, Obj, Store, Stored, find_type
+from .tables import table, wants_table
 
 VERSION_DOC = {
     "major": "1",
@@ -252,7 +253,10 @@ class _Handler(BaseHTTPRequestHandler):
             st = store.get(rt, ns, name)
             if r.sub == "status" and rt.plural == "podgroups" and "status" not in rt.subresources:
                 raise errors.not_found(rt.group, rt.plural, name)
-            self._send(200, st.raw)
+            if wants_table(self.headers.get("Accept", "")):
+                self._send_json(200, table(rt, [st.obj]))
+            else:
+                self._send(200, st.raw)
             return
         if method == "PUT":
             body = self._read_body()
@@ -293,6 +297,9 @@ class _Handler(BaseHTTPRequestHandler):
             meta["continue"] = token
         if remaining is not None:
             meta["remainingItemCount"] = remaining
+        if wants_table(self.headers.get("Accept", "")):
+            self._send_json(200, table(rt, [st.obj for st in items], meta))
+            return
         head = _dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join([rt.list_item(st.raw) for st in items]) + b"]}"
         self._send(200, body)
@@ -332,8 +339,11 @@ class _Handler(BaseHTTPRequestHandler):
         with store.cond:
             store.requests.append((self.command, self.path, 200))
         sent = 0
+        as_table = wants_table(self.headers.get("Accept", ""))
 
-        def emit(etype: str, raw: bytes) -> None:
+        def emit(etype: str, raw: bytes, obj: Obj | None = None) -> None:
+            if as_table and obj is not None:
+                raw = _dumps(table(rt, [obj]))
             data = b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
@@ -344,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             for st in initial or ():
                 if _in_scope(st.obj, ns) and (pred is None or pred(st.obj)):
-                    emit("ADDED", st.raw)
+                    emit("ADDED", st.raw, st.obj)
                     sent += 1
             if send_initial:
                 # The end of the initial state (a "watch list"), marked by an annotated bookmark.
@@ -376,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
                     etype, raw = _filtered(ev.type, ev.new, ev.old, pred)
                     if etype is None:
                         continue
-                    emit(etype, raw)
+                    emit(etype, raw, ev.new.obj)
                     sent += 1
                     if budget is not None and sent >= budget:
                         self.wfile.flush()

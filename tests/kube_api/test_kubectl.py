@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .bulk import make_node, make_podgroup, make_queue
+from .bulk import make_node, make_pod, make_podgroup, make_queue
 from .server import KubeApiServer
 
 KUBECTL = shutil.which("kubectl")
@@ -140,6 +140,21 @@ def test_kubectl_label_and_patch_a_custom_resource(kube_api: KubeApiServer, kube
     kubectl("patch", "podgroup", "pg-a", "--type=merge", "-p", '{"spec":{"minMember":4}}')
     pg = kube_api.get("podgroups", "pg-a")
     assert pg["metadata"]["labels"] == {"team": "ml"} and pg["spec"]["minMember"] == 4
+
+
+def test_kubectl_prints_tables_for_people(kube_api: KubeApiServer, kubectl: Any) -> None:
+    kube_api.create("nodes", make_node("n1"))
+    kube_api.create("nodes", make_node("n2", ready=False, unschedulable=True))
+    kube_api.create("pods", make_pod("bound", node_name="n1"))
+    kube_api.create("pods", make_pod("waiting"))
+    rows = [line.split() for line in kubectl("get", "pods", "-o", "wide").stdout.splitlines()]
+    assert rows[0][:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"] and "NODE" in rows[0]
+    assert [(r[0], r[1], r[2], r[6]) for r in rows[1:]] == [
+        ("bound", "1/1", "Running", "n1"),
+        ("waiting", "0/1", "Pending", "<none>"),
+    ]
+    nodes = [line.split()[:2] for line in kubectl("get", "nodes").stdout.splitlines()]
+    assert nodes == [["NAME", "STATUS"], ["n1", "Ready"], ["n2", "NotReady,SchedulingDisabled"]]
 
 
 def _wait_for(condition: Callable[[], Any], message: str, timeout: float = 30.0) -> None:
