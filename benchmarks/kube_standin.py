@@ -8,7 +8,7 @@ against it (start-up, bind throughput) can be read against its own ceiling.
 * list: every pod in pages of 500 (``limit``/``continue``) from another process, reading
   the raw answers (no JSON decoding, which is the client's cost, not the server's);
 * bind: ``pods/binding`` requests per second from another process over N keep-alive
-  connections, for each N.
+  connections, for each N, while a watch on every pod is open and read.
 
 The server runs in its own process (``python -m kube_api``) for list and bind.
 """
@@ -90,6 +90,29 @@ def measure_binds(url: str, first: int, count: int, connections: int, nodes: int
     return count / elapsed
 
 
+class PodWatch:
+    """A watch on every pod, read on a thread (as an adapter's informer would) and counted."""
+
+    def __init__(self, url: str) -> None:
+        self.events = 0
+        self.conn = _connect(url)
+        self.conn.request("GET", "/api/v1/pods?limit=1")
+        head = self.conn.getresponse().read()
+        rv = json.loads(head)["metadata"]["resourceVersion"]
+        self.conn.request("GET", f"/api/v1/pods?watch=1&resourceVersion={rv}")
+        self.resp = self.conn.getresponse()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.resp:
+                if line.strip():
+                    self.events += 1
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the measurements and print one line each."""
     parser = argparse.ArgumentParser(
@@ -136,13 +159,18 @@ def main(argv: list[str] | None = None) -> int:
             f"median {statistics.median(t for t, _ in lists):.2f} s"
         )
         first = args.pods
+        watch = PodWatch(url)
         width = max(5, len(str(max(args.nodes, args.pods + pending))))  # as load_cluster names them
         for n in conns:
             rates = []
             for _ in range(args.repeat):
                 rates.append(measure_binds(url, first, args.binds, n, args.nodes, width))
                 first += args.binds
-            print(f"bind over {n} connection(s): median {statistics.median(rates):.0f} pods/s")
+            print(f"bind over {n} connection(s), one pod watch open: median {statistics.median(rates):.0f} pods/s")
+        deadline = time.monotonic() + 30
+        while watch.events < first - args.pods and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(f"the watch saw {watch.events} of {first - args.pods} binds")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -165,7 +165,10 @@ class Store:
         self.resources = resources
         self.types = by_path(resources)
         self.by_plural = {(r.group, r.plural): r for r in resources}
-        self.cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)  # "with store.cond" holds the store's one lock
+        # One condition per type on the same lock: a change wakes only that type's watches.
+        self.changed = {r.key: threading.Condition(lock) for r in resources}
         self.rv = 1
         self.uid_counter = 0
         self.tables: dict[tuple[str, str], SortedDict[Key, Stored]] = {r.key: SortedDict() for r in resources}
@@ -224,7 +227,7 @@ class Store:
             stored = Stored(typed, rv)
             table[key] = stored
         self.history[rt.key].append(Event(rv, etype, stored, old, key[0]))
-        self.cond.notify_all()
+        self.changed[rt.key].notify_all()
         return stored
 
     def _get(self, rt: ResourceType, ns: str, name: str) -> Stored:
@@ -816,14 +819,18 @@ class Store:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return [], self.rv
-                self.cond.wait(left)
+                self.changed[rt.key].wait(left)
+
+    def _wake_all(self) -> None:
+        for cond in self.changed.values():
+            cond.notify_all()
 
     def drop_watches(self, abrupt: bool = True) -> None:
         """End every open watch stream now: abruptly (connection closed mid-stream) or cleanly."""
         with self.cond:
             self.abrupt_drop = abrupt
             self.watch_generation += 1
-            self.cond.notify_all()
+            self._wake_all()
 
     def expire_history(self, drop_watches: bool = True) -> None:
         """Forget every event and list snapshot so far: a watch or ``continue`` from any earlier
@@ -834,7 +841,7 @@ class Store:
             self.snapshots.clear()
             if drop_watches:
                 self.watch_generation += 1
-            self.cond.notify_all()
+            self._wake_all()
 
     # ------------------------------------------------------------------ faults
 
@@ -853,7 +860,7 @@ class Store:
         """End every watch and pending kubelet timer."""
         with self.cond:
             self.stopping = True
-            self.cond.notify_all()
+            self._wake_all()
             timers = list(self.timers)
         for t in timers:
             t.cancel()
