@@ -169,6 +169,8 @@ class Store:
         self.cond = threading.Condition(lock)  # "with store.cond" holds the store's one lock
         # One condition per type on the same lock: a change wakes only that type's watches.
         self.changed = {r.key: threading.Condition(lock) for r in resources}
+        self.uids: dict[str, tuple[tuple[str, str], Key]] = {}  # every stored object by UID
+        self.dependents: dict[str, set[tuple[tuple[str, str], Key]]] = {}  # owner UID -> may-be dependents
         self.rv = 1
         self.uid_counter = 0
         self.tables: dict[tuple[str, str], SortedDict[Key, Stored]] = {r.key: SortedDict() for r in resources}
@@ -218,6 +220,7 @@ class Store:
             gone["metadata"]["resourceVersion"] = str(rv)
             stored = Stored(gone, rv)
             del table[key]
+            self.uids.pop(gone["metadata"].get("uid", ""), None)
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
             # kind and apiVersion first: a list of a built-in type drops them from its
@@ -226,9 +229,34 @@ class Store:
             typed.update((k, v) for k, v in obj.items() if k not in typed)
             stored = Stored(typed, rv)
             table[key] = stored
+            meta = typed["metadata"]
+            self.uids[meta["uid"]] = (rt.key, key)
+            for ref in meta.get("ownerReferences") or ():
+                self.dependents.setdefault(ref.get("uid", ""), set()).add((rt.key, key))
         self.history[rt.key].append(Event(rv, etype, stored, old, key[0]))
         self.changed[rt.key].notify_all()
+        if obj is None:
+            self._collect_dependents(stored.obj["metadata"].get("uid", ""))
         return stored
+
+    def _dependents(self, uid: str) -> list[tuple[ResourceType, Stored]]:
+        """The objects that name ``uid`` among their ownerReferences."""
+        out = []
+        for tkey, key in sorted(self.dependents.get(uid, ())):
+            st = self.tables[tkey].get(key)
+            if st is not None and any(r.get("uid") == uid for r in st.obj["metadata"].get("ownerReferences") or ()):
+                out.append((self.by_plural[tkey], st))
+        return out
+
+    def _collect_dependents(self, uid: str) -> None:
+        """The garbage collector: delete the objects whose every owner is gone (background
+        propagation, done at once)."""
+        dependents = self._dependents(uid)
+        self.dependents.pop(uid, None)
+        for rt, st in dependents:
+            refs = st.obj["metadata"].get("ownerReferences") or ()
+            if not any(r.get("uid") in self.uids for r in refs) and not st.obj["metadata"].get("deletionTimestamp"):
+                self._delete(rt, st, {})
 
     def _get(self, rt: ResourceType, ns: str, name: str) -> Stored:
         st = self.tables[rt.key].get((ns if rt.namespaced else "", name))
@@ -579,8 +607,17 @@ class Store:
                 if other.namespaced:
                     table = self.tables[other.key]
                     for k in [k for k in table if k[0] == meta["name"]]:
-                        self._commit(other, k, None, "DELETED", table[k])
+                        if k in table:  # not yet collected as another object's dependent
+                            self._commit(other, k, None, "DELETED", table[k])
             return self._commit(rt, key, None, "DELETED", old)
+        if options.get("propagationPolicy") == "Orphan":
+            uid = meta.get("uid", "")
+            for dep_rt, dep in self._dependents(uid):
+                orphan = dep.copy()
+                refs = [r for r in orphan["metadata"]["ownerReferences"] if r.get("uid") != uid]
+                orphan["metadata"]["ownerReferences"] = refs
+                dep_meta = orphan["metadata"]
+                self._commit(dep_rt, (dep_meta.get("namespace", ""), dep_meta["name"]), orphan, "MODIFIED", dep)
         grace: Any = options.get("gracePeriodSeconds")
         graceful = False
         if rt.plural == "pods":
