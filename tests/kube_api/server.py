@@ -556,6 +556,13 @@ class KubeApiServer:
         """Copies of every object of a type (in one namespace when given), by key order."""
         return self.store.objects(self.rt(resource), namespace)
 
+    def count(self, resource: str, field_selector: str = "", label_selector: str = "") -> int:
+        """How many objects of a type match the selectors (no copies: fast on large stores)."""
+        rt = self.rt(resource)
+        pred = self.store.make_filter(rt, label_selector, field_selector)
+        _, items, _, _ = self.store.list_page(rt, None, pred)
+        return len(items)
+
     def create(self, resource: str, obj: Obj, namespace: str | None = None) -> Obj:
         """Create an object as a POST would (the namespace defaults to the object's, then ``default``)."""
         rt = self.rt(resource)

@@ -72,3 +72,12 @@ def test_deleting_a_namespace_deletes_its_objects(kube_api: KubeApiServer) -> No
     with pytest.raises(ApiError) as err:
         kube_api.create("pods", make_pod("late", namespace="team"))
     assert err.value.code == 404
+
+
+def test_count_applies_the_selectors(kube_api: KubeApiServer) -> None:
+    kube_api.create("pods", make_pod("a", node_name="n1", labels={"app": "x"}))
+    kube_api.create("pods", make_pod("b", labels={"app": "x"}))
+    kube_api.create("pods", make_pod("c"))
+    assert kube_api.count("pods") == 3
+    assert kube_api.count("pods", field_selector="spec.nodeName!=") == 1
+    assert kube_api.count("pods", label_selector="app=x", field_selector="spec.nodeName=") == 1
