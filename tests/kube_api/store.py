@@ -870,9 +870,14 @@ class Store:
             self._wake_all()
 
     def expire_history(self, drop_watches: bool = True) -> None:
-        """Forget every event and list snapshot so far: a watch or ``continue`` from any earlier
-        resourceVersion gets ``410 Gone`` (as after an etcd compaction)."""
+        """Forget every event and list snapshot so far: a watch or ``continue`` from any
+        resourceVersion handed out so far gets ``410 Gone`` (as after an etcd compaction).
+
+        The resourceVersion moves on by one first, so that even a client that has seen every
+        event gets the ``410`` (a compaction after a write it does not watch).
+        """
         with self.cond:
+            self.rv += 1
             for h in self.history.values():
                 h.expire(self.rv)
             self.snapshots.clear()
