@@ -124,6 +124,10 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(cur)
 
 
+# Field labels that name another path (an Event's "source" is its source.component).
+FIELD_ALIASES = {"source": "source.component"}
+
+
 def parse_field_selector(text: str, supported: tuple[str, ...]) -> Predicate:
     """Compile a field selector (``spec.nodeName=,metadata.name!=x``) into a predicate on objects.
 
@@ -144,5 +148,5 @@ def parse_field_selector(text: str, supported: tuple[str, ...]) -> Predicate:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         if key not in allowed:
             raise SelectorError(f"field label not supported: {key}")
-        terms.append(_field_equals(key, value, negate=op == "!="))
+        terms.append(_field_equals(FIELD_ALIASES.get(key, key), value, negate=op == "!="))
     return lambda obj: all(t(obj) for t in terms)

@@ -100,6 +100,13 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if not raw:
             return None
+        ctype = self.headers.get("Content-Type", "")
+        if "protobuf" in ctype or "cbor" in ctype:
+            # kubectl's typed commands (create namespace, run ...) send protobuf; a real
+            # server decodes it, the stand-in has no schemas to do so.
+            raise ApiError(
+                415, "UnsupportedMediaType", f"the stand-in API server accepts only JSON bodies, not {ctype}"
+            )
         try:
             return json.loads(raw)
         except ValueError as exc:

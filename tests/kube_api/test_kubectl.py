@@ -157,6 +157,50 @@ def test_kubectl_prints_tables_for_people(kube_api: KubeApiServer, kubectl: Any)
     assert nodes == [["NAME", "STATUS"], ["n1", "Ready"], ["n2", "NotReady,SchedulingDisabled"]]
 
 
+def test_kubectl_describe_shows_a_pods_events(kube_api: KubeApiServer, kubectl: Any) -> None:
+    pod = kube_api.create("pods", make_pod("p1", node_name="n1"))
+    involved = {"kind": "Pod", "name": "p1", "namespace": "default", "uid": pod["metadata"]["uid"]}
+    kube_api.create(
+        "events",
+        {
+            "metadata": {"name": "p1.1"},
+            "involvedObject": involved,
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": "Successfully assigned default/p1 to n1",
+            "source": {"component": "volcano"},
+        },
+    )
+    out = kubectl("describe", "pod", "p1").stdout
+    assert "Successfully assigned default/p1 to n1" in out and "Scheduled" in out
+
+
+def test_kubectl_drain_evicts_through_the_eviction_api_and_honours_budgets(
+    kube_api: KubeApiServer, kubectl: Any
+) -> None:
+    kube_api.create("nodes", make_node("n1"))
+    kube_api.create("pods", make_pod("free", node_name="n1"))
+    kube_api.create("pods", make_pod("guarded", node_name="n1", labels={"app": "db"}))
+    kube_api.create(
+        "poddisruptionbudgets",
+        {
+            "metadata": {"name": "db"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        },
+    )
+    drain = kubectl("drain", "n1", "--force", "--timeout=3s", check=False)
+    assert drain.returncode != 0
+    assert "Cannot evict pod as it would violate the pod's disruption budget" in drain.stderr
+    assert kube_api.get("nodes", "n1", "")["spec"]["unschedulable"] is True
+    assert kube_api.find("pods", "free") is None and kube_api.find("pods", "guarded") is not None
+    assert kube_api.requests("POST", "/pods/guarded/eviction")[0][2] == 429
+
+
+def test_kubectl_typed_create_sends_protobuf_which_the_stand_in_refuses(kubectl: Any) -> None:
+    out = kubectl("create", "namespace", "x", check=False)
+    assert out.returncode == 1 and "UnsupportedMediaType" in out.stderr
+
+
 def _wait_for(condition: Callable[[], Any], message: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
