@@ -51,7 +51,7 @@ def _dumps(obj: Any) -> bytes:
 class _Headers(dict[str, str]):
     """Request headers by lower-case name, looked up case-insensitively."""
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(key.lower(), default)
 
     def __getitem__(self, key: str) -> str:
@@ -85,7 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         """Parse the request line and headers without the email parser the base class uses
         (a third of the cost of a small request); anything unusual goes to the base class."""
-        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        requestline: bytes = self.raw_requestline  # type: ignore[has-type]
+        line = str(requestline, "iso-8859-1").rstrip("\r\n")
         words = line.split()
         if len(words) != 3 or words[2] != "HTTP/1.1":
             self.raw_requestline = (line + "\r\n").encode("iso-8859-1")

@@ -225,7 +225,7 @@ class Store:
             obj["metadata"]["resourceVersion"] = str(rv)
             # kind and apiVersion first: a list of a built-in type drops them from its
             # items by cutting that prefix (see ResourceType.list_item).
-            typed = {"kind": rt.kind, "apiVersion": rt.api_version}
+            typed: Obj = {"kind": rt.kind, "apiVersion": rt.api_version}
             typed.update((k, v) for k, v in obj.items() if k not in typed)
             stored = Stored(typed, rv)
             table[key] = stored
