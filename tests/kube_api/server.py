@@ -133,6 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(code, _dumps(obj))
 
     def _read_body(self) -> Any:
+        if self._body_read:
+            return None
+        self._body_read = True
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
@@ -150,14 +153,25 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"the request body is not JSON: {exc}") from exc
 
     def _dispatch(self) -> None:
+        self._body_read = False
         try:
             self._route()
         except ApiError as exc:
+            self._skip_body()
             self._send(exc.code, _dumps(exc.status()), retry_after=exc.retry_after)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:  # a bug in the stand-in: answer 500 rather than hang the client
+            self._skip_body()
             self._send_json(500, errors.internal(f"{type(exc).__name__}: {exc}").status())
+
+    def _skip_body(self) -> None:
+        """Read a body left unread by a refused request, so that the connection stays usable."""
+        if not self._body_read:
+            self._body_read = True
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
 
@@ -182,7 +196,6 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.code:
-                self._read_body()
                 err = ApiError(fault.code, _reason(fault.code), fault.message)
                 if fault.code in (429, 503):
                     # As API priority and fairness answers; a client may wait this long.
@@ -257,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
         if r.name is None:
             if method == "GET":
                 pred = store.make_filter(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""))
-                if query.get("watch") in ("1", "true"):
+                if query.get("watch", "").lower() in ("1", "true"):
                     self._watch(rt, r.namespace, pred, query)
                 else:
                     self._list(rt, r.namespace, pred, query)
@@ -292,9 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(201, errors.success(201))
             return
         if method == "GET":
-            st = store.get(rt, ns, name)
-            if r.sub == "status" and rt.plural == "podgroups" and "status" not in rt.subresources:
-                raise errors.not_found(rt.group, rt.plural, name)
+            st = store.get(rt, ns, name)  # the status subresource reads the whole object too
             if wants_table(self.headers.get("Accept", "")):
                 self._send_json(200, table(rt, [st.obj]))
             else:
@@ -352,11 +363,11 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.store
         generation = store.watch_generation
         budget = store.watch_event_budget
-        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         start = time.monotonic()
         error: dict[str, Any] | None = None
-        send_initial = query.get("sendInitialEvents") in ("1", "true")
+        send_initial = query.get("sendInitialEvents", "").lower() in ("1", "true")
         if send_initial and (not bookmarks or query.get("resourceVersionMatch") != "NotOlderThan"):
             raise errors.invalid(
                 "ListOptions",

@@ -64,3 +64,19 @@ def test_an_unknown_path_is_a_404_status(kube_api: KubeApiServer) -> None:
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 404")
     assert json.loads(body)["kind"] == "Status"
+
+
+def test_a_refused_request_with_a_body_leaves_the_connection_usable(kube_api: KubeApiServer) -> None:
+    body = json.dumps(make_pod("p")).encode()
+    length = str(len(body)).encode()
+    raw = _exchange(
+        kube_api,
+        b"POST /apis/apps/v1/namespaces/default/deployments HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: "
+        + length
+        + b"\r\n\r\n"
+        + body
+        + b"POST /api/v1/namespaces/nowhere/pods HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + length + b"\r\n\r\n" + body + b"GET /version HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    assert [a[:3] for a in raw.split(b"HTTP/1.1 ")[1:]] == [b"404", b"400", b"200"]
