@@ -78,6 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16
     disable_nagle_algorithm = True
     server: _HTTPServer
+    _body_read = False  # whether the current request's body has been read
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
