@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import errors
 from .errors import ApiError
+from .patch import JSON_PATCH, MERGE, STRATEGIC
 from .resources import (
     ResourceType,
     api_group_doc,
@@ -42,6 +43,7 @@ VERSION_DOC = {
 }
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -319,10 +321,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, store.update(rt, ns, name, body, r.sub or "").raw)
             return
         if method == "PATCH":
-            body = self._read_body()
-            ctype = self.headers.get("Content-Type", "")
+            ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if ctype.startswith("application/apply-patch"):
                 raise ApiError(415, "UnsupportedMediaType", "the stand-in does not implement server-side apply")
+            if ctype not in PATCH_TYPES:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{', '.join(PATCH_TYPES)}",
+                )
+            body = self._read_body()
             self._send(200, store.patch(rt, ns, name, ctype, body, r.sub or "").raw)
             return
         if method == "DELETE":

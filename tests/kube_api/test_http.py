@@ -80,3 +80,15 @@ def test_a_refused_request_with_a_body_leaves_the_connection_usable(kube_api: Ku
         b"Content-Length: " + length + b"\r\n\r\n" + body + b"GET /version HTTP/1.1\r\nConnection: close\r\n\r\n",
     )
     assert [a[:3] for a in raw.split(b"HTTP/1.1 ")[1:]] == [b"404", b"400", b"200"]
+
+
+def test_a_patch_in_an_unknown_format_is_415(kube_api: KubeApiServer) -> None:
+    kube_api.create("pods", make_pod("p"))
+    body = b'{"metadata":{"labels":{"a":"b"}}}'
+    raw = _exchange(
+        kube_api,
+        b"PATCH /api/v1/namespaces/default/pods/p HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body,
+    )
+    assert raw.startswith(b"HTTP/1.1 415")
+    assert "labels" not in kube_api.get("pods", "p")["metadata"]
