@@ -682,7 +682,8 @@ class Store:
         """Bind a pod to a node (``pods/binding``).
 
         :raises ApiError: ``404`` for a missing pod; ``409 Conflict`` when the pod is already
-            bound, is terminating or its UID differs from the binding's.
+            bound, is terminating, still has scheduling gates, or its UID differs from the
+            binding's.
         """
         rt = self.by_plural[("", "pods")]
         target = binding.get("target") or {}
@@ -704,6 +705,8 @@ class Store:
                 raise errors.conflict(
                     "", "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
                 )
+            if (old.obj.get("spec") or {}).get("schedulingGates"):
+                raise errors.conflict("", "pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
             current = (old.obj.get("spec") or {}).get("nodeName")
             if current:
                 raise errors.conflict("", "pods/binding", name, f'pod {name} is already assigned to node "{current}"')

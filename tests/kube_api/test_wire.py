@@ -381,9 +381,14 @@ def test_scheduling_gates_are_removed_by_a_strategic_merge_patch(
     pod = make_pod("p")
     pod["spec"]["schedulingGates"] = [{"name": "scheduling.volcano.sh/queue-allocation-gate"}, {"name": "other"}]
     kube_api.create("pods", pod)
+    with pytest.raises(ApiException) as err:
+        _bind(core, "p", "n1")  # a gated pod cannot be bound
+    assert err.value.status == 409 and "schedulingGates" in _status(err.value)["message"]
     patch = {"spec": {"schedulingGates": [{"name": "scheduling.volcano.sh/queue-allocation-gate", "$patch": "delete"}]}}
     core.patch_namespaced_pod("p", "default", patch)
     assert kube_api.get("pods", "p")["spec"]["schedulingGates"] == [{"name": "other"}]
+    core.patch_namespaced_pod("p", "default", {"spec": {"schedulingGates": None}})
+    assert _bind(core, "p", "n1").status == 201
 
 
 def test_json_patch_and_merge_patch(kube_api: KubeApiServer, api: client.ApiClient) -> None:
