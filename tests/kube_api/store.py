@@ -423,6 +423,14 @@ class Store:
         """Defaults and admission the scheduler can observe."""
         if rt.plural == "pods":
             spec = obj.setdefault("spec", {})
+            name = obj["metadata"]["name"]
+            containers = spec.get("containers")
+            if not containers:
+                raise errors.invalid("Pod", "", "pods", name, "spec.containers", "Required value")
+            for i, c in enumerate(containers):
+                for field in ("name", "image"):
+                    if not c.get(field):
+                        raise errors.invalid("Pod", "", "pods", name, f"spec.containers[{i}].{field}", "Required value")
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")

@@ -112,7 +112,7 @@ def test_kubectl_watch_sees_an_update(kube_api: KubeApiServer, kubectl: Any, tmp
 
 
 def test_kubectl_delete_waits_for_a_graceful_pod_deletion(kube_api: KubeApiServer, kubectl: Any) -> None:
-    kube_api.create("pods", {"metadata": {"name": "bound"}, "spec": {"nodeName": "n1", "containers": []}})
+    kube_api.create("pods", make_pod("bound", node_name="n1"))
     out = kubectl("delete", "pod", "bound").stdout
     assert 'pod "bound" deleted' in out
     assert kube_api.find("pods", "bound") is None

@@ -408,6 +408,14 @@ def test_json_patch_and_merge_patch(kube_api: KubeApiServer, api: client.ApiClie
     assert spec == {"minMember": 3}
 
 
+def test_a_pod_without_containers_is_invalid(kube_api: KubeApiServer, core: client.CoreV1Api) -> None:
+    pod = make_pod("p")
+    pod["spec"]["containers"] = []
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod("default", pod)
+    assert err.value.status == 422 and _status(err.value)["details"]["causes"][0]["field"] == "spec.containers"
+
+
 def test_create_in_a_missing_namespace_is_404_and_an_unknown_priority_class_403(
     kube_api: KubeApiServer, core: client.CoreV1Api
 ) -> None:
