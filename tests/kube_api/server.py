@@ -674,6 +674,10 @@ class KubeApiServer:
         status = {**pod.get("status", {}), "phase": phase, "conditions": [*conds, ready]}
         return self.patch("pods", name, {"status": status}, namespace, subresource="status")
 
+    def pdb_status(self, name: str, namespace: str = "default") -> dict[str, int]:
+        """A PodDisruptionBudget's status as the disruption controller would compute it now."""
+        return self.store.pdb_status(namespace, name)
+
     def finalize_pod(self, name: str, namespace: str = "default") -> bool:
         """Remove a terminating pod, as its kubelet does (see ``pod_deletion_delay``)."""
         return self.store.finalize_pod(namespace, name)

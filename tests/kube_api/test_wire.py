@@ -529,7 +529,7 @@ def test_eviction_budget_with_max_unavailable_percent(kube_api: KubeApiServer, c
             "status": {"expectedPods": 4},  # the replica count a controller would give
         },
     )
-    assert kube_api.store.pdb_status("default", "pdb")["disruptionsAllowed"] == 2
+    assert kube_api.pdb_status("pdb")["disruptionsAllowed"] == 2
     _evict(core, "w0", grace=0)
     _evict(core, "w1", grace=0)
     with pytest.raises(ApiException) as err:
