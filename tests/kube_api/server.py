@@ -459,7 +459,7 @@ class _Handler(BaseHTTPRequestHandler):
                 now = time.monotonic()
                 if timeout is not None and now >= start + timeout:
                     break
-                if bookmarks and not events and now >= next_bookmark:
+                if bookmarks and now >= next_bookmark:  # every event up to current were in this batch
                     pos = current
                     emit("BOOKMARK", _bookmark(rt, current))
                     self.wfile.flush()
