@@ -94,3 +94,41 @@ def test_a_watch_sees_every_concurrent_change_once_and_in_order(kube_api: KubeAp
     assert [(t, n, v) for t, _, n, v in kube_api.history("pods")][-120:] == seen  # none missing
     for i in range(40):
         assert [t for t, n, _ in seen if n == f"p{i}"] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+def test_bookmarks_amid_changes_never_skip_an_event(kube_api: KubeApiServer) -> None:
+    kube_api.set_bookmark_interval(0.01)
+    _, listed = _request(kube_api, "GET", "/api/v1/pods")
+    rv = listed["metadata"]["resourceVersion"]
+    host, port = kube_api.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", f"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=20")
+    stream = conn.getresponse()
+
+    def write(i: int) -> None:
+        kube_api.create("pods", make_pod(f"p{i}"))
+        kube_api.create("nodes", make_node(f"n{i}"))  # moves the resourceVersion under the watch
+
+    events: list[tuple[str, int]] = []
+    lines = iter(stream)
+
+    def read_until(added: int, bookmark: bool) -> None:
+        for line in lines:
+            event = json.loads(line)
+            events.append((event["type"], int(event["object"]["metadata"]["resourceVersion"])))
+            if sum(1 for t, _ in events if t == "ADDED") >= added and (not bookmark or event["type"] == "BOOKMARK"):
+                return
+
+    for first in (0, 30):  # two rounds of writes with at least one bookmark between them
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(write, range(first, first + 30)))
+        read_until(first + 30, bookmark=first == 0)
+    conn.close()
+    added = [v for t, v in events if t == "ADDED"]
+    assert any(t == "BOOKMARK" for t, _ in events)
+    for i, (kind, version) in enumerate(events):
+        if kind == "BOOKMARK":
+            # A client resuming from this bookmark gets exactly the events after it.
+            assert all(v <= version for t, v in events[:i] if t == "ADDED")
+            assert all(v > version for t, v in events[i + 1 :] if t == "ADDED")
+    assert added == sorted(added) and len(set(added)) == 60
