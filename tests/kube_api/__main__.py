@@ -2,7 +2,7 @@
 share the client's interpreter lock).
 
 ``python -m kube_api [--port N] [--nodes N] [--running-pods N] [--pending-pods N]
-[--group-size N] [--history-size N] [--run-bound-pods]`` (with ``tests/`` on
+[--group-size N] [--history-size N] [--run-bound-pods] [--tls] [--token T] [--kubeconfig FILE]`` (with ``tests/`` on
 ``sys.path``, or ``python -m tests.kube_api`` from the repository root) loads the cluster,
 prints one line ``READY <url> <resourceVersion>`` on stdout and serves until SIGTERM or
 SIGINT.
@@ -31,8 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheduler-name", default="volcano")
     parser.add_argument("--history-size", type=int, default=10_000)
     parser.add_argument("--run-bound-pods", action="store_true")
+    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed certificate")
+    parser.add_argument("--token", help="require this bearer token")
+    parser.add_argument("--kubeconfig", help="write a kubeconfig for the server to this file")
     args = parser.parse_args(argv)
-    server = KubeApiServer(args.host, args.port, history_size=args.history_size, run_bound_pods=args.run_bound_pods)
+    server = KubeApiServer(
+        args.host,
+        args.port,
+        tls=args.tls,
+        token=args.token,
+        history_size=args.history_size,
+        run_bound_pods=args.run_bound_pods,
+    )
     if args.nodes or args.running_pods or args.pending_pods:
         load_cluster(
             server,
@@ -46,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server.start()
+    if args.kubeconfig:
+        server.write_kubeconfig(args.kubeconfig)
     print(f"READY {server.url} {server.resource_version}", flush=True)
     stop.wait()
     server.stop()

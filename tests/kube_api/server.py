@@ -4,9 +4,11 @@ programmed faults. :class:`KubeApiServer` runs it on a thread and is the tests' 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable
@@ -29,6 +31,7 @@ from .resources import (
 )
 from .store import Fault, Obj, Store, Stored, find_type
 from .tables import table, wants_table
+from .tls import certificate, server_context
 
 VERSION_DOC = {
     "major": "1",
@@ -44,6 +47,8 @@ VERSION_DOC = {
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
 PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
+# What anonymous clients may read (the system:public-info-viewer role).
+PUBLIC_PATHS = (["version"], ["healthz"], ["livez"], ["readyz"])
 
 
 def _dumps(obj: Any) -> bytes:
@@ -81,6 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _HTTPServer
     _body_read = False  # whether the current request's body has been read
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -185,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         segs = [s for s in parts.path.split("/") if s]
         method = self.command
+        token = self.server.token
+        if token is not None and segs not in PUBLIC_PATHS and self.headers.get("Authorization") != f"Bearer {token}":
+            raise ApiError(401, "Unauthorized", "Unauthorized")
         if method == "GET":
             doc = self._discovery(segs)
             if doc is not None:
@@ -545,9 +558,23 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 256
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], store: Store) -> None:
+    def __init__(
+        self, addr: tuple[str, int], store: Store, tls: ssl.SSLContext | None = None, token: str | None = None
+    ) -> None:
         self.store = store
+        self.tls = tls
+        self.token = token
         super().__init__(addr, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = super().get_request()
+        if self.tls is not None:
+            # The handshake runs on the connection's own thread (see _Handler.setup).
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that went away or failed the TLS handshake: nothing to report
 
 
 class KubeApiServer:
@@ -556,20 +583,39 @@ class KubeApiServer:
 
     :param host: address to listen on.
     :param port: port; 0 picks a free one.
+    :param tls: serve HTTPS with a self-signed certificate (made with the ``openssl``
+        command; :meth:`write_kubeconfig` puts it in the kubeconfig as the CA).
+    :param token: require ``Authorization: Bearer <token>`` on every request but
+        ``/version`` and the health checks (``401 Unauthorized`` otherwise).
     :param store_options: passed to :class:`~.store.Store` (``history_size``,
         ``pod_deletion_delay``, ``run_bound_pods``, ``podgroup_status_subresource``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, **store_options: Any) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tls: bool = False,
+        token: str | None = None,
+        **store_options: Any,
+    ) -> None:
         self.store = Store(**store_options)
-        self._httpd = _HTTPServer((host, port), self.store)
+        self.token = token
+        self._httpd = _HTTPServer((host, port), self.store, server_context() if tls else None, token)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server."""
+        """``http://host:port`` (``https://`` in TLS mode) of the running server."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if self._httpd.tls is not None else "http"
+        return f"{scheme}://{host!s}:{port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The PEM file of the certificate authority in TLS mode (None otherwise)."""
+        return certificate()[0] if self._httpd.tls is not None else None
 
     def start(self) -> KubeApiServer:
         """Serve on a daemon thread; returns self."""
@@ -762,15 +808,20 @@ class KubeApiServer:
             self.store.requests.clear()
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
-        """Write a kubeconfig pointing at this server (no credentials) and return its path."""
+        """Write a kubeconfig pointing at this server (with its CA in TLS mode and its token
+        when it has one) and return its path."""
         path = Path(path)
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.ca_file is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_file.read_bytes()).decode()
+        user = {"token": self.token} if self.token is not None else {}
         path.write_text(
             json.dumps(
                 {
                     "apiVersion": "v1",
                     "kind": "Config",
-                    "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-                    "users": [{"name": "standin", "user": {}}],
+                    "clusters": [{"name": "standin", "cluster": cluster}],
+                    "users": [{"name": "standin", "user": user}],
                     "contexts": [
                         {
                             "name": "standin",
