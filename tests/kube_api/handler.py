@@ -379,7 +379,10 @@ class _Handler(BaseHTTPRequestHandler):
         generation = store.watch_generation
         budget = store.watch_event_budget
         bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
-        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        try:
+            timeout = float(query.get("timeoutSeconds") or 0) or None  # 0: no timeout, as unset
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid timeoutSeconds: {query.get('timeoutSeconds')}") from exc
         start = time.monotonic()
         error: dict[str, Any] | None = None
         send_initial = query.get("sendInitialEvents", "").lower() in ("1", "true")
