@@ -269,11 +269,20 @@ class JobController:
 
     :param scheduler_name: the scheduler name given to pods whose template and Job name none.
     :param default_queue: the queue of a Job that names none.
+    :param priority_classes: PriorityClass values by name; they order a Job's
+        tasks when its PodGroup's ``minResources`` is computed.
     """
 
-    def __init__(self, *, scheduler_name: str = "volcano", default_queue: str = "default") -> None:
+    def __init__(
+        self,
+        *,
+        scheduler_name: str = "volcano",
+        default_queue: str = "default",
+        priority_classes: Mapping[str, int] | None = None,
+    ) -> None:
         self.scheduler_name = scheduler_name
         self.default_queue = default_queue
+        self.priority_classes = dict(priority_classes or {})
         self._jobs: dict[tuple[str, str], _Job] = {}
         self._groups: dict[tuple[str, str], _Job] = {}
         self._owners: dict[tuple[str, str], tuple[str, str]] = {}
@@ -296,7 +305,7 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name exists and is not deleted.
         """
-        js = parse_job(job, priority_classes=None, scheduler_name=self.scheduler_name)
+        js = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
         if not f.string((job.get("spec") or {}).get("queue"), js.ref, "spec.queue"):
             js = attrs.evolve(js, queue=self.default_queue)
         life = read_lifecycle(job, js)
