@@ -44,7 +44,7 @@ def job(name: str, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def tf_job(**spec: Any) -> dict[str, Any]:
-    """The reference's worked example: ps x1 and worker x2, PodEvicted -> RestartJob, worker TaskCompleted -> CompleteJob."""
+    """The worked example of §10: ps x1, worker x2; PodEvicted -> RestartJob; worker TaskCompleted -> CompleteJob."""
     return job(
         "tf",
         task("ps", 1),
