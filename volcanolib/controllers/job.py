@@ -407,6 +407,22 @@ class JobController:
             request = attrs.evolve(request, event=TASK_COMPLETED)
         return self._run(job, request, now)
 
+    def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
+        """A pod of a job is being deleted by someone else (an eviction with a grace period): it counts as terminating.
+
+        Optional: call it when the pod gets its deletion timestamp, then
+        :meth:`pod_deleted` when it is gone. Without it the pod counts by its
+        phase until it is gone.
+
+        :returns: the writes; nothing for a pod this controller does not know or already deletes.
+        """
+        found = self._pod(namespace, pod)
+        if found is None or found[1].deleting:
+            return []
+        job, p = found
+        p.deleting = True
+        return self._run(job, _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version), now)
+
     def pod_deleted(self, namespace: str, pod: str, *, now: float, evicted: bool = False) -> list[Change]:
         """A pod of a job is gone.
 
