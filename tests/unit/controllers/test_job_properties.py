@@ -56,8 +56,8 @@ def policies(draw: st.DrawFn) -> list[dict[str, Any]]:
     if "*" in events:
         events = ["*"]
     out: list[dict[str, Any]] = []
-    for event in events:
-        policy: dict[str, Any] = {"event": event, "action": draw(st.sampled_from(ACTIONS))}
+    for name in events:
+        policy: dict[str, Any] = {"event": name, "action": draw(st.sampled_from(ACTIONS))}
         timeout = draw(st.sampled_from([None, None, 5, 30]))
         if timeout is not None:
             policy["timeout"] = f"{timeout}s"
