@@ -32,10 +32,12 @@ Deliberate difference: the controller creates the pods only once the
 scheduler has admitted the PodGroup (phase Inqueue); here they exist from
 the start, so a simulation does not spend a cycle waiting for them.
 
-Not done yet: a task's ``dependsOn`` (the controller creates its pods once
-the tasks it names are running); its pods are made with the others', and
-:attr:`JobExpansion.depends_on_ignored` names such tasks so that the loader
-warns.
+``simulate`` does not follow a task's ``dependsOn`` (the controller creates
+its pods once the tasks it names are running): its pods are made with the
+others', and :attr:`JobExpansion.depends_on_ignored` names such tasks so that
+the loader warns. :mod:`volcanolib.controllers.job`, which runs the Job's
+lifecycle over time, builds its PodGroups and pods with
+:func:`pod_group_manifest` and :func:`pod_manifest` from here.
 """
 
 from __future__ import annotations
