@@ -239,7 +239,8 @@ def test_s4_2_exit_code_policy_matches_pod_failed_with_that_code_only() -> None:
     assert phases(h, "j")[-2:] == ["Aborting", "Aborted"]
 
 
-def test_s4_2_task_policies_win_over_job_policies() -> None:
+def two_level_policies() -> Harness:
+    """Task a: PodFailed -> CompleteJob; the job: PodFailed -> AbortJob; running."""
     h = Harness()
     spec = job(
         "j",
@@ -250,21 +251,17 @@ def test_s4_2_task_policies_win_over_job_policies() -> None:
     h.submit(spec)
     h.admit()
     h.run_all()
+    return h
+
+
+def test_s4_2_task_policies_win_over_job_policies() -> None:
+    h = two_level_policies()
     h.phase("j-a-0", "Failed", exit_code=1)
     assert h.state("j").phase == "Completed"  # a's own policy, not the job's AbortJob
 
 
 def test_s4_2_job_policies_handle_events_of_tasks_without_a_match() -> None:
-    h = Harness()
-    spec = job(
-        "j",
-        task("a", 1, policies=[{"event": "PodFailed", "action": "CompleteJob"}]),
-        task("b", 1),
-        policies=[{"event": "PodFailed", "action": "AbortJob"}],
-    )
-    h.submit(spec)
-    h.admit()
-    h.run_all()
+    h = two_level_policies()
     h.phase("j-b-0", "Failed", exit_code=1)
     assert h.state("j").phase == "Aborted"
 
@@ -281,34 +278,17 @@ def test_s4_2_any_event_matches_every_event_but_pod_pending() -> None:
 
 
 def test_s4_2_rule_4_events_of_an_older_version_only_sync() -> None:
-    h = Harness(grace=True)
-    h.submit(tf_job())
+    h = Harness()
+    policies = [{"event": "Unknown", "action": "AbortJob"}, {"event": "PodEvicted", "action": "RestartJob"}]
+    h.submit(job("j", task("a", 1), policies=policies))
     h.admit()
     h.run_all()
-    h.evict("tf-worker-1")
-    h.gone("tf-worker-1")  # RestartJob: version 1, ps-0 and worker-0 terminating (marked)
+    h.evict("j-a-0")  # RestartJob: version 0 -> 1
     h.admit()
-    h.gone("tf-ps-0")
-    h.gone("tf-worker-0")
     h.run_all()
-    assert h.state().version == 1 and h.state().phase == "Running"
-    # a version-0 event from the PodGroup (Unknown carries version 0) reaches no policy
-    ctrl = JobController()
-    h2 = Harness(ctrl)
-    h2.submit(
-        job(
-            "j",
-            task("a", 1),
-            policies=[{"event": "Unknown", "action": "AbortJob"}, {"event": "PodEvicted", "action": "RestartJob"}],
-        )
-    )
-    h2.admit()
-    h2.run_all()
-    h2.evict("j-a-0")  # version 0 -> 1
-    h2.admit()
-    h2.run_all()
-    h2.admit(phase="Unknown")
-    assert h2.state("j").phase == "Running"  # Quirk §12.2: Unknown ignored once version > 0
+    assert (h.state("j").phase, h.state("j").version) == ("Running", 1)
+    h.admit(phase="Unknown")  # PodGroup events carry version 0 < 1: no policy, a sync
+    assert h.state("j").phase == "Running"  # Quirk §12.2: Unknown is ignored once version > 0
 
 
 def test_s3_2_pod_group_unknown_raises_unknown_for_job_policies() -> None:

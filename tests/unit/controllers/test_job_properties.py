@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.unit.controllers.harness import NS, Harness, job, task
 from volcanolib.controllers import CreatePod, JobStatus
+from volcanolib.controllers._lifecycle import ACTIONS as POLICY_ACTIONS
 
 #: The transitions of §5.1 (the diagram and the state table); "" is a new job.
 ALLOWED: dict[str, set[str]] = {
@@ -38,16 +39,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 EVENTS = ["PodFailed", "PodEvicted", "PodPending", "TaskCompleted", "Unknown", "*"]
-ACTIONS = [
-    "AbortJob",
-    "RestartJob",
-    "RestartTask",
-    "RestartPod",
-    "RestartPartition",
-    "TerminateJob",
-    "CompleteJob",
-    "ResumeJob",
-]
+ACTIONS = sorted(POLICY_ACTIONS)
 
 
 @st.composite
