@@ -32,6 +32,7 @@ from typing import Any, Final, final
 import attrs
 
 from volcanolib.controllers._lifecycle import Lifecycle, Policy, read_lifecycle
+from volcanolib.controllers._pods import POD_PHASES, PodEntry, PodIndex
 from volcanolib.kube import _fields as f
 from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
 
@@ -73,9 +74,6 @@ PHASES: Final = (
 )
 #: The phases a job never leaves on its own (Aborted leaves on ResumeJob).
 FINISHED_PHASES: Final = frozenset({COMPLETED, FAILED, TERMINATED, ABORTED})
-
-# Pod phases.
-_POD_PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 # Request events: the policy events plus the controller's internal ones.
 POD_PENDING: Final = "PodPending"
@@ -198,18 +196,6 @@ class JobState:
     deleted: bool = False
 
 
-@attrs.define(eq=False)
-class _Pod:
-    name: str
-    task: str
-    index: int
-    uid: str
-    version: int
-    phase: str = "Pending"
-    deleting: bool = False
-    out_of_sync: bool = False
-
-
 @attrs.frozen
 class _Request:
     event: str
@@ -244,11 +230,14 @@ class _Job:
     retry_count: int = 0
     status: PodCounts = PodCounts()
     task_status: dict[str, dict[str, int]] = attrs.Factory(dict)
-    pods: dict[str, _Pod] = attrs.Factory(dict)
+    pods: PodIndex = attrs.field(init=False)
     pg_exists: bool = False
     pg_phase: str = ""
     delayed: dict[str, _Timer] = attrs.Factory(dict)
     deleted: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        self.pods = PodIndex([(t.name, t.replicas) for t in self.spec.tasks])
 
     @property
     def key(self) -> tuple[str, str]:
@@ -291,6 +280,7 @@ class JobController:
         self._seq = 0
         self._out: list[Change] = []
         self._queue: deque[tuple[_Job, _Request]] = deque()
+        self._queued: set[tuple[_Job, _Request]] = set()
 
     # ------------------------------------------------------------------ events in
 
@@ -315,7 +305,9 @@ class JobController:
         state = _Job(js, life)
         if old is not None:
             # pods of the deleted incarnation still terminating keep their names taken
-            state.pods = {n: p for n, p in old.pods.items() if p.deleting}
+            for pod in old.pods:
+                if pod.deleting:
+                    state.pods.add(pod)
             self._groups.pop((js.namespace, old.spec.pod_group_name), None)
         self._jobs[state.key] = state
         self._groups[(js.namespace, js.pod_group_name)] = state
@@ -334,9 +326,9 @@ class JobController:
             timer.cancelled = True
         job.delayed.clear()
         out: list[Change] = []
-        for pod in job.pods.values():
+        for pod in job.pods:
             if not pod.deleting:
-                pod.deleting = pod.out_of_sync = True
+                job.pods.mark_deleting(pod, out_of_sync=True)
                 out.append(DeletePod(namespace, pod.name, "JobDeleted"))
         if job.pg_exists:
             job.pg_exists = False
@@ -387,13 +379,14 @@ class JobController:
         :returns: the writes; nothing for a pod this controller does not know.
         :raises ValueError: for a phase that is not a pod phase.
         """
-        if phase not in _POD_PHASES:
-            raise ValueError(f"unknown pod phase {phase!r} (expected one of {', '.join(_POD_PHASES)})")
+        if phase not in POD_PHASES:
+            raise ValueError(f"unknown pod phase {phase!r} (expected one of {', '.join(POD_PHASES)})")
         found = self._pod(namespace, pod)
         if found is None:
             return []
         job, p = found
-        old, p.phase = p.phase, phase
+        old = p.phase
+        job.pods.set_phase(p, phase)
         request = _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version)
         if p.out_of_sync or old == phase:
             pass
@@ -420,7 +413,7 @@ class JobController:
         if found is None or found[1].deleting:
             return []
         job, p = found
-        p.deleting = True
+        job.pods.mark_deleting(p, out_of_sync=False)
         return self._run(job, _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version), now)
 
     def pod_deleted(self, namespace: str, pod: str, *, now: float, evicted: bool = False) -> list[Change]:
@@ -436,7 +429,7 @@ class JobController:
         if found is None:
             return []
         job, p = found
-        del job.pods[pod]
+        job.pods.remove(pod)
         if job.deleted:
             return []
         event = OUT_OF_SYNC if p.out_of_sync else POD_EVICTED
@@ -473,13 +466,7 @@ class JobController:
         :raises KeyError: when no Job of that name was submitted.
         """
         job = self._jobs[(namespace, name)]
-        counts = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
-        terminating = 0
-        for pod in job.pods.values():
-            if pod.deleting:
-                terminating += 1
-            else:
-                counts[pod.phase] += 1
+        pods = job.pods
         return JobState(
             namespace=namespace,
             name=name,
@@ -487,11 +474,11 @@ class JobController:
             retry_count=job.retry_count,
             version=job.version,
             min_available=job.spec.min_available,
-            pending=counts["Pending"],
-            running=counts["Running"],
-            succeeded=counts["Succeeded"],
-            failed=counts["Failed"],
-            terminating=terminating,
+            pending=pods.count("Pending"),
+            running=pods.count("Running"),
+            succeeded=pods.count("Succeeded"),
+            failed=pods.count("Failed"),
+            terminating=pods.terminating,
             status=job.status,
             deleted=job.deleted,
         )
@@ -506,7 +493,7 @@ class JobController:
 
     # ------------------------------------------------------------------ request processing
 
-    def _pod(self, namespace: str, pod: str) -> tuple[_Job, _Pod] | None:
+    def _pod(self, namespace: str, pod: str) -> tuple[_Job, PodEntry] | None:
         owner = self._owners.get((namespace, pod))
         job = self._jobs.get(owner) if owner else None
         p = job.pods.get(pod) if job else None
@@ -518,12 +505,16 @@ class JobController:
 
     def _enqueue(self, job: _Job, request: _Request) -> None:
         # identical requests still waiting are merged into one
-        if (job, request) not in self._queue:
-            self._queue.append((job, request))
+        item = (job, request)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.append(item)
 
     def _drain(self, now: float) -> list[Change]:
         while self._queue:
-            job, request = self._queue.popleft()
+            item = self._queue.popleft()
+            self._queued.discard(item)
+            job, request = item
             self._process(job, request, now)
         out, self._out = self._out, []
         return out
@@ -671,35 +662,24 @@ class JobController:
         if job.pg_phase in _NOT_ADMITTED:
             self._apply_fn(job, fn)  # on the stored counters
             return
-        spec = job.spec
-        counts = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
-        task_status: dict[str, dict[str, int]] = {}
-        terminating = 0
-        missing: list[tuple[TaskSpec, int]] = []
-        for task in spec.tasks:
-            for index in range(task.replicas):
-                pod = job.pods.get(task.pod_name(spec.name, index))
-                if pod is None:
-                    missing.append((task, index))
-                elif pod.deleting:
-                    terminating += 1
-                else:
-                    counts[pod.phase] += 1
-                    per_task = task_status.setdefault(task.name, {})
-                    per_task[pod.phase] = per_task.get(pod.phase, 0) + 1
-        ready: dict[str, bool] = {}
-        for task, index in missing:
-            if task.name not in ready:
-                ready[task.name] = self._depends_on_met(job, task)
-            if ready[task.name]:
+        tasks = job.spec.tasks
+        ready: dict[int, bool] = {}
+        for pos, index in job.pods.missing():
+            task = tasks[pos]
+            if pos not in ready:
+                ready[pos] = self._depends_on_met(job, task)
+            if ready[pos]:
                 self._create_pod(job, task, index, now)
-                counts["Pending"] += 1
-                per_task = task_status.setdefault(task.name, {})
-                per_task["Pending"] = per_task.get("Pending", 0) + 1
+        pods = job.pods
         job.status = PodCounts(
-            counts["Pending"], counts["Running"], counts["Succeeded"], counts["Failed"], terminating, counts["Unknown"]
+            pods.count("Pending"),
+            pods.count("Running"),
+            pods.count("Succeeded"),
+            pods.count("Failed"),
+            pods.terminating,
+            pods.count("Unknown"),
         )
-        job.task_status = task_status
+        job.task_status = pods.task_status()
         self._apply_fn(job, fn)
 
     def _create_pod(self, job: _Job, task: TaskSpec, index: int, now: float) -> None:
@@ -712,7 +692,7 @@ class JobController:
         self._attempts[(spec.namespace, name)] = attempt + 1
         uid = str(uuid.uuid5(_UID_SPACE, f"{spec.namespace}/{name}/{attempt}"))
         manifest["metadata"]["uid"] = uid
-        job.pods[name] = _Pod(name, task.name, index, uid, job.version)
+        job.pods.add(PodEntry(name, task.name, index, uid, job.version))
         self._owners[(spec.namespace, name)] = job.key
         self._out.append(CreatePod(manifest))
         self._enqueue(job, _Request(POD_PENDING, task.name, name, uid, job.version))
@@ -729,20 +709,15 @@ class JobController:
 
     def _task_ready(self, job: _Job, task: TaskSpec) -> bool:
         """At least ``minAvailable`` of the task's pods Succeeded or Running (a running pod counts as ready)."""
-        done = 0
-        for index in range(task.replicas):
-            pod = job.pods.get(task.pod_name(job.spec.name, index))
-            if pod is not None and pod.phase in ("Succeeded", "Running"):
-                done += 1
-        return done >= task.min_available
+        return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
     def _task_completed(self, job: _Job, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
         replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
-        return sum(1 for p in job.pods.values() if p.task == task and p.phase == "Succeeded") >= replicas
+        return job.pods.task_count(task, "Succeeded") >= replicas
 
-    def _delete_pod(self, job: _Job, pod: _Pod, reason: str) -> None:
-        pod.deleting = pod.out_of_sync = True
+    def _delete_pod(self, job: _Job, pod: PodEntry, reason: str) -> None:
+        job.pods.mark_deleting(pod, out_of_sync=True)
         self._out.append(DeletePod(job.spec.namespace, pod.name, reason))
 
     def _kill(self, job: _Job, *, soft: bool, fn: _StatusFn, now: float, reason: str) -> None:
@@ -750,14 +725,11 @@ class JobController:
         last_retry = job.retry_count >= job.life.max_retry - 1
         retain = _RETAIN_SOFT if soft or last_retry else frozenset()
         job.version += 1
-        terminating = 0
-        for pod in job.pods.values():
-            if pod.deleting:
-                terminating += 1
-            elif pod.phase not in retain:
-                self._delete_pod(job, pod, reason or SYNC_JOB)
-                terminating += 1
-        job.status = PodCounts(terminating=terminating)
+        for phase in POD_PHASES:
+            if phase not in retain:
+                for pod in job.pods.live(phase):
+                    self._delete_pod(job, pod, reason or SYNC_JOB)
+        job.status = PodCounts(terminating=job.pods.terminating)
         job.task_status = {}
         self._apply_fn(job, fn)
         if job.pg_exists:
@@ -770,7 +742,7 @@ class JobController:
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
-            targets = [p for p in job.pods.values() if req.task and p.task == req.task]
+            targets = [p for p in job.pods if req.task and p.task == req.task]
         else:
             pod = job.pods.get(req.pod) if req.pod else None
             targets = [pod] if pod is not None else []
