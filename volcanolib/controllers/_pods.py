@@ -86,8 +86,10 @@ class PodIndex:
             self._live[pod.phase][pod.name] = pod
             self._bump(self._task_live, pod, 1)
         slot = self._slot(pod)
-        if slot is not None:
+        if slot is not None and slot in self._missing:
             self._missing.discard(slot)
+            if not self._missing:
+                self._missing = set()  # a set never shrinks: an emptied one would still cost its old size to scan
 
     def set_phase(self, pod: PodEntry, phase: str) -> None:
         """Move a pod to another phase."""
@@ -151,4 +153,4 @@ class PodIndex:
 
     def missing(self) -> list[tuple[int, int]]:
         """``(task position, index)`` of the expected pods that do not exist, in spec order."""
-        return sorted(self._missing)
+        return sorted(self._missing) if self._missing else []

@@ -387,17 +387,19 @@ class JobController:
         job, p = found
         old = p.phase
         job.pods.set_phase(p, phase)
-        request = _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version)
+        event = OUT_OF_SYNC
+        code = 0
         if p.out_of_sync or old == phase:
             pass
         elif phase == "Pending":
-            request = attrs.evolve(request, event=POD_PENDING)
+            event = POD_PENDING
         elif phase == "Running":
-            request = attrs.evolve(request, event=POD_RUNNING)
+            event = POD_RUNNING
         elif phase == "Failed":
-            request = attrs.evolve(request, event=POD_FAILED, exit_code=exit_code or 0)
+            event, code = POD_FAILED, exit_code or 0
         elif phase == "Succeeded" and self._task_completed(job, p.task):
-            request = attrs.evolve(request, event=TASK_COMPLETED)
+            event = TASK_COMPLETED
+        request = _Request(event, p.task, p.name, p.uid, p.version, code)
         return self._run(job, request, now)
 
     def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
@@ -664,12 +666,14 @@ class JobController:
             return
         tasks = job.spec.tasks
         ready: dict[int, bool] = {}
-        for pos, index in job.pods.missing():
+        missing = job.pods.missing()
+        stamp = f.format_timestamp(now) if missing else ""
+        for pos, index in missing:
             task = tasks[pos]
             if pos not in ready:
                 ready[pos] = self._depends_on_met(job, task)
             if ready[pos]:
-                self._create_pod(job, task, index, now)
+                self._create_pod(job, task, index, stamp)
         pods = job.pods
         job.status = PodCounts(
             pods.count("Pending"),
@@ -682,11 +686,9 @@ class JobController:
         job.task_status = pods.task_status()
         self._apply_fn(job, fn)
 
-    def _create_pod(self, job: _Job, task: TaskSpec, index: int, now: float) -> None:
+    def _create_pod(self, job: _Job, task: TaskSpec, index: int, created: str) -> None:
         spec = job.spec
-        manifest = pod_manifest(
-            spec, task, index, f.format_timestamp(now), version=job.version, retry_count=job.retry_count
-        )
+        manifest = pod_manifest(spec, task, index, created, version=job.version, retry_count=job.retry_count)
         name = manifest["metadata"]["name"]
         attempt = self._attempts.get((spec.namespace, name), 0)
         self._attempts[(spec.namespace, name)] = attempt + 1
