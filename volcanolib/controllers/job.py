@@ -307,6 +307,8 @@ class JobController:
             # pods of the deleted incarnation still terminating keep their names taken
             for pod in old.pods:
                 if pod.deleting:
+                    # an old incarnation's pod: its events only sync (Volcano compares the job uid)
+                    pod.out_of_sync = True
                     state.pods.add(pod)
             self._groups.pop((js.namespace, old.spec.pod_group_name), None)
         self._jobs[state.key] = state

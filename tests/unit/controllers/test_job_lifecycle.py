@@ -604,6 +604,24 @@ def test_deleting_the_job_removes_its_pods_and_pod_group_and_stops_reacting() ->
     assert h.ctrl.job(NS, "j").phase == "Pending" and not h.ctrl.job(NS, "j").deleted
 
 
+def test_s4_2_rule_3_a_job_submitted_again_waits_for_the_old_pods_and_ignores_their_events() -> None:
+    h = Harness(grace=True)
+    spec = job("j", task("a", 2), policies=[{"event": "PodEvicted", "action": "AbortJob"}])
+    h.submit(spec)
+    h.admit()
+    h.run_all()
+    h.evict("j-a-0")  # terminating, not gone yet
+    h.apply(h.ctrl.delete(NS, "j", now=0.0))
+    h.gone("j-a-1")
+    h.submit(spec)
+    assert h.state("j").terminating == 1  # the old j-a-0 still holds its name
+    h.admit()
+    assert h.alive() == ["j-a-1"]
+    h.gone("j-a-0")  # the old pod's deletion is not a PodEvicted of the new job
+    assert h.state("j").phase == "Pending"
+    assert h.alive() == ["j-a-0", "j-a-1"]
+
+
 def test_job_status_changes_are_reported_with_the_retry_count() -> None:
     h = running_tf()
     h.evict("tf-worker-1")
