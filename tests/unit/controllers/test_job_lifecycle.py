@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from job_harness import NS, Harness, job, task, tf_job
 
-from tests.unit.controllers.harness import NS, Harness, job, task, tf_job
 from volcanolib.controllers import CreatePod, CreatePodGroup, DeletePod, DeletePodGroup, JobController, JobStatus
 
 

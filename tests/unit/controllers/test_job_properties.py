@@ -18,8 +18,8 @@ from typing import Any
 
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from job_harness import NS, Harness, job, task
 
-from tests.unit.controllers.harness import NS, Harness, job, task
 from volcanolib.controllers import CreatePod, JobStatus
 from volcanolib.controllers._lifecycle import ACTIONS as POLICY_ACTIONS
 

@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 import pytest
+from job_harness import NS, Harness, job, task, tf_job
 
-from tests.unit.controllers.harness import NS, Harness, job, task, tf_job
 from volcanolib import ManifestError
 from volcanolib.controllers import CreatePodGroup, JobController, JobStatus
 from volcanolib.kube import ManifestLoader, expand_job
