@@ -636,3 +636,17 @@ def test_s5_2_pods_are_made_only_once_the_pod_group_is_admitted(phase: str) -> N
     assert h.pods == {}
     h.admit(phase=phase)
     assert sorted(h.pods) == ["j-a-0", "j-a-1"]
+
+
+def test_s10_e1_a_pod_evicted_with_a_grace_counts_as_terminating_until_it_is_gone() -> None:
+    h = Harness(grace=True)
+    h.submit(job("j", task("a", 2)))
+    h.admit()
+    h.run_all()
+    h.evict("j-a-0")  # E1: deletion timestamp set -> a sync; no rule fires
+    state = h.state("j")
+    assert (state.phase, state.running, state.terminating) == ("Running", 1, 1)
+    assert (state.status.running, state.status.terminating) == (1, 1)
+    assert "j-a-0" in h.deleting  # its name is still taken: no new pod yet
+    h.gone("j-a-0")  # E3: PodEvicted, no policy -> the next sync recreates it
+    assert h.alive() == ["j-a-0", "j-a-1"] and h.state("j").phase == "Pending"
