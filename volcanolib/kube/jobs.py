@@ -20,7 +20,9 @@ What the controller and its admission webhook do, and this module repeats:
   has none, and the annotations and labels of section 8.2 of Volcano's
   controller (``scheduling.k8s.io/group-name``, ``volcano.sh/task-spec``,
   ``volcano.sh/template-uid`` = ``<job>-<task>``, ``volcano.sh/task-index``,
-  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...).
+  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...), plus the Job's
+  ``volcanolib.io/`` annotations (runtime, exit code) where the template has
+  none of that name.
 
 A PodGroup or pod that already exists (a cluster dump holds the Job *and*
 what the controller made for it) is not made again, as the controller
@@ -80,6 +82,8 @@ NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 _COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _COPIED_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+#: The prefix of volcanolib's own annotations (``volcanolib.io/duration``, ...), which Job pods inherit.
+VOLCANOLIB_PREFIX: Final = "volcanolib.io/"
 _ACTIVE_PHASES: Final = frozenset({"", "Pending", "Running"})
 
 
@@ -398,7 +402,10 @@ def pod_manifest(
     :returns: the manifest, Pending, without a uid.
     """
     name, namespace = js.name, js.namespace
-    annotations = {str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()}
+    # volcanolib's own annotations on the Job (a runtime, an exit code) apply to every pod
+    # whose template does not set them; Volcano copies no other Job annotation but those below.
+    annotations = {k: v for k, v in js.annotations.items() if k.startswith(VOLCANOLIB_PREFIX)}
+    annotations.update({str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()})
     labels = {str(k): str(v) for k, v in (task.template_meta.get("labels") or {}).items()}
     annotations.update(
         {
