@@ -21,8 +21,8 @@ What the controller and its admission webhook do, and this module repeats:
   controller (``scheduling.k8s.io/group-name``, ``volcano.sh/task-spec``,
   ``volcano.sh/template-uid`` = ``<job>-<task>``, ``volcano.sh/task-index``,
   ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...), plus the Job's
-  ``volcanolib.io/`` annotations (runtime, exit code) where the template has
-  none of that name.
+  ``volcanolib.io/duration`` and ``volcanolib.io/exit-code`` where the
+  template has none of that name.
 
 A PodGroup or pod that already exists (a cluster dump holds the Job *and*
 what the controller made for it) is not made again, as the controller
@@ -82,8 +82,8 @@ NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 _COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _COPIED_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
-#: The prefix of volcanolib's own annotations (``volcanolib.io/duration``, ...), which Job pods inherit.
-VOLCANOLIB_PREFIX: Final = "volcanolib.io/"
+#: volcanolib's annotations that a Job's pods inherit from the Job (``cancel-after`` stays with the Job).
+INHERITED_ANNOTATIONS: Final = ("volcanolib.io/duration", "volcanolib.io/exit-code")
 _ACTIVE_PHASES: Final = frozenset({"", "Pending", "Running"})
 
 
@@ -402,9 +402,9 @@ def pod_manifest(
     :returns: the manifest, Pending, without a uid.
     """
     name, namespace = js.name, js.namespace
-    # volcanolib's own annotations on the Job (a runtime, an exit code) apply to every pod
-    # whose template does not set them; Volcano copies no other Job annotation but those below.
-    annotations = {k: v for k, v in js.annotations.items() if k.startswith(VOLCANOLIB_PREFIX)}
+    # volcanolib's runtime and exit code on the Job apply to every pod whose template does not
+    # set them; Volcano copies no other Job annotation but those below.
+    annotations = {k: js.annotations[k] for k in INHERITED_ANNOTATIONS if k in js.annotations}
     annotations.update({str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()})
     labels = {str(k): str(v) for k, v in (task.template_meta.get("labels") or {}).items()}
     annotations.update(

@@ -65,7 +65,12 @@ def test_s2_3_pods_carry_the_template_annotations_version_and_a_new_uid_per_atte
 
 def test_job_level_volcanolib_annotations_reach_every_pod_unless_the_template_sets_them() -> None:
     manifest = tf_job()
-    manifest["metadata"]["annotations"] = {"volcanolib.io/duration": "1h", "volcanolib.io/exit-code": "2", "x": "y"}
+    manifest["metadata"]["annotations"] = {
+        "volcanolib.io/duration": "1h",
+        "volcanolib.io/exit-code": "2",
+        "volcanolib.io/cancel-after": "5m",
+        "x": "y",
+    }
     manifest["spec"]["tasks"][1]["template"]["metadata"] = {"annotations": {"volcanolib.io/duration": "90s"}}
     h = Harness()
     h.submit(manifest)
@@ -75,6 +80,7 @@ def test_job_level_volcanolib_annotations_reach_every_pod_unless_the_template_se
     assert (ps["volcanolib.io/duration"], ps["volcanolib.io/exit-code"]) == ("1h", "2")
     assert (worker["volcanolib.io/duration"], worker["volcanolib.io/exit-code"]) == ("90s", "2")
     assert "x" not in ps  # other Job annotations stay on the Job, as in Volcano
+    assert "volcanolib.io/cancel-after" not in ps  # the Job's patience is the Job's
 
 
 def test_s2_3_controller_pods_load_like_the_pods_simulate_makes() -> None:
