@@ -650,3 +650,30 @@ def test_s10_e1_a_pod_evicted_with_a_grace_counts_as_terminating_until_it_is_gon
     assert "j-a-0" in h.deleting  # its name is still taken: no new pod yet
     h.gone("j-a-0")  # E3: PodEvicted, no policy -> the next sync recreates it
     assert h.alive() == ["j-a-0", "j-a-1"] and h.state("j").phase == "Pending"
+
+
+def test_s5_6_targeted_restarts_also_use_up_max_retry() -> None:
+    h = Harness()
+    h.submit(job("j", task("a", 2), maxRetry=2, policies=[{"event": "PodFailed", "action": "RestartPod"}]))
+    h.admit()
+    h.run_all()
+    h.phase("j-a-0", "Failed", exit_code=1)
+    assert (h.state("j").phase, h.state("j").retry_count) == ("Pending", 1)
+    h.run_all()
+    h.phase("j-a-0", "Failed", exit_code=1)  # retry 2 >= maxRetry 2: the restart check fails the job
+    assert (h.state("j").phase, h.state("j").retry_count) == ("Failed", 2)
+    assert phases(h, "j")[-2:] == ["Restarting", "Failed"]
+    assert h.pods == {}  # the Failed state's soft kill deletes the pods still running or pending
+
+
+def test_s4_3_a_delayed_action_runs_in_the_phase_of_the_moment_it_fires() -> None:
+    h = Harness()
+    policy = {"event": "PodPending", "action": "RestartJob", "timeout": "10m"}
+    h.submit(job("j", task("a", 2, minAvailable=1), minAvailable=1, minSuccess=1, policies=[policy]))
+    h.admit()
+    h.phase("j-a-0", "Running")  # a-1 stays Pending: its timer keeps running
+    h.phase("j-a-0", "Succeeded")  # minSuccess 1: Completed, a-1 killed
+    assert h.state("j").phase == "Completed"
+    assert h.ctrl.next_deadline() == 600.0
+    h.tick(600.0)  # RestartJob in Completed: a soft kill pass, no phase change
+    assert (h.state("j").phase, h.state("j").retry_count) == ("Completed", 0)
