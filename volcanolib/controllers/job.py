@@ -26,15 +26,38 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, final
 
 import attrs
 
-from volcanolib.controllers._lifecycle import Lifecycle, Policy, read_lifecycle
-from volcanolib.controllers._pods import POD_PHASES, PodEntry, PodIndex
+from volcanolib.controllers._lifecycle import Policy, read_lifecycle
+from volcanolib.controllers._pods import POD_PHASES, PodEntry
+from volcanolib.controllers._states import (
+    ABORTED,
+    ABORTING,
+    COMPLETED,
+    COMPLETING,
+    PENDING,
+    RESTARTING,
+    RUNNING,
+    TERMINATED,
+    TERMINATING,
+    JobData,
+    PodCounts,
+    Request,
+    StatusFn,
+    Timer,
+    alive_check,
+    pending_fn,
+    restart_check,
+    running_fn,
+    stay,
+    to,
+    to_restarting,
+)
 from volcanolib.kube import _fields as f
-from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
+from volcanolib.kube.jobs import TaskSpec, parse_job, pod_group_manifest, pod_manifest
 
 __all__ = [
     "Change",
@@ -47,33 +70,6 @@ __all__ = [
     "JobStatus",
     "PodCounts",
 ]
-
-# Job phases.
-PENDING: Final = "Pending"
-RUNNING: Final = "Running"
-RESTARTING: Final = "Restarting"
-COMPLETING: Final = "Completing"
-COMPLETED: Final = "Completed"
-ABORTING: Final = "Aborting"
-ABORTED: Final = "Aborted"
-TERMINATING: Final = "Terminating"
-TERMINATED: Final = "Terminated"
-FAILED: Final = "Failed"
-#: Every job phase, in the order of the reference's state table.
-PHASES: Final = (
-    PENDING,
-    RUNNING,
-    RESTARTING,
-    COMPLETING,
-    COMPLETED,
-    ABORTING,
-    ABORTED,
-    TERMINATING,
-    TERMINATED,
-    FAILED,
-)
-#: The phases a job never leaves on its own (Aborted leaves on ResumeJob).
-FINISHED_PHASES: Final = frozenset({COMPLETED, FAILED, TERMINATED, ABORTED})
 
 # Request events: the policy events plus the controller's internal ones.
 POD_PENDING: Final = "PodPending"
@@ -155,18 +151,6 @@ Change = CreatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus
 
 
 @attrs.frozen
-class PodCounts:
-    """Pods by phase; ``terminating`` are pods being deleted, counted in no phase."""
-
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
-
-
-@attrs.frozen
 class JobState:
     """What the controller knows of one job.
 
@@ -196,57 +180,6 @@ class JobState:
     deleted: bool = False
 
 
-@attrs.frozen
-class _Request:
-    event: str
-    task: str = ""
-    pod: str = ""
-    pod_uid: str = ""
-    version: int = 0
-    exit_code: int = 0
-    action: str = ""
-
-
-@attrs.define(eq=False)
-class _Timer:
-    due: float
-    seq: int
-    job: _Job
-    key: str
-    action: str
-    request: _Request
-    cancelled: bool = False
-
-    def __lt__(self, other: _Timer) -> bool:
-        return (self.due, self.seq) < (other.due, other.seq)
-
-
-@attrs.define(eq=False)
-class _Job:
-    spec: JobSpec
-    life: Lifecycle
-    phase: str = ""
-    version: int = 0
-    retry_count: int = 0
-    status: PodCounts = PodCounts()
-    task_status: dict[str, dict[str, int]] = attrs.Factory(dict)
-    pods: PodIndex = attrs.field(init=False)
-    pg_exists: bool = False
-    pg_phase: str = ""
-    delayed: dict[str, _Timer] = attrs.Factory(dict)
-    deleted: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        self.pods = PodIndex([(t.name, t.replicas) for t in self.spec.tasks])
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.spec.namespace, self.spec.name)
-
-
-_StatusFn = Callable[[_Job], str | None]
-
-
 @final
 class JobController:
     """Volcano's job controller for ``batch.volcano.sh/v1alpha1`` Jobs.
@@ -272,15 +205,15 @@ class JobController:
         self.scheduler_name = scheduler_name
         self.default_queue = default_queue
         self.priority_classes = dict(priority_classes or {})
-        self._jobs: dict[tuple[str, str], _Job] = {}
-        self._groups: dict[tuple[str, str], _Job] = {}
+        self._jobs: dict[tuple[str, str], JobData] = {}
+        self._groups: dict[tuple[str, str], JobData] = {}
         self._owners: dict[tuple[str, str], tuple[str, str]] = {}
         self._attempts: dict[tuple[str, str], int] = {}
-        self._timers: list[_Timer] = []
+        self._timers: list[Timer] = []
         self._seq = 0
         self._out: list[Change] = []
-        self._queue: deque[tuple[_Job, _Request]] = deque()
-        self._queued: set[tuple[_Job, _Request]] = set()
+        self._queue: deque[tuple[JobData, Request]] = deque()
+        self._queued: set[tuple[JobData, Request]] = set()
 
     # ------------------------------------------------------------------ events in
 
@@ -302,7 +235,7 @@ class JobController:
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
             js.ref.fail("a Job of that name already exists")
-        state = _Job(js, life)
+        state = JobData(js, life)
         if old is not None:
             # pods of the deleted incarnation still terminating keep their names taken
             for pod in old.pods:
@@ -313,7 +246,7 @@ class JobController:
             self._groups.pop((js.namespace, old.spec.pod_group_name), None)
         self._jobs[state.key] = state
         self._groups[(js.namespace, js.pod_group_name)] = state
-        return self._run(state, _Request(OUT_OF_SYNC), now)
+        return self._run(state, Request(OUT_OF_SYNC), now)
 
     def delete(self, namespace: str, name: str, *, now: float) -> list[Change]:
         """The user deleted the Job: Kubernetes' garbage collector removes its pods and PodGroup.
@@ -349,7 +282,7 @@ class JobController:
                 f"unknown command action {action!r} (expected one of {', '.join(sorted(COMMAND_ACTIONS))})"
             )
         job = self._jobs[(namespace, name)]
-        return self._run(job, _Request(COMMAND_ISSUED, action=action), now)
+        return self._run(job, Request(COMMAND_ISSUED, action=action), now)
 
     def pod_group_phase(self, namespace: str, name: str, phase: str, *, now: float) -> list[Change]:
         """The scheduler moved a job's PodGroup to ``phase``; once admitted (Inqueue, Running, ...) pods are made.
@@ -362,7 +295,7 @@ class JobController:
             return []
         job.pg_phase = phase
         # PodGroup events carry no task and job version 0
-        return self._run(job, _Request(UNKNOWN if phase == UNKNOWN else ""), now)
+        return self._run(job, Request(UNKNOWN if phase == UNKNOWN else ""), now)
 
     def pod_phase(
         self,
@@ -401,7 +334,7 @@ class JobController:
             event, code = POD_FAILED, exit_code or 0
         elif phase == "Succeeded" and self._task_completed(job, p.task):
             event = TASK_COMPLETED
-        request = _Request(event, p.task, p.name, p.uid, p.version, code)
+        request = Request(event, p.task, p.name, p.uid, p.version, code)
         return self._run(job, request, now)
 
     def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
@@ -418,7 +351,7 @@ class JobController:
             return []
         job, p = found
         job.pods.mark_deleting(p, out_of_sync=False)
-        return self._run(job, _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version), now)
+        return self._run(job, Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version), now)
 
     def pod_deleted(self, namespace: str, pod: str, *, now: float, evicted: bool = False) -> list[Change]:
         """A pod of a job is gone.
@@ -437,7 +370,7 @@ class JobController:
         if job.deleted:
             return []
         event = OUT_OF_SYNC if p.out_of_sync else POD_EVICTED
-        return self._run(job, _Request(event, p.task, p.name, p.uid, p.version), now)
+        return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
 
     def tick(self, *, now: float) -> list[Change]:
         """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first."""
@@ -497,17 +430,17 @@ class JobController:
 
     # ------------------------------------------------------------------ request processing
 
-    def _pod(self, namespace: str, pod: str) -> tuple[_Job, PodEntry] | None:
+    def _pod(self, namespace: str, pod: str) -> tuple[JobData, PodEntry] | None:
         owner = self._owners.get((namespace, pod))
         job = self._jobs.get(owner) if owner else None
         p = job.pods.get(pod) if job else None
         return (job, p) if job is not None and p is not None else None
 
-    def _run(self, job: _Job, request: _Request, now: float) -> list[Change]:
+    def _run(self, job: JobData, request: Request, now: float) -> list[Change]:
         self._enqueue(job, request)
         return self._drain(now)
 
-    def _enqueue(self, job: _Job, request: _Request) -> None:
+    def _enqueue(self, job: JobData, request: Request) -> None:
         # identical requests still waiting are merged into one
         item = (job, request)
         if item not in self._queued:
@@ -523,7 +456,7 @@ class JobController:
         out, self._out = self._out, []
         return out
 
-    def _process(self, job: _Job, req: _Request, now: float) -> None:
+    def _process(self, job: JobData, req: Request, now: float) -> None:
         """One request: cancel delayed actions it ends, resolve the policy, act or wait."""
         if job.deleted:
             return
@@ -537,7 +470,7 @@ class JobController:
         if action != SYNC_JOB:
             self._cleanup_delayed(job, action, req)
 
-    def _apply_policies(self, job: _Job, req: _Request) -> tuple[str, float]:
+    def _apply_policies(self, job: JobData, req: Request) -> tuple[str, float]:
         """The action for a request: command, internal event, stale version, task policies, job policies."""
         if req.action:
             return req.action, 0.0
@@ -554,18 +487,18 @@ class JobController:
 
     # ------------------------------------------------------------------ delayed actions
 
-    def _add_delayed(self, job: _Job, req: _Request, action: str, due: float) -> None:
+    def _add_delayed(self, job: JobData, req: Request, action: str, due: float) -> None:
         key = req.pod
         current = job.delayed.get(key)
         if current is not None and current.action == action:
             return  # the same action is already waiting: its timer is not reset
         # a different action replaces the entry, but the old timer still fires (as in Volcano)
         self._seq += 1
-        timer = _Timer(due, self._seq, job, key, action, req)
+        timer = Timer(due, self._seq, job, key, action, req)
         job.delayed[key] = timer
         heapq.heappush(self._timers, timer)
 
-    def _clean_pod_delayed(self, job: _Job, req: _Request) -> None:
+    def _clean_pod_delayed(self, job: JobData, req: Request) -> None:
         timer = job.delayed.get(req.pod)
         if timer is None or not req.pod:
             return
@@ -576,7 +509,7 @@ class JobController:
             timer.cancelled = True
             del job.delayed[req.pod]
 
-    def _cleanup_delayed(self, job: _Job, action: str, req: _Request) -> None:
+    def _cleanup_delayed(self, job: JobData, action: str, req: Request) -> None:
         """After an action ran, cancel the delayed actions of the same scope."""
         for key, timer in list(job.delayed.items()):
             same = (
@@ -594,45 +527,45 @@ class JobController:
 
     # ------------------------------------------------------------------ the state machine
 
-    def _execute(self, job: _Job, action: str, req: _Request, now: float) -> None:
+    def _execute(self, job: JobData, action: str, req: Request, now: float) -> None:
         """Run ``action`` in the state of the job's phase (an empty phase is Pending)."""
         phase = job.phase or PENDING
         if phase in (PENDING, RUNNING):
             if action == RESTART_JOB:
-                self._kill(job, soft=False, fn=_to_restarting, now=now, reason=action)
+                self._kill(job, soft=False, fn=to_restarting, now=now, reason=action)
             elif action in _TARGETED:
-                self._kill_target(job, action, req, fn=_to_restarting, now=now)
+                self._kill_target(job, action, req, fn=to_restarting, now=now)
             elif action == ABORT_JOB:
-                self._kill(job, soft=True, fn=_to(ABORTING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(ABORTING), now=now, reason=action)
             elif action == COMPLETE_JOB:
-                self._kill(job, soft=True, fn=_to(COMPLETING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(COMPLETING), now=now, reason=action)
             elif action == TERMINATE_JOB:
-                self._kill(job, soft=True, fn=_to(TERMINATING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(TERMINATING), now=now, reason=action)
             else:
-                self._sync(job, _pending_fn if phase == PENDING else _running_fn, now)
+                self._sync(job, pending_fn if phase == PENDING else running_fn, now)
         elif phase == RESTARTING:
             if action in _TARGETED:
-                self._kill_target(job, action, req, fn=_restart_check, now=now)
+                self._kill_target(job, action, req, fn=restart_check, now=now)
             elif action in _JOB_ACTIONS:
                 # in Restarting, AbortJob and TerminateJob only kill the pods again
-                self._kill(job, soft=False, fn=_restart_check, now=now, reason=action)
+                self._kill(job, soft=False, fn=restart_check, now=now, reason=action)
             else:
-                self._sync(job, _restart_check, now)
+                self._sync(job, restart_check, now)
         elif phase in (ABORTING, ABORTED):
             if action == RESUME_JOB:
-                self._kill(job, soft=True, fn=_to_restarting, now=now, reason=action)
+                self._kill(job, soft=True, fn=to_restarting, now=now, reason=action)
             else:
                 self._kill(
-                    job, soft=True, fn=_alive_check(ABORTED) if phase == ABORTING else _stay, now=now, reason=action
+                    job, soft=True, fn=alive_check(ABORTED) if phase == ABORTING else stay, now=now, reason=action
                 )
         elif phase == COMPLETING:
-            self._kill(job, soft=True, fn=_alive_check(COMPLETED), now=now, reason=action)
+            self._kill(job, soft=True, fn=alive_check(COMPLETED), now=now, reason=action)
         elif phase == TERMINATING:
-            self._kill(job, soft=True, fn=_alive_check(TERMINATED), now=now, reason=action)
+            self._kill(job, soft=True, fn=alive_check(TERMINATED), now=now, reason=action)
         else:  # Completed, Failed, Terminated
-            self._kill(job, soft=True, fn=_stay, now=now, reason=action)
+            self._kill(job, soft=True, fn=stay, now=now, reason=action)
 
-    def _write_status(self, job: _Job, phase: str | None, retry_count: int | None = None) -> None:
+    def _write_status(self, job: JobData, phase: str | None, retry_count: int | None = None) -> None:
         """Write the job's phase and retry count; a phase change is followed by a sync pass."""
         new_phase = job.phase if phase is None else phase
         new_retry = job.retry_count if retry_count is None else retry_count
@@ -642,23 +575,23 @@ class JobController:
         job.phase, job.retry_count = new_phase, new_retry
         self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry))
         if changed:
-            self._enqueue(job, _Request(OUT_OF_SYNC))
+            self._enqueue(job, Request(OUT_OF_SYNC))
 
-    def _apply_fn(self, job: _Job, fn: _StatusFn) -> None:
+    def _apply_fn(self, job: JobData, fn: StatusFn) -> None:
         before = job.retry_count
         phase = fn(job)
         retry = job.retry_count
         job.retry_count = before
         self._write_status(job, phase, retry)
 
-    def _ensure_pod_group(self, job: _Job, now: float) -> None:
+    def _ensure_pod_group(self, job: JobData, now: float) -> None:
         if not job.pg_exists:
             job.pg_exists = True
             job.pg_phase = ""
             self._groups[(job.spec.namespace, job.spec.pod_group_name)] = job
             self._out.append(CreatePodGroup(pod_group_manifest(job.spec, f.format_timestamp(now))))
 
-    def _sync(self, job: _Job, fn: _StatusFn, now: float) -> None:
+    def _sync(self, job: JobData, fn: StatusFn, now: float) -> None:
         """SyncJob: make the PodGroup, and once it is admitted the missing pods; recount; maybe change phase."""
         if job.phase == "":
             self._write_status(job, PENDING)
@@ -688,7 +621,7 @@ class JobController:
         job.task_status = pods.task_status()
         self._apply_fn(job, fn)
 
-    def _create_pod(self, job: _Job, task: TaskSpec, index: int, created: str) -> None:
+    def _create_pod(self, job: JobData, task: TaskSpec, index: int, created: str) -> None:
         spec = job.spec
         manifest = pod_manifest(spec, task, index, created, version=job.version, retry_count=job.retry_count)
         name = manifest["metadata"]["name"]
@@ -699,9 +632,9 @@ class JobController:
         job.pods.add(PodEntry(name, task.name, index, uid, job.version))
         self._owners[(spec.namespace, name)] = job.key
         self._out.append(CreatePod(manifest))
-        self._enqueue(job, _Request(POD_PENDING, task.name, name, uid, job.version))
+        self._enqueue(job, Request(POD_PENDING, task.name, name, uid, job.version))
 
-    def _depends_on_met(self, job: _Job, task: TaskSpec) -> bool:
+    def _depends_on_met(self, job: JobData, task: TaskSpec) -> bool:
         """A task's ``dependsOn``: all named tasks ready (any one with ``iteration: any`` and several names)."""
         if not task.depends_on:
             return True
@@ -711,20 +644,20 @@ class JobController:
             return any(ready)
         return all(ready)
 
-    def _task_ready(self, job: _Job, task: TaskSpec) -> bool:
+    def _task_ready(self, job: JobData, task: TaskSpec) -> bool:
         """At least ``minAvailable`` of the task's pods Succeeded or Running (a running pod counts as ready)."""
         return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
-    def _task_completed(self, job: _Job, task: str) -> bool:
+    def _task_completed(self, job: JobData, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
         replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
         return job.pods.task_count(task, "Succeeded") >= replicas
 
-    def _delete_pod(self, job: _Job, pod: PodEntry, reason: str) -> None:
+    def _delete_pod(self, job: JobData, pod: PodEntry, reason: str) -> None:
         job.pods.mark_deleting(pod, out_of_sync=True)
         self._out.append(DeletePod(job.spec.namespace, pod.name, reason))
 
-    def _kill(self, job: _Job, *, soft: bool, fn: _StatusFn, now: float, reason: str) -> None:
+    def _kill(self, job: JobData, *, soft: bool, fn: StatusFn, now: float, reason: str) -> None:
         """KillJob: version+1, delete the pods (Soft keeps finished ones), zero the counters, delete the PodGroup."""
         last_retry = job.retry_count >= job.life.max_retry - 1
         retain = _RETAIN_SOFT if soft or last_retry else frozenset()
@@ -741,7 +674,7 @@ class JobController:
             job.pg_phase = ""
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
-    def _kill_target(self, job: _Job, action: str, req: _Request, *, fn: _StatusFn, now: float) -> None:
+    def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
         """KillTarget: delete the pods of one task or one pod (finished ones too); the PodGroup stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
@@ -760,7 +693,7 @@ class JobController:
         self._apply_fn(job, fn)
 
 
-def _matches(policy: Policy, req: _Request) -> bool:
+def _matches(policy: Policy, req: Request) -> bool:
     """Whether a policy applies to a request (PodPending matches only a policy with a timeout)."""
     if (
         policy.events
@@ -770,70 +703,3 @@ def _matches(policy: Policy, req: _Request) -> bool:
     ):
         return True
     return policy.exit_code is not None and policy.exit_code == req.exit_code
-
-
-# Status functions: given the job after a pass, the phase to move to (None: stay).
-
-
-def _stay(job: _Job) -> str | None:
-    return None
-
-
-def _to(phase: str) -> _StatusFn:
-    def fn(job: _Job) -> str | None:
-        return phase
-
-    return fn
-
-
-def _to_restarting(job: _Job) -> str | None:
-    job.retry_count += 1
-    return RESTARTING
-
-
-def _alive_check(phase: str) -> _StatusFn:
-    """Move to ``phase`` once no pod is terminating, pending or running."""
-
-    def fn(job: _Job) -> str | None:
-        s = job.status
-        return phase if s.terminating == 0 and s.pending == 0 and s.running == 0 else None
-
-    return fn
-
-
-def _pending_fn(job: _Job) -> str | None:
-    """Pending -> Running once running + succeeded + failed reach minAvailable (failed pods count)."""
-    s = job.status
-    return RUNNING if job.spec.min_available <= s.running + s.succeeded + s.failed else None
-
-
-def _running_fn(job: _Job) -> str | None:
-    """Running -> Completed / Failed / Pending, in the reference's order."""
-    s, spec = job.status, job.spec
-    total = spec.replicas
-    if total == 0:
-        return None
-    min_success = job.life.min_success
-    if min_success is not None and s.succeeded >= min_success:
-        return COMPLETED
-    if s.succeeded + s.failed == total:
-        if spec.min_available >= sum(t.min_available for t in spec.tasks):
-            for task in spec.tasks:
-                counted = job.task_status.get(task.name)
-                if counted is not None and counted.get("Succeeded", 0) < task.min_available:
-                    return FAILED
-        if min_success is not None and s.succeeded < min_success:
-            return FAILED
-        return COMPLETED if s.succeeded >= spec.min_available else FAILED
-    if s.pending > total - spec.min_available:
-        return PENDING
-    return None
-
-
-def _restart_check(job: _Job) -> str | None:
-    """Restarting -> Failed when the retries are used up, -> Pending once enough pods are not terminating."""
-    if job.retry_count >= job.life.max_retry:
-        return FAILED
-    if job.spec.replicas - job.status.terminating >= job.spec.min_available:
-        return PENDING
-    return None
