@@ -91,9 +91,8 @@ class SlaPlugin:
 
     def job_waiting_time(self, job: JobInfo) -> float | None:
         """The job's waiting time in seconds: its PodGroup's, else the global one; ``None`` when neither is set."""
-        known = self._waits.get(job.uid, _UNKNOWN)
-        if known is not _UNKNOWN:
-            return known  # type: ignore[no-any-return]
+        if job.uid in self._waits:
+            return self._waits[job.uid]
         wait = self._annotated(job)
         if wait is None:
             wait = self.waiting_time
@@ -148,6 +147,3 @@ class SlaPlugin:
     def job_pipelined(self, ssn: Session, job: JobInfo) -> Vote:
         """Permit keeping the placement of a job that has waited its waiting time; otherwise abstain."""
         return self._waited(ssn, job)
-
-
-_UNKNOWN: Final = object()

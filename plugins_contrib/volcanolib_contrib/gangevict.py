@@ -1,0 +1,480 @@
+"""gangpreempt and gangreclaim: make room for a starving gang by evicting whole bundles of victims.
+
+The task-by-task ``preempt`` and ``reclaim`` pick victims node by node and
+can break ten gangs by one pod each. These actions, Volcano's gang-aware
+eviction, decide for the whole preemptor job at once: candidate victims are
+grouped per victim job into *bundles*, cheap ones first, and the shortest
+prefix of bundles whose resources (with the domain's free resources) cover
+the job's pending tasks, and after whose eviction all those tasks can be
+placed, is evicted.
+
+Bundles (per victim job, from its candidate tasks in the domain, lowest task
+priority then uid first):
+
+* **safe**: tasks the job can lose and stay gang-ready: while its ready
+  count stays above ``minMember`` and, when ``minMember`` covers every
+  role's ``minTaskMember``, the task's role stays at or above its minimum;
+  every candidate of a job that is already below ``minMember`` is safe;
+* **whole**: the other candidates; evicting any of them breaks the gang, so
+  the bundle is kept only when every one of its tasks may be evicted.
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar, Final
+
+import attrs
+
+from volcanolib.api.job import JobInfo
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.resource import PODS, Resource
+from volcanolib.api.task import PREEMPTABLE_KEY, READY_STATUSES, TaskInfo, TaskStatus, in_statuses
+from volcanolib.errors import ResourceError
+from volcanolib.framework.action import BaseAction
+from volcanolib.framework.arguments import argument
+from volcanolib.framework.queues import job_queues
+from volcanolib.framework.victims import EvictionContext, EvictionKind
+
+if TYPE_CHECKING:
+    from volcanolib.api.queue import QueueInfo
+    from volcanolib.framework.session import Session
+    from volcanolib.framework.statement import Statement
+
+__all__ = [
+    "Bundle",
+    "GangEvictArguments",
+    "GangPreempt",
+    "GangReclaim",
+    "bundle_roi",
+    "job_bundles",
+]
+
+log = logging.getLogger(__name__)
+
+#: The number of domains searched when ``maxDomains`` is not positive.
+DEFAULT_MAX_DOMAINS: Final = 8
+#: The domain that stands for the whole cluster.
+CLUSTER: Final = ""
+_RUNNING: Final = TaskStatus.RUNNING
+_BOUND: Final = TaskStatus.BOUND
+
+
+# ---------------------------------------------------------------------------- bundles
+
+
+@attrs.define(eq=False)
+class Bundle:
+    """Candidate victims of one job that are evicted together.
+
+    :ivar whole: whether evicting them breaks the job's gang (a *whole*
+        bundle), rather than taking its surplus (a *safe* one).
+    :ivar local: what the tasks request.
+    :ivar global_cost: what the whole job requests, for a whole bundle;
+        nothing for a safe one.
+    """
+
+    whole: bool
+    job: JobInfo
+    tasks: list[TaskInfo]
+    local: Resource
+    global_cost: Resource
+
+
+def _requests(tasks: Iterable[TaskInfo]) -> Resource:
+    total = Resource()
+    for task in tasks:
+        total.add(task.resreq)
+    return total
+
+
+def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
+    """Split one job's candidate victims into its safe bundle and its whole bundle (either may be missing).
+
+    :param job: the victim job.
+    :param candidates: its tasks that may be evicted, on the searched nodes.
+    :returns: the safe bundle first, then the whole one; each non-empty.
+    """
+    if not candidates:
+        return []
+    tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
+    # Ready as Volcano counts it: placed or succeeded, plus pending best-effort tasks.
+    surplus = job.ready_task_num() + job.pending_best_effort_task_num() - job.min_available
+    if surplus < 0:
+        # Already broken: nothing more to lose.
+        return [Bundle(False, job, tasks, _requests(tasks), Resource())]
+    enforce_roles = job.min_available >= job.task_min_available_total
+    role_surplus: dict[str, int] = {}
+    if enforce_roles:
+        ready: dict[str, int] = {}
+        for task in job.tasks.values():
+            counted = in_statuses(task.status, READY_STATUSES) or (
+                task.status is TaskStatus.PENDING and task.init_resreq.is_empty()
+            )
+            if counted:
+                ready[task.role] = ready.get(task.role, 0) + 1
+        role_surplus = {role: ready.get(role, 0) - minimum for role, minimum in job.task_min_available.items()}
+    safe: list[TaskInfo] = []
+    whole: list[TaskInfo] = []
+    for task in tasks:
+        has_minimum = enforce_roles and task.role in role_surplus
+        role_safe = role_surplus[task.role] > 0 if has_minimum else True
+        if surplus > 0 and role_safe:
+            safe.append(task)
+            surplus -= 1
+            if has_minimum:
+                role_surplus[task.role] -= 1
+        else:
+            whole.append(task)
+    bundles = []
+    if safe:
+        bundles.append(Bundle(False, job, safe, _requests(safe), Resource()))
+    if whole:
+        bundles.append(Bundle(True, job, whole, _requests(whole), _requests(job.tasks.values())))
+    return bundles
+
+
+def _score(res: Resource, need: Resource, *, cap: bool) -> float:
+    """Sum over the needed dimensions (``pods`` aside) of ``res / need``, each capped at 1 with ``cap``."""
+    score = 0.0
+    for name in need.names():
+        if name == PODS:
+            continue
+        wanted = need.get(name)
+        if wanted <= 0:
+            continue
+        have = res.get(name)
+        if cap and have > wanted:
+            have = wanted
+        score += have / wanted
+    return score
+
+
+def bundle_roi(bundle: Bundle, need: Resource) -> float:
+    """What the bundle frees towards ``need`` per unit of what it destroys; infinite for a safe bundle.
+
+    Both sides are sums over the dimensions ``need`` asks for of the
+    resource divided by the need; the freed side is capped at the need.
+    """
+    cost = _score(bundle.global_cost, need, cap=False)
+    if cost == 0:
+        return math.inf
+    return _score(bundle.local, need, cap=True) / cost
+
+
+def _stable(left: Bundle, right: Bundle) -> int:
+    lk = (left.job.uid, left.tasks[0].uid if left.tasks else "", len(left.tasks))
+    rk = (right.job.uid, right.tasks[0].uid if right.tasks else "", len(right.tasks))
+    return -1 if lk < rk else (1 if lk > rk else 0)
+
+
+def _sorted(bundles: list[Bundle], need: Resource, between: Callable[[Bundle, Bundle], int]) -> list[Bundle]:
+    """Safe before whole, then ``between`` (negative: left first), then higher ROI, then job and first task uid."""
+    roi = {id(b): bundle_roi(b, need) for b in bundles}
+
+    def compare(left: Bundle, right: Bundle) -> int:
+        if left.whole != right.whole:
+            return 1 if left.whole else -1
+        decided = between(left, right)
+        if decided:
+            return decided
+        lr, rr = roi[id(left)], roi[id(right)]
+        if lr != rr:
+            return -1 if lr > rr else 1
+        return _stable(left, right)
+
+    return sorted(bundles, key=functools.cmp_to_key(compare))
+
+
+def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo]) -> list[Bundle]:
+    """Whole bundles all of whose tasks are allowed; safe bundles cut down to their allowed tasks."""
+    keep = {id(t) for t in allowed}
+    out: list[Bundle] = []
+    for bundle in bundles:
+        approved = [t for t in bundle.tasks if id(t) in keep]
+        if bundle.whole:
+            if len(approved) == len(bundle.tasks):
+                out.append(bundle)
+        elif approved:
+            out.append(attrs.evolve(bundle, tasks=approved, local=_requests(approved)))
+    return out
+
+
+def _preemptable_job(job: JobInfo) -> bool:
+    """Whether a victim job may lose tasks: its PodGroup's ``volcano.sh/preemptable`` when set, else yes."""
+    pod_group = job.pod_group
+    if PREEMPTABLE_KEY in pod_group.annotations or PREEMPTABLE_KEY in pod_group.labels:
+        return job.preemptable
+    return True
+
+
+# ---------------------------------------------------------------------------- the actions
+
+
+@attrs.frozen
+class GangEvictArguments:
+    """The ``configurations`` arguments of ``gangpreempt`` and ``gangreclaim``."""
+
+    max_domains: int = argument(
+        key="maxDomains",
+        default=DEFAULT_MAX_DOMAINS,
+        doc="How many topology domains to search per starving job (not positive: 8). Without HyperNodes the "
+        "whole cluster is the one domain.",
+    )
+    allow_whole_bundle: bool = argument(
+        key="allowWholeBundle",
+        default=True,
+        doc="Whether victims may include bundles that break a victim gang; `false`: only surplus tasks.",
+    )
+
+
+class _GangEvict(BaseAction[GangEvictArguments]):
+    """What gangpreempt and gangreclaim share; subclasses say who may be evicted and in which order."""
+
+    Arguments = GangEvictArguments
+    kind: ClassVar[EvictionKind]
+    reason: ClassVar[str]
+
+    def execute(self, ssn: Session) -> None:
+        """Serve the starving jobs queue by queue, one statement per job, kept when the job is pipelined."""
+
+        def pending(job: JobInfo) -> Iterable[TaskInfo] | None:
+            if not ssn.job_schedulable(job) or not ssn.job_starving(job):
+                return None
+            return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.resreq.is_empty()]
+
+        order = job_queues(ssn, pending)
+        queues = order.queues
+        while queues:
+            queue = queues.pop()
+            if not self._queue_takes_part(ssn, queue):
+                continue
+            jobs = order.jobs[queue.name]
+            while jobs:
+                job = jobs.pop()
+                tasks = order.tasks[job.uid]
+                preemptors = [tasks.pop() for _ in range(len(tasks))]
+                stmt = ssn.statement()
+                with ssn.guard(job, stmt):
+                    if preemptors and self._allowed_to_evict(ssn, queue, preemptors):
+                        self._evict_for(ssn, stmt, queue, job, preemptors)
+                    if ssn.job_pipelined(job):
+                        stmt.commit()
+                    else:
+                        stmt.discard()
+
+    # Hooks for the two actions -------------------------------------------------------
+
+    def _queue_takes_part(self, ssn: Session, queue: QueueInfo) -> bool:
+        return True
+
+    def _allowed_to_evict(self, ssn: Session, queue: QueueInfo, preemptors: list[TaskInfo]) -> bool:
+        return True
+
+    def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
+        raise NotImplementedError
+
+    def _between(self, ssn: Session, preemptor_job: JobInfo, preemptor: TaskInfo) -> Callable[[Bundle, Bundle], int]:
+        raise NotImplementedError
+
+    # The search ------------------------------------------------------------------------
+
+    def _evict_for(
+        self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, preemptors: list[TaskInfo]
+    ) -> bool:
+        """Evict the shortest prefix of bundles after which every preemptor is pipelined; whether one was found."""
+        need = _requests_init(preemptors)
+        for domain, nodes in self._domains(ssn):
+            if not ssn.job_starving(job):
+                break
+            bundles = self._bundles(ssn, job, preemptors, need, domain, nodes)
+            if not bundles:
+                continue
+            free = Resource()
+            for node in nodes:
+                free.add(node.idle).add(node.releasing)
+            victims: list[TaskInfo] = []
+            freed = Resource()
+            for bundle in bundles:
+                victims.extend(bundle.tasks)
+                freed.add(bundle.local)
+                if not need.less_equal(free.clone().add(freed)):
+                    continue
+                if self._place(ssn, stmt, queue, job, preemptors, nodes, victims):
+                    return True
+        return False
+
+    def _domains(self, ssn: Session) -> list[tuple[str, Sequence[NodeInfo]]]:
+        """The domains to search, best first, at most ``maxDomains``: the whole cluster here."""
+        return [(CLUSTER, ssn.node_list)]
+
+    def _bundles(
+        self,
+        ssn: Session,
+        job: JobInfo,
+        preemptors: list[TaskInfo],
+        need: Resource,
+        domain: str,
+        nodes: Sequence[NodeInfo],
+    ) -> list[Bundle]:
+        """The domain's bundles the plugins allow, in eviction order."""
+        by_job: dict[str, list[TaskInfo]] = {}
+        for node in nodes:
+            for task in node.tasks.values():
+                if self._candidate(ssn, job, task):
+                    by_job.setdefault(task.job, []).append(task)
+        bundles = [b for uid, tasks in by_job.items() for b in job_bundles(ssn.jobs[uid], tasks)]
+        if not bundles:
+            return []
+        between = self._between(ssn, job, preemptors[0])
+        bundles = _sorted(bundles, need, between)
+        context = EvictionContext(self.kind, job, domain)
+        allowed = ssn.unified_evictable(context, [t for b in bundles for t in b.tasks])
+        if not allowed:
+            return []
+        bundles = _sorted(_allowed(bundles, allowed), need, between)
+        if not self.arguments.allow_whole_bundle:
+            bundles = [b for b in bundles if not b.whole]
+        return bundles
+
+    def _place(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        preemptors: list[TaskInfo],
+        nodes: Sequence[NodeInfo],
+        victims: list[TaskInfo],
+    ) -> bool:
+        """Evict ``victims`` and pipeline every preemptor as allocate would; undone unless the job is pipelined."""
+        start = stmt.savepoint()
+        try:
+            for victim in victims:
+                stmt.evict(victim, self.reason)
+            placement = ssn.placement
+            domain = None if nodes is ssn.node_list else nodes
+            for task in preemptors:
+                if not ssn.allocatable(queue, task) or not ssn.pre_predicate(task).ok:
+                    break
+                feasible = placement.feasible(task, domain, resource_check=True, for_preempt=True)
+                node = placement.choose_among(task, feasible) if feasible else None
+                if node is None:
+                    break
+                stmt.pipeline(task, node.name)
+            else:
+                if ssn.job_ready(job) or ssn.job_pipelined(job):
+                    return True
+        except ResourceError as exc:
+            log.error("%s for job %s failed: %s", self.reason, job.uid, exc)
+        stmt.rollback(start)
+        return False
+
+
+def _requests_init(tasks: Iterable[TaskInfo]) -> Resource:
+    total = Resource()
+    for task in tasks:
+        total.add(task.init_resreq)
+    return total
+
+
+class GangPreempt(_GangEvict):
+    """Preemption within a queue, deciding per gang (Volcano's gang-aware preempt).
+
+    Queues take turns in queue order; within a queue, its admitted, valid,
+    starving jobs in job order, each in one statement. The preemptor's
+    pending tasks (best-effort ones aside) are placed together. Candidates
+    are Bound or Running, preemptable tasks of *other* jobs of the same
+    queue with a lower job priority, whose PodGroup does not say
+    ``volcano.sh/preemptable: "false"``; best-effort preemptors are not
+    limited to best-effort victims here, unlike ``preempt``. Bundles are
+    ordered safe before whole, then the job the job order would serve last
+    first, then by ROI (freed over destroyed resources), then by job and
+    task uid. The plugins implementing ``unified_evictable`` choose among
+    all candidates at once. Prefixes of the bundle list are tried, shortest
+    first, once they and the free resources cover the pending tasks: the
+    victims are evicted and every pending task is pipelined on the node
+    allocate would pick (idle fit before future fit, then scores); the
+    first prefix after which the job is ready or pipelined is kept.
+    The statement is committed when the job is pipelined, else discarded.
+
+    Arguments: :class:`GangEvictArguments`.
+    """
+
+    name: ClassVar[str] = "gangpreempt"
+    kind = EvictionKind.GANG_PREEMPT
+    reason = "gangpreempt"
+
+    def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
+        if (task.status is not _RUNNING and task.status is not _BOUND) or not task.preemptable:
+            return False
+        if task.job == preemptor_job.uid:
+            return False
+        owner = ssn.jobs.get(task.job)
+        if owner is None or owner.queue != preemptor_job.queue or not _preemptable_job(owner):
+            return False
+        return preemptor_job.priority > owner.priority
+
+    def _between(self, ssn: Session, preemptor_job: JobInfo, preemptor: TaskInfo) -> Callable[[Bundle, Bundle], int]:
+        compare_jobs = ssn.compare_jobs
+
+        def between(left: Bundle, right: Bundle) -> int:
+            if left.job is right.job:
+                return 0
+            # The job the job order serves last gives up first.
+            return -compare_jobs(left.job, right.job)
+
+        return between
+
+
+class GangReclaim(_GangEvict):
+    """Reclaim across queues, deciding per gang (Volcano's gang-aware reclaim).
+
+    As :class:`GangPreempt`, with these differences: a queue that is
+    ``overused`` is skipped; a job whose queue may not reclaim for its
+    pending tasks (``preemptive``) is skipped; candidates are Running,
+    preemptable tasks of jobs in *other* queues that are reclaimable
+    (``spec.reclaimable`` unset or true), whatever their priority; bundles
+    of different queues are ordered by the victim queue order (by default
+    the queue the queue order serves last gives up first), and within a
+    queue by ROI.
+
+    Arguments: :class:`GangEvictArguments`.
+    """
+
+    name: ClassVar[str] = "gangreclaim"
+    kind = EvictionKind.GANG_RECLAIM
+    reason = "gangreclaim"
+
+    def _queue_takes_part(self, ssn: Session, queue: QueueInfo) -> bool:
+        return not ssn.queue_overused(queue)
+
+    def _allowed_to_evict(self, ssn: Session, queue: QueueInfo, preemptors: list[TaskInfo]) -> bool:
+        return ssn.preemptive(queue, preemptors)
+
+    def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
+        if task.status is not _RUNNING or not task.preemptable:
+            return False
+        owner = ssn.jobs.get(task.job)
+        if owner is None or owner.queue == preemptor_job.queue or not _preemptable_job(owner):
+            return False
+        queue = ssn.queues.get(owner.queue)
+        return queue is not None and queue.is_reclaimable()
+
+    def _between(self, ssn: Session, preemptor_job: JobInfo, preemptor: TaskInfo) -> Callable[[Bundle, Bundle], int]:
+        queues = ssn.queues
+        victim_queues = ssn.compare_victim_queues
+
+        def between(left: Bundle, right: Bundle) -> int:
+            lq = queues.get(left.job.queue)
+            rq = queues.get(right.job.queue)
+            if lq is None or rq is None or lq is rq:
+                return 0
+            return victim_queues(lq, rq, preemptor)
+
+        return between
