@@ -53,6 +53,7 @@ __all__ = [
     "GangReclaim",
     "bundle_roi",
     "job_bundles",
+    "prune_victims",
 ]
 
 log = logging.getLogger(__name__)
@@ -213,6 +214,97 @@ def _preemptable_job(job: JobInfo) -> bool:
     return True
 
 
+def _more_disruptive_first(task: TaskInfo) -> tuple[float, float, float, _Desc]:
+    res = task.resreq
+    return (-res.milli_cpu, -res.memory, -sum(res.scalars.values()), _Desc(task.uid))
+
+
+class _Desc:
+    """Orders strings the other way round."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Desc) -> bool:
+        return self.value > other.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Desc) and self.value == other.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _first_fit(
+    pending: Sequence[TaskInfo], viable: dict[str, list[NodeInfo]], available: dict[str, Resource]
+) -> bool:
+    """Whether every pending task, in order, fits the first of its viable nodes with room left."""
+    left = {name: res.clone() for name, res in available.items()}
+    for task in pending:
+        req = task.init_resreq
+        for node in viable[task.uid]:
+            room = left.get(node.name)
+            if room is not None and req.less_equal(room):
+                room.sub_unchecked(req)
+                break
+        else:
+            return False
+    return True
+
+
+def prune_victims(
+    ssn: Session, pending: Sequence[TaskInfo], nodes: Sequence[NodeInfo], bundles: Sequence[Bundle]
+) -> list[TaskInfo]:
+    """The victims of ``bundles`` without those the pending tasks do not need, in their order.
+
+    The most protected victims are tried first (the bundles in reverse
+    order; a whole bundle as one unit, a safe bundle task by task, the task
+    freeing the most cpu, then memory, then other resources first): a unit
+    is dropped when every pending task still fits, first fit in task order,
+    on a node that passes its predicates (a plain ``UNSCHEDULABLE`` counts
+    as passing), counting each node's future idle resources plus what the
+    victims kept on it free. All the victims are returned when a task fails
+    its pre-predicates or has no such node, or when there is one unit only.
+    """
+    victims = [t for b in bundles for t in b.tasks]
+    if not pending or not nodes or not victims:
+        return victims
+    placement = ssn.placement
+    domain = None if nodes is ssn.node_list else nodes
+    viable: dict[str, list[NodeInfo]] = {}
+    for task in pending:
+        if not ssn.pre_predicate(task).ok:
+            return victims
+        passing = placement.feasible(task, domain, for_preempt=True)
+        if not passing:
+            return victims
+        viable[task.uid] = passing
+    units: list[list[TaskInfo]] = []
+    for bundle in reversed(bundles):
+        if bundle.whole:
+            units.append(list(bundle.tasks))
+        else:
+            units.extend([t] for t in sorted(bundle.tasks, key=_more_disruptive_first))
+    if len(units) <= 1:
+        return victims
+    available = {node.name: node.future_idle() for node in nodes}
+    for victim in victims:
+        available.setdefault(victim.node_name, Resource()).add(victim.resreq)
+    dropped: set[int] = set()
+    for unit in units:
+        without = {name: res.clone() for name, res in available.items()}
+        for task in unit:
+            room = without.get(task.node_name)
+            if room is not None:
+                room.sub_unchecked(task.resreq)
+        if not _first_fit(pending, viable, without):
+            continue
+        available = without
+        dropped.update(id(t) for t in unit)
+    return [t for t in victims if id(t) not in dropped]
+
+
 # ---------------------------------------------------------------------------- the actions
 
 
@@ -230,6 +322,13 @@ class GangEvictArguments:
         key="allowWholeBundle",
         default=True,
         doc="Whether victims may include bundles that break a victim gang; `false`: only surplus tasks.",
+    )
+    prune_victims: bool = argument(
+        key="pruneVictims",
+        default=False,
+        doc="volcanolib only. First try without the victims the pending tasks do not need (Volcano's victim "
+        "pruning, proposed for volcano-sh/volcano#5994); `false`: every victim of the chosen bundles goes, as "
+        "in Volcano's release.",
     )
 
 
@@ -300,11 +399,15 @@ class _GangEvict(BaseAction[GangEvictArguments]):
                 free.add(node.idle).add(node.releasing)
             victims: list[TaskInfo] = []
             freed = Resource()
-            for bundle in bundles:
+            for count, bundle in enumerate(bundles, 1):
                 victims.extend(bundle.tasks)
                 freed.add(bundle.local)
                 if not need.less_equal(free.clone().add(freed)):
                     continue
+                if self.arguments.prune_victims:
+                    pruned = prune_victims(ssn, preemptors, nodes, bundles[:count])
+                    if len(pruned) < len(victims) and self._place(ssn, stmt, queue, job, preemptors, nodes, pruned):
+                        return True
                 if self._place(ssn, stmt, queue, job, preemptors, nodes, victims):
                     return True
         return False
@@ -450,6 +553,14 @@ class GangReclaim(_GangEvict):
     name: ClassVar[str] = "gangreclaim"
     kind = EvictionKind.GANG_RECLAIM
     reason = "gangreclaim"
+
+    def execute(self, ssn: Session) -> None:
+        """Reclaim for starving jobs, unless no plugin says what a queue's share is."""
+        # Without a plugin deciding ``overused`` or ``preemptive`` nothing says a queue is above its
+        # share, and evicted tasks would come back to their queue and be evicted again (#6045).
+        if not (ssn.implemented("overused") or ssn.implemented("preemptive")):
+            return
+        super().execute(ssn)
 
     def _queue_takes_part(self, ssn: Session, queue: QueueInfo) -> bool:
         return not ssn.queue_overused(queue)

@@ -287,6 +287,13 @@ class Session:
     def _table(self, hook: str) -> combine.Table:
         return bind(self, hook, self._tables.get(hook, ()))
 
+    def implemented(self, hook: str) -> bool:
+        """Whether some plugin of the configuration takes part in ``hook`` (implements it, its switch on).
+
+        .. versionadded:: 0.2
+        """
+        return any(self._tables.get(hook, ()))
+
     def order_by_key(self, hook: str) -> bool:
         """Whether every plugin taking part in an order hook (``job_order``, ``task_order`` ...) gives keys."""
         return self._key_based.get(hook, False)
