@@ -5,12 +5,20 @@ from __future__ import annotations
 import math
 
 import pytest
+from volcanolib_contrib.gangevict import Bundle, bundle_roi, job_bundles, prune_victims
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, open_session, run_session
-from volcanolib_contrib.gangevict import Bundle, bundle_roi, job_bundles, prune_victims
+from volcanolib.testing import (
+    FakeCache,
+    build_node,
+    build_pod_group,
+    build_queue,
+    build_task,
+    open_session,
+    run_session,
+)
 
 
 def _job(name: str, min_member: int, tasks: list[tuple[str, str, int, TaskStatus]], **pg: object) -> JobInfo:
@@ -74,7 +82,8 @@ def test_roi_is_freed_over_destroyed_on_the_needed_dimensions(
     job = _job("e", 1, [])
     bundle = Bundle(True, job, [], Resource.from_list(local), Resource.from_list(global_cost))
     assert bundle_roi(bundle, Resource.from_list(need)) == pytest.approx(roi)
-    assert bundle_roi(Bundle(False, job, [], Resource.from_list(local), Resource()), Resource.from_list(need)) == math.inf
+    safe = Bundle(False, job, [], Resource.from_list(local), Resource())
+    assert bundle_roi(safe, Resource.from_list(need)) == math.inf
 
 
 def test_pruning_keeps_only_the_victim_the_pending_task_needs() -> None:
@@ -141,7 +150,8 @@ def test_with_gang_protection_reclaim_takes_nothing() -> None:
 
 def test_gangreclaim_without_whole_bundles_takes_nothing_from_gangs_at_their_minimum() -> None:
     cache, tiers = _interleaved_gangs("")
-    conf = "actions: gangreclaim\n" + tiers + "configurations:\n- name: gangreclaim\n  arguments: {allowWholeBundle: false}\n"
+    arguments = "configurations:\n- name: gangreclaim\n  arguments: {allowWholeBundle: false}\n"
+    conf = "actions: gangreclaim\n" + tiers + arguments
     result = run_session(cache, conf)
     assert cache.evicted == []
     assert result.pipelined == ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from volcanolib_contrib.sla import SlaPlugin
 
 from volcanolib.api.duration import parse_duration, parse_duration_ns
 from volcanolib.errors import ConfigError
@@ -11,7 +12,6 @@ from volcanolib.framework.registry import PluginHost
 from volcanolib.framework.session import Session
 from volcanolib.framework.status import Vote
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
-from volcanolib_contrib.sla import SlaPlugin
 
 
 @pytest.mark.parametrize(
@@ -48,8 +48,8 @@ def _session(conf_args: str = "", *, clock: float = 1000.0) -> Session:
         "bad": {"sla-waiting-time": "soon"},
         "zero": {"sla-waiting-time": "0s"},
     }
-    for i, (name, annotations) in enumerate(groups.items()):
-        cache.add_pod_group(build_pod_group(name, creation_timestamp=100.0 + i, annotations=annotations))
+    for i, (name, notes) in enumerate(groups.items()):
+        cache.add_pod_group(build_pod_group(name, creation_timestamp=100.0 + i, annotations=notes))
         cache.add_task(build_task(f"{name}-0", job=name, cpu="1"))
     args = f"\n    arguments: {{{conf_args}}}" if conf_args else ""
     ssn = open_session(cache, f"actions: ''\ntiers:\n- plugins:\n  - name: sla{args}\n")
@@ -66,7 +66,8 @@ def _plugin(ssn: Session) -> SlaPlugin:
 def test_waiting_times_come_from_the_annotations_then_the_argument() -> None:
     ssn = _session("sla-waiting-time: 3m")
     sla = _plugin(ssn)
-    waits = {name: sla.job_waiting_time(ssn.jobs[f"default/{name}"]) for name in ("none", "hour", "short", "bad", "zero")}
+    names = ("none", "hour", "short", "bad", "zero")
+    waits = {name: sla.job_waiting_time(ssn.jobs[f"default/{name}"]) for name in names}
     assert waits == {"none": 180.0, "hour": 3600.0, "short": 30.0, "bad": 180.0, "zero": 180.0}
     assert _plugin(_session()).job_waiting_time(_session().jobs["default/none"]) is None
 
@@ -104,6 +105,7 @@ def test_a_job_that_waited_its_time_is_permitted(clock: float, vote: Vote) -> No
 @pytest.mark.parametrize("value", ["1", "0s", "-3m", "soon", "true"])
 def test_a_bad_global_waiting_time_is_refused_naming_the_key(value: str) -> None:
     # Volcano logs such a value (its "sla error type placement" case passes the integer 1) and runs without it.
-    config = parse_config(f"actions: ''\ntiers:\n- plugins:\n  - name: sla\n    arguments: {{sla-waiting-time: {value}}}\n")
+    text = f"actions: ''\ntiers:\n- plugins:\n  - name: sla\n    arguments: {{sla-waiting-time: {value}}}\n"
+    config = parse_config(text)
     with pytest.raises(ConfigError, match="sla-waiting-time"):
         PluginHost(config)

@@ -236,9 +236,7 @@ class _Desc:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _first_fit(
-    pending: Sequence[TaskInfo], viable: dict[str, list[NodeInfo]], available: dict[str, Resource]
-) -> bool:
+def _first_fit(pending: Sequence[TaskInfo], viable: dict[str, list[NodeInfo]], available: dict[str, Resource]) -> bool:
     """Whether every pending task, in order, fits the first of its viable nodes with room left."""
     left = {name: res.clone() for name, res in available.items()}
     for task in pending:
