@@ -453,7 +453,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         nodes: Sequence[NodeInfo],
         victims: list[TaskInfo],
     ) -> bool:
-        """Evict ``victims`` and pipeline every preemptor as allocate would; undone unless the job is pipelined."""
+        """Evict ``victims`` and pipeline every preemptor as allocate would; undone unless the job is then pipelined."""
         start = stmt.savepoint()
         try:
             for victim in victims:
@@ -469,7 +469,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
                     break
                 stmt.pipeline(task, node.name)
             else:
-                if ssn.job_ready(job) or ssn.job_pipelined(job):
+                if ssn.job_pipelined(job):
                     return True
         except ResourceError as exc:
             log.error("%s for job %s failed: %s", self.reason, job.uid, exc)
@@ -501,7 +501,7 @@ class GangPreempt(_GangEvict):
     first, once they and the free resources cover the pending tasks: the
     victims are evicted and every pending task is pipelined on the node
     allocate would pick (idle fit before future fit, then scores); the
-    first prefix after which the job is ready or pipelined is kept.
+    first prefix after which the job is pipelined (``job_pipelined``) is kept.
     The statement is committed when the job is pipelined, else discarded.
 
     Arguments: :class:`GangEvictArguments`.
