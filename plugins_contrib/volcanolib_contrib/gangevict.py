@@ -136,7 +136,8 @@ def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
     if safe:
         bundles.append(Bundle(False, job, safe, _requests(safe), Resource()))
     if whole:
-        bundles.append(Bundle(True, job, whole, _requests(whole), _requests(job.tasks.values())))
+        # What the whole job requests, all its tasks whatever their status (Volcano's global cost).
+        bundles.append(Bundle(True, job, whole, _requests(whole), job.total_request.clone()))
     return bundles
 
 
@@ -162,6 +163,8 @@ def bundle_roi(bundle: Bundle, need: Resource) -> float:
     Both sides are sums over the dimensions ``need`` asks for of the
     resource divided by the need; the freed side is capped at the need.
     """
+    if not bundle.whole:
+        return math.inf  # nothing destroyed
     cost = _score(bundle.global_cost, need, cap=False)
     if cost == 0:
         return math.inf
@@ -176,7 +179,14 @@ def _stable(left: Bundle, right: Bundle) -> int:
 
 def _sorted(bundles: list[Bundle], need: Resource, between: Callable[[Bundle, Bundle], int]) -> list[Bundle]:
     """Safe before whole, then ``between`` (negative: left first), then higher ROI, then job and first task uid."""
-    roi = {id(b): bundle_roi(b, need) for b in bundles}
+    roi: dict[int, float] = {}
+
+    def roi_of(bundle: Bundle) -> float:
+        # Taken only when the order gets that far (between bundles of one job or of equal standing).
+        value = roi.get(id(bundle))
+        if value is None:
+            value = roi[id(bundle)] = bundle_roi(bundle, need)
+        return value
 
     def compare(left: Bundle, right: Bundle) -> int:
         if left.whole != right.whole:
@@ -184,7 +194,7 @@ def _sorted(bundles: list[Bundle], need: Resource, between: Callable[[Bundle, Bu
         decided = between(left, right)
         if decided:
             return decided
-        lr, rr = roi[id(left)], roi[id(right)]
+        lr, rr = roi_of(left), roi_of(right)
         if lr != rr:
             return -1 if lr > rr else 1
         return _stable(left, right)
