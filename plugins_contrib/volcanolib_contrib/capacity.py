@@ -544,15 +544,12 @@ class CapacityPlugin:
         victims: list[TaskInfo] = []
         allocations: dict[str, Resource] = {}
         for candidate in VictimOrder(ssn, reclaimer).sorted(reclaimees):
-            victim_job = ssn.jobs.get(candidate.job)
-            attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
-            if attr is None:
+            found = self._running_total(ssn, candidate, allocations)
+            if found is None:
                 continue
+            attr, allocated = found
             if not intersects(candidate.resreq, reclaimer.init_resreq, ignore_pods=True):
                 continue
-            allocated = allocations.get(attr.name)
-            if allocated is None:
-                allocated = allocations[attr.name] = attr.allocated.clone()
             if not attr.guarantee.less_equal(allocated.clone().sub_unchecked(candidate.resreq), _ZERO):
                 continue
             if not _has_relevant_deserved(candidate, attr.deserved):
@@ -590,6 +587,19 @@ class CapacityPlugin:
             victims.append(candidate)
         return victims
 
+    def _running_total(
+        self, ssn: Session, candidate: TaskInfo, allocations: dict[str, Resource]
+    ) -> tuple[QueueAttr, Resource] | None:
+        """The candidate's queue and its allocated total less the victims chosen so far; ``None`` when unknown."""
+        victim_job = ssn.jobs.get(candidate.job)
+        attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
+        if attr is None:
+            return None
+        allocated = allocations.get(attr.name)
+        if allocated is None:
+            allocated = allocations[attr.name] = attr.allocated.clone()
+        return attr, allocated
+
     @hookimpl
     def unified_evictable(
         self, ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
@@ -614,13 +624,10 @@ class CapacityPlugin:
         victims: list[TaskInfo] = []
         allocations: dict[str, Resource] = {}
         for candidate in candidates:
-            victim_job = ssn.jobs.get(candidate.job)
-            attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
-            if attr is None:
+            found = self._running_total(ssn, candidate, allocations)
+            if found is None:
                 continue
-            allocated = allocations.get(attr.name)
-            if allocated is None:
-                allocated = allocations[attr.name] = attr.allocated.clone()
+            attr, allocated = found
             if not attr.guarantee.less_equal(allocated.clone().sub_unchecked(candidate.resreq), _ZERO):
                 continue
             if _has_relevant_deserved(candidate, attr.deserved) and not greater_partly_with_relevant_dimensions(
