@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
-from volcanolib_contrib.gangevict import Bundle, bundle_roi, job_bundles, prune_victims
+from volcanolib_contrib.gangevict import (
+    Bundle,
+    GangPreempt,
+    GangReclaim,
+    bundle_roi,
+    job_bundles,
+    prune_victims,
+    sort_bundles,
+)
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import Resource
@@ -166,3 +175,36 @@ def test_a_failed_placement_leaves_nothing_evicted() -> None:
     result = run_session(cache, "actions: gangreclaim\n" + tiers)
     assert all(not t.name.startswith("big") for t, _ in result.pipelined)
     assert sorted(cache.evicted) == ["default/g0-0", "default/g0-1"]
+
+
+@pytest.mark.parametrize("action", ["gangpreempt", "gangreclaim"])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_key_sort_gives_the_comparison_order(action: str, seed: int) -> None:
+    rng = random.Random(seed)
+    cache = FakeCache()
+    cache.add_node(build_node("n0", "64", "256Gi"))
+    for q in range(3):
+        cache.add_queue(build_queue(f"q{q}", reclaimable=True))
+    for j in range(12):
+        running = rng.randint(1, 5)
+        cache.add_pod_group(
+            build_pod_group(
+                f"j{j}", queue=f"q{rng.randrange(3)}", min_member=rng.randint(1, running), phase=PodGroupPhase.RUNNING
+            )
+        )
+        for t in range(running):
+            cpu = str(rng.choice([1, 2, 4]))
+            cache.add_task(
+                build_task(f"j{j}-{t}", job=f"j{j}", cpu=cpu, priority=rng.randint(1, 3), node="n0", status=RUNNING)
+            )
+    ssn = open_session(cache, "actions: ''\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: drf\n")
+    jobs = list(ssn.jobs.values())
+    bundles = [b for job in jobs for b in job_bundles(job, list(job.tasks.values()))]
+    rng.shuffle(bundles)
+    need = Resource.from_list({"cpu": str(rng.randint(1, 8)), "memory": "2Gi"})
+    cls = GangPreempt if action == "gangpreempt" else GangReclaim
+    between, key = cls()._between(ssn, jobs[0], next(iter(jobs[0].tasks.values())))
+    assert key is not None
+    by_key = sort_bundles(bundles, need, between, key)
+    by_comparison = sort_bundles(bundles, need, between)
+    assert [(b.job.uid, b.whole) for b in by_key] == [(b.job.uid, b.whole) for b in by_comparison]
