@@ -19,6 +19,7 @@ from volcanolib_contrib.gangevict import (
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.framework.registry import Registry
 from volcanolib.testing import (
     FakeCache,
     build_node,
@@ -208,3 +209,83 @@ def test_the_key_sort_gives_the_comparison_order(action: str, seed: int) -> None
     by_key = sort_bundles(bundles, need, between, key)
     by_comparison = sort_bundles(bundles, need, between)
     assert [(b.job.uid, b.whole) for b in by_key] == [(b.job.uid, b.whole) for b in by_comparison]
+
+
+class _PlainPreempt(GangPreempt):
+    remember_bundles = False
+
+
+class _PlainReclaim(GangReclaim):
+    remember_bundles = False
+
+
+def _random_cluster(seed: int) -> FakeCache:
+    """Jobs of three queues running on eight nodes, and starving jobs of every queue."""
+    rng = random.Random(seed)
+    cache = FakeCache()
+    cache.add_priority_class("high", 10)
+    cache.add_priority_class("top", 100)
+    for n in range(8):
+        cache.add_node(build_node(f"n{n}", "8", "32Gi"))
+    for q in range(3):
+        cache.add_queue(build_queue(f"q{q}", reclaimable=rng.random() < 0.8))
+    free = {f"n{n}": 8 for n in range(8)}
+    for j in range(14):
+        size = rng.randint(1, 5)
+        cache.add_pod_group(
+            build_pod_group(
+                f"r{j}",
+                queue=f"q{rng.randrange(3)}",
+                min_member=rng.randint(1, size),
+                phase=PodGroupPhase.RUNNING,
+                priority_class_name=rng.choice(["", "high"]),
+            )
+        )
+        for t in range(size):
+            cpu = rng.choice([1, 2])
+            nodes = [n for n, left in free.items() if left >= cpu]
+            if not nodes:
+                break
+            node = rng.choice(nodes)
+            free[node] -= cpu
+            cache.add_task(build_task(f"r{j}-{t}", job=f"r{j}", cpu=str(cpu), node=node, status=RUNNING))
+    for j in range(6):
+        size = rng.randint(1, 4)
+        cache.add_pod_group(
+            build_pod_group(f"s{j}", queue=f"q{rng.randrange(3)}", min_member=size, priority_class_name="top")
+        )
+        for t in range(size):
+            cache.add_task(build_task(f"s{j}-{t}", job=f"s{j}", cpu=str(rng.choice([1, 2, 3]))))
+    return cache
+
+
+_RANDOM_CONF = (
+    "actions: {action}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+    "- plugins:\n  - name: drf\n  - name: proportion\n  - name: predicates\n  - name: binpack\n"
+)
+
+
+@pytest.mark.parametrize("action", ["gangpreempt", "gangreclaim"])
+@pytest.mark.parametrize("seed", range(8))
+def test_remembered_bundles_give_the_same_decisions(action: str, seed: int) -> None:
+    conf = _RANDOM_CONF.format(action=action)
+    plain = Registry(actions={"gangpreempt": _PlainPreempt, "gangreclaim": _PlainReclaim})
+    outcomes = []
+    for registry in (None, plain):
+        cache = _random_cluster(seed)
+        result = run_session(cache, conf, registry=registry, seed=seed)
+        outcomes.append((sorted(cache.evicted), sorted((t.key, node) for t, node in result.pipelined)))
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("action", ["gangpreempt", "gangreclaim"])
+def test_the_random_clusters_make_the_actions_evict(action: str) -> None:
+    conf = (
+        f"actions: {action}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: proportion\n"
+    )
+    evicted = 0
+    for seed in range(8):
+        cache = _random_cluster(seed)
+        run_session(cache, conf, seed=seed)
+        evicted += len(cache.evicted)
+    assert evicted > 0

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
@@ -377,6 +377,10 @@ class _GangEvict(BaseAction[GangEvictArguments]):
     Arguments = GangEvictArguments
     kind: ClassVar[EvictionKind]
     reason: ClassVar[str]
+    #: Keep each victim job's bundles between starving jobs while its tasks do not change (the same
+    #: decisions as building them afresh for every starving job; a test compares both).
+    remember_bundles: bool = True
+    _victims: _VictimBundles
 
     def execute(self, ssn: Session) -> None:
         """Serve the starving jobs queue by queue, one statement per job, kept when the job is pipelined."""
@@ -387,6 +391,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
             return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.resreq.is_empty()]
 
         order = job_queues(ssn, pending)
+        self._victims = _VictimBundles(self, ssn)
         queues = order.queues
         while queues:
             queue = queues.pop()
@@ -405,6 +410,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
                         stmt.commit()
                     else:
                         stmt.discard()
+                self._victims.changed(job.uid)
 
     # Hooks for the two actions -------------------------------------------------------
 
@@ -415,6 +421,10 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         return True
 
     def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
+        raise NotImplementedError
+
+    def _candidates_key(self, preemptor_job: JobInfo) -> Hashable:
+        """What of the preemptor job :meth:`_candidate` depends on: jobs with equal keys have the same candidates."""
         raise NotImplementedError
 
     def _between(self, ssn: Session, preemptor_job: JobInfo, preemptor: TaskInfo) -> tuple[Between, BetweenKey | None]:
@@ -465,12 +475,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         nodes: Sequence[NodeInfo],
     ) -> list[Bundle]:
         """The domain's bundles the plugins allow, in eviction order."""
-        by_job: dict[str, list[TaskInfo]] = {}
-        for node in nodes:
-            for task in node.tasks.values():
-                if self._candidate(ssn, job, task):
-                    by_job.setdefault(task.job, []).append(task)
-        bundles = [b for uid, tasks in by_job.items() for b in job_bundles(ssn.jobs[uid], tasks)]
+        bundles = self._victims.bundles(job, nodes)
         if not bundles:
             return []
         between, key = self._between(ssn, job, preemptors[0])
@@ -526,6 +531,82 @@ def _requests_init(tasks: Iterable[TaskInfo]) -> Resource:
     return total
 
 
+class _VictimBundles:
+    """Every victim job's bundles for the starving jobs of one action run.
+
+    Built afresh for each starving job (a scan of the domain's nodes) unless
+    ``remember_bundles``: then the bundles are kept per candidate filter
+    (:meth:`_GangEvict._candidates_key`) and rebuilt only for the jobs that
+    changed since, read from the session's node log (the jobs of the tasks
+    on every node whose tasks changed) and from the starving jobs served.
+    """
+
+    def __init__(self, action: _GangEvict, ssn: Session) -> None:
+        self._action = action
+        self._ssn = ssn
+        self._log_seen = len(ssn.node_log)
+        #: Jobs that changed, in order; a filter's entry remembers how far it has read.
+        self._changed: list[str] = []
+        self._by_filter: dict[Hashable, tuple[dict[str, list[Bundle]], int]] = {}
+
+    def changed(self, job_uid: str) -> None:
+        """Note that a job's tasks may have changed (a starving job that was served)."""
+        self._changed.append(job_uid)
+
+    def _read_log(self) -> None:
+        ssn = self._ssn
+        log = ssn.node_log
+        nodes = ssn.nodes
+        changed = self._changed
+        for name in log[self._log_seen :]:
+            node = nodes.get(name)
+            if node is not None:
+                changed.extend(task.job for task in node.tasks.values())
+        self._log_seen = len(log)
+
+    def _scan(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> dict[str, list[TaskInfo]]:
+        candidate = self._action._candidate
+        ssn = self._ssn
+        by_job: dict[str, list[TaskInfo]] = {}
+        for node in nodes:
+            for task in node.tasks.values():
+                if candidate(ssn, job, task):
+                    by_job.setdefault(task.job, []).append(task)
+        return by_job
+
+    def bundles(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[Bundle]:
+        """The bundles of every job with candidates on ``nodes`` for the starving ``job``, in no set order."""
+        ssn = self._ssn
+        jobs = ssn.jobs
+        if not self._action.remember_bundles or nodes is not ssn.node_list:
+            return [b for uid, tasks in self._scan(job, nodes).items() for b in job_bundles(jobs[uid], tasks)]
+        self._read_log()
+        key = self._action._candidates_key(job)
+        entry = self._by_filter.get(key)
+        if entry is None:
+            per_job = {uid: job_bundles(jobs[uid], tasks) for uid, tasks in self._scan(job, nodes).items()}
+        else:
+            per_job, seen = entry
+            candidate = self._action._candidate
+            node_map = ssn.nodes
+            for uid in dict.fromkeys(self._changed[seen:]):
+                victim = jobs.get(uid)
+                if victim is None:
+                    per_job.pop(uid, None)
+                    continue
+                tasks = []
+                for task in victim.tasks.values():
+                    node = node_map.get(task.node_name)
+                    if node is not None and node.tasks.get(task.key) is task and candidate(ssn, job, task):
+                        tasks.append(task)
+                if tasks:
+                    per_job[uid] = job_bundles(victim, tasks)
+                else:
+                    per_job.pop(uid, None)
+        self._by_filter[key] = (per_job, len(self._changed))
+        return [b for bundles in per_job.values() for b in bundles]
+
+
 class GangPreempt(_GangEvict):
     """Preemption within a queue, deciding per gang (Volcano's gang-aware preempt).
 
@@ -552,6 +633,10 @@ class GangPreempt(_GangEvict):
     name: ClassVar[str] = "gangpreempt"
     kind = EvictionKind.GANG_PREEMPT
     reason = "gangpreempt"
+
+    def _candidates_key(self, preemptor_job: JobInfo) -> Hashable:
+        # Its own job has its priority, so the priority test leaves it out too.
+        return (preemptor_job.queue, preemptor_job.priority)
 
     def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
         if (task.status is not _RUNNING and task.status is not _BOUND) or not task.preemptable:
@@ -616,6 +701,9 @@ class GangReclaim(_GangEvict):
 
     def _allowed_to_evict(self, ssn: Session, queue: QueueInfo, preemptors: list[TaskInfo]) -> bool:
         return ssn.preemptive(queue, preemptors)
+
+    def _candidates_key(self, preemptor_job: JobInfo) -> Hashable:
+        return preemptor_job.queue
 
     def _candidate(self, ssn: Session, preemptor_job: JobInfo, task: TaskInfo) -> bool:
         if task.status is not _RUNNING or not task.preemptable:
