@@ -256,10 +256,9 @@ def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo]) -> list[Bundle]
     out: list[Bundle] = []
     for bundle in bundles:
         approved = [t for t in bundle.tasks if id(t) in keep]
-        if bundle.whole:
-            if len(approved) == len(bundle.tasks):
-                out.append(bundle)
-        elif approved:
+        if len(approved) == len(bundle.tasks):
+            out.append(bundle)  # kept as it is
+        elif approved and not bundle.whole:
             out.append(attrs.evolve(bundle, tasks=approved, local=_requests(approved)))
     return out
 
@@ -485,7 +484,10 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         allowed = ssn.unified_evictable(context, [t for b in bundles for t in b.tasks])
         if not allowed:
             return []
-        bundles = sort_bundles(_allowed(bundles, allowed), need, between, key, roi)
+        kept = _allowed(bundles, allowed)
+        if len(kept) != len(bundles) or any(a is not b for a, b in zip(kept, bundles, strict=True)):
+            # Sorted again, as some bundles changed (sorting the same bundles again gives the same order).
+            bundles = sort_bundles(kept, need, between, key, roi)
         if not self.arguments.allow_whole_bundle:
             bundles = [b for b in bundles if not b.whole]
         return bundles
