@@ -142,15 +142,15 @@ def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
     return bundles
 
 
-def _score(res: Resource, need: Resource, *, cap: bool) -> float:
-    """Sum over the needed dimensions (``pods`` aside) of ``res / need``, each capped at 1 with ``cap``."""
+def _needed(need: Resource) -> list[tuple[str, float]]:
+    """The dimensions ``need`` asks for (``pods`` aside), with the amounts."""
+    return [(name, amount) for name in need.names() if name != PODS and (amount := need.get(name)) > 0]
+
+
+def _score(res: Resource, needed: list[tuple[str, float]], *, cap: bool) -> float:
+    """Sum over the needed dimensions of ``res / need``, each capped at 1 with ``cap``."""
     score = 0.0
-    for name in need.names():
-        if name == PODS:
-            continue
-        wanted = need.get(name)
-        if wanted <= 0:
-            continue
+    for name, wanted in needed:
         have = res.get(name)
         if cap and have > wanted:
             have = wanted
@@ -158,18 +158,22 @@ def _score(res: Resource, need: Resource, *, cap: bool) -> float:
     return score
 
 
-def bundle_roi(bundle: Bundle, need: Resource) -> float:
+def bundle_roi(bundle: Bundle, need: Resource, needed: list[tuple[str, float]] | None = None) -> float:
     """What the bundle frees towards ``need`` per unit of what it destroys; infinite for a safe bundle.
 
-    Both sides are sums over the dimensions ``need`` asks for of the
-    resource divided by the need; the freed side is capped at the need.
+    Both sides are sums over the dimensions ``need`` asks for (``pods``
+    aside) of the resource divided by the need; the freed side is capped at
+    the need.
+
+    :param needed: ``need``'s dimensions, when already listed for many bundles.
     """
     if not bundle.whole:
         return math.inf  # nothing destroyed
-    cost = _score(bundle.global_cost, need, cap=False)
+    dims = _needed(need) if needed is None else needed
+    cost = _score(bundle.global_cost, dims, cap=False)
     if cost == 0:
         return math.inf
-    return _score(bundle.local, need, cap=True) / cost
+    return _score(bundle.local, dims, cap=True) / cost
 
 
 class _Reversed:
@@ -219,12 +223,13 @@ def sort_bundles(
     :param roi: bundles' ROI remembered by identity, shared between sorts of the same bundles.
     """
     memo = roi if roi is not None else {}
+    needed = _needed(need)
 
     def roi_of(bundle: Bundle) -> float:
         known = memo.get(id(bundle))
         if known is not None:
             return known[1]
-        value = bundle_roi(bundle, need)
+        value = bundle_roi(bundle, need, needed)
         memo[id(bundle)] = (bundle, value)  # the bundle is kept so that its id is not reused
         return value
 
