@@ -255,13 +255,13 @@ def sort_bundles(
     return sorted(bundles, key=functools.cmp_to_key(compare))
 
 
-def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo], candidates: int) -> list[Bundle]:
+def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo], candidates: Sequence[TaskInfo]) -> list[Bundle]:
     """Whole bundles all of whose tasks are allowed; safe bundles cut down to their allowed tasks.
 
-    :param candidates: how many tasks the bundles hold (all distinct).
+    :param candidates: the bundles' tasks, flattened.
     """
-    keep = {id(t) for t in allowed}
-    if len(keep) == candidates and all(id(t) in keep for b in bundles for t in b.tasks):
+    keep = set(map(id, allowed))
+    if keep.issuperset(map(id, candidates)):
         return bundles  # every candidate allowed
     out: list[Bundle] = []
     for bundle in bundles:
@@ -493,7 +493,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         allowed = ssn.unified_evictable(context, flat)
         if not allowed:
             return []
-        kept = _allowed(bundles, allowed, len(flat))
+        kept = _allowed(bundles, allowed, flat)
         if len(kept) != len(bundles) or any(a is not b for a, b in zip(kept, bundles, strict=True)):
             # Sorted again, as some bundles changed (sorting the same bundles again gives the same order).
             bundles = sort_bundles(kept, need, between, key, roi)
