@@ -467,7 +467,7 @@ class _Handler(BaseHTTPRequestHandler):
                 now = time.monotonic()
                 if timeout is not None and now >= start + timeout:
                     break
-                if bookmarks and now >= next_bookmark:  # every event up to current were in this batch
+                if bookmarks and now >= next_bookmark:  # every event up to current was in this batch
                     pos = current
                     emit("BOOKMARK", _bookmark(rt, current))
                     self.wfile.flush()
