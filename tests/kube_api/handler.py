@@ -188,8 +188,11 @@ class _Handler(BaseHTTPRequestHandler):
         segs = [s for s in parts.path.split("/") if s]
         method = self.command
         token = self.server.token
-        if token is not None and segs not in PUBLIC_PATHS and self.headers.get("Authorization") != f"Bearer {token}":
-            raise ApiError(401, "Unauthorized", "Unauthorized")
+        if token is not None and segs not in PUBLIC_PATHS:
+            # The scheme is case-insensitive: the Python client's in-cluster loader sends "bearer".
+            scheme, _, given = (self.headers.get("Authorization") or "").partition(" ")
+            if scheme.lower() != "bearer" or given.strip() != token:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
         if method == "GET":
             doc = self._discovery(segs)
             if doc is not None:

@@ -278,4 +278,28 @@ class KubeApiServer:
         )
         return path
 
+    def write_incluster_files(self, folder: str | Path) -> dict[str, str]:
+        """Write what a pod's service account mount holds (``token``, ``ca.crt``,
+        ``namespace``) into ``folder`` and return the environment a pod sees
+        (``KUBERNETES_SERVICE_HOST`` and ``KUBERNETES_SERVICE_PORT``) plus the two file paths
+        (``token_file``, ``ca_file``), for testing in-cluster configuration. Needs the
+        ``tls`` and ``token`` options, as in a cluster.
+
+        :raises ValueError: when the server has no TLS or no token.
+        """
+        if self.ca_file is None or self.token is None:
+            raise ValueError("in-cluster configuration needs a server started with tls=True and a token")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "token").write_text(self.token)
+        (folder / "ca.crt").write_bytes(self.ca_file.read_bytes())
+        (folder / "namespace").write_text("default")
+        host, port = self._httpd.server_address[:2]
+        return {
+            "KUBERNETES_SERVICE_HOST": str(host),
+            "KUBERNETES_SERVICE_PORT": str(port),
+            "token_file": str(folder / "token"),
+            "ca_file": str(folder / "ca.crt"),
+        }
+
     list = list_objects  # the short name; defined last so that "list" in annotations stays the builtin
