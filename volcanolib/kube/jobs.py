@@ -182,6 +182,8 @@ def expand_job(
         }
         if job_class:
             pg_spec["priorityClassName"] = job_class
+        if spec.get("networkTopology") is not None:
+            pg_spec["networkTopology"] = spec["networkTopology"]
         pod_group = {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
