@@ -24,8 +24,11 @@ plugin adds the per-card rules:
 Which cards a pod holds comes from its annotation ``volcano.sh/gpu-index``
 (comma-separated ids) when it has one; a pod placed on the node without it
 (placed by volcanolib in an earlier cycle, say) is given cards at session
-open by the rules above, pods in the order the node holds them. Pods that
-succeeded or failed hold nothing.
+open by the rules above, pods in the order the node holds them. Every pod
+asking for GPU memory or cards holds its cards, whichever check is on (a
+card shared by memory is not idle for a pod asking for whole cards). Pods
+that succeeded or failed hold nothing. A card whose pods ask for more than
+its memory has nothing left.
 
 .. versionadded:: 0.2
 """
@@ -112,10 +115,16 @@ def _request(task: TaskInfo, name: str) -> int:
     return task.resreq.scalars.get(name, 0) // 1000
 
 
+def _holds_cards(task: TaskInfo) -> bool:
+    """Whether a pod asks for GPU memory or GPU cards (whatever the switches, it then holds cards)."""
+    return _request(task, GPU_MEMORY) > 0 or _request(task, GPU_NUMBER) > 0
+
+
 class GPUCards:
     """The GPU cards of one node and who holds them, for one session.
 
-    :param node: the node (its capacity and annotations say which cards exist).
+    :param memory: the memory of each card.
+    :param ids: the healthy cards' ids.
     """
 
     __slots__ = ("holders", "ids", "memory", "used")
@@ -148,7 +157,7 @@ class GPUCards:
     def fitting_memory(self, memory: int) -> int | None:
         """The lowest-numbered card with ``memory`` left, or ``None``."""
         for i in self.ids:
-            if self.memory - self.used[i] >= memory:
+            if max(self.memory - self.used[i], 0) >= memory:
                 return i
         return None
 
@@ -174,7 +183,7 @@ class GPUCards:
     def signature(self) -> Hashable:
         """What the per-card checks read: memory left per card, and idle cards."""
         return (
-            tuple(sorted(self.memory - self.used[i] for i in self.ids)),
+            tuple(sorted(max(self.memory - self.used[i], 0) for i in self.ids)),
             sum(1 for i in self.ids if not self.holders[i]),
         )
 
@@ -222,7 +231,7 @@ class DeviceSharePlugin:
             self.cards[node.name] = cards
             unnamed: list[TaskInfo] = []
             for task in node.tasks.values():
-                if in_statuses(task.status, COMPLETED_STATUSES) or not self._asks(task):
+                if in_statuses(task.status, COMPLETED_STATUSES) or not _holds_cards(task):
                     continue
                 pod = task.pod
                 ids = _ids(pod.annotations.get(GPU_INDEX, "")) if pod is not None else None
@@ -253,11 +262,11 @@ class DeviceSharePlugin:
         """Give a pod placed on ``node`` its cards by the plugin's rules (nothing when none fits)."""
         cards = self.cards[node]
         ids: list[int] | None = None
-        if self.gpu_sharing and _request(task, GPU_MEMORY) > 0:
+        if _request(task, GPU_MEMORY) > 0:
             card = cards.fitting_memory(_request(task, GPU_MEMORY))
             ids = [card] if card is not None else None
-        elif self.gpu_number and _request(task, GPU_NUMBER) > 0:
-            ids = cards.idle_cards(_request(task, GPU_NUMBER))
+        if _request(task, GPU_NUMBER) > 0:
+            ids = (ids or []) + (cards.idle_cards(_request(task, GPU_NUMBER)) or [])
         if ids:
             self._hold(task, node, ids)
 
@@ -265,7 +274,7 @@ class DeviceSharePlugin:
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """A pod placed on a node with cards takes its cards."""
         task = event.task
-        if task.node_name in self.cards and task.uid not in self.held and self._asks(task):
+        if task.node_name in self.cards and task.uid not in self.held and _holds_cards(task):
             self._give(task, task.node_name)
 
     @hookimpl
