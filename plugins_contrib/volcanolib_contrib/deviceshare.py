@@ -112,7 +112,7 @@ def _ids(text: str) -> list[int] | None:
 
 def _request(task: TaskInfo, name: str) -> int:
     """A task's request of a GPU resource, in units (the model keeps scalars in milli-units)."""
-    return task.resreq.scalars.get(name, 0) // 1000
+    return int(task.resreq.scalars.get(name, 0) // 1000)
 
 
 def _holds_cards(task: TaskInfo) -> bool:
@@ -144,15 +144,15 @@ class GPUCards:
         """The node's cards, or ``None`` when its capacity does not list both GPU resources."""
         scalars = node.capability.scalars
         total, number = scalars.get(GPU_MEMORY), scalars.get(GPU_NUMBER)
-        if total is None or number is None or number // 1000 <= 0:
+        count = int(number // 1000) if number is not None else 0
+        if total is None or count <= 0:
             return None
-        count = number // 1000
         ids = list(range(count))
         annotations = node.node.annotations if node.node is not None else {}
         bad = _ids(annotations.get(UNHEALTHY_GPU_IDS, ""))
         if bad:
             ids = [i for i in ids if i not in set(bad)]
-        return cls(total // 1000 // count, ids)
+        return cls(int(total // 1000) // count, ids)
 
     def fitting_memory(self, memory: int) -> int | None:
         """The lowest-numbered card with ``memory`` left, or ``None``."""

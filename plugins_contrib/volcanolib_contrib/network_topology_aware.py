@@ -91,7 +91,9 @@ class NetworkTopologyAwarePlugin:
             return 0.0
         return BASE_SCORE * tree.job_task_count(hyper_node, job) / len(job.tasks)
 
-    def _scored(self, tree: HyperNodeTree, job: JobInfo, anchor: str, places: dict[str, str | None]) -> dict[str, float]:
+    def _scored(
+        self, tree: HyperNodeTree, job: JobInfo, anchor: str, places: dict[str, str | None]
+    ) -> dict[str, float]:
         """Scores of candidates (name -> its HyperNode): tier score, then the task-count tie-break among the best."""
         weight = self.weight
         scores = {name: self.tier_score(tree, hn, anchor) * weight for name, hn in places.items()}

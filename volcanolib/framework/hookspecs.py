@@ -340,9 +340,7 @@ def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
 
 
 @_hookspec(Phase.FILTERING, Rule.SUM_BY_NAME, switch="enabledHyperNodeOrder")
-def hyper_node_order(
-    ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]
-) -> Mapping[str, float]:
+def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]) -> Mapping[str, float]:
     """Score the HyperNodes a job with a hard network-topology constraint could be placed in.
 
     Called by ``allocate`` once per visit of such a job, when more than one
