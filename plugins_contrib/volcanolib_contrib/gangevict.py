@@ -255,9 +255,14 @@ def sort_bundles(
     return sorted(bundles, key=functools.cmp_to_key(compare))
 
 
-def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo]) -> list[Bundle]:
-    """Whole bundles all of whose tasks are allowed; safe bundles cut down to their allowed tasks."""
-    keep = {id(t) for t in allowed}
+def _allowed(bundles: list[Bundle], allowed: Sequence[TaskInfo], candidates: Sequence[TaskInfo]) -> list[Bundle]:
+    """Whole bundles all of whose tasks are allowed; safe bundles cut down to their allowed tasks.
+
+    :param candidates: the bundles' tasks, flattened.
+    """
+    keep = set(map(id, allowed))
+    if keep.issuperset(map(id, candidates)):
+        return bundles  # every candidate allowed
     out: list[Bundle] = []
     for bundle in bundles:
         approved = [t for t in bundle.tasks if id(t) in keep]
@@ -447,9 +452,7 @@ class _GangEvict(BaseAction[GangEvictArguments]):
             bundles = self._bundles(ssn, job, preemptors, need, domain, nodes)
             if not bundles:
                 continue
-            free = Resource()
-            for node in nodes:
-                free.add(node.idle).add(node.releasing)
+            free = self._victims.free(nodes)
             victims: list[TaskInfo] = []
             freed = Resource()
             for count, bundle in enumerate(bundles, 1):
@@ -483,13 +486,14 @@ class _GangEvict(BaseAction[GangEvictArguments]):
         if not bundles:
             return []
         between, key = self._between(ssn, job, preemptors[0])
-        roi: dict[int, tuple[Bundle, float]] = {}
+        roi = self._victims.roi_memo(need)
         bundles = sort_bundles(bundles, need, between, key, roi)
         context = EvictionContext(self.kind, job, domain)
-        allowed = ssn.unified_evictable(context, [t for b in bundles for t in b.tasks])
+        flat = [t for b in bundles for t in b.tasks]
+        allowed = ssn.unified_evictable(context, flat)
         if not allowed:
             return []
-        kept = _allowed(bundles, allowed)
+        kept = _allowed(bundles, allowed, flat)
         if len(kept) != len(bundles) or any(a is not b for a, b in zip(kept, bundles, strict=True)):
             # Sorted again, as some bundles changed (sorting the same bundles again gives the same order).
             bundles = sort_bundles(kept, need, between, key, roi)
@@ -555,6 +559,43 @@ class _VictimBundles:
         #: Jobs that changed, in order; a filter's entry remembers how far it has read.
         self._changed: list[str] = []
         self._by_filter: dict[Hashable, tuple[dict[str, list[Bundle]], int]] = {}
+        self._roi: dict[Hashable, dict[int, tuple[Bundle, float]]] = {}
+        self._free: Resource | None = None
+        self._free_parts: dict[str, Resource] = {}
+        self._free_seen = 0
+
+    def roi_memo(self, need: Resource) -> dict[int, tuple[Bundle, float]]:
+        """Bundles' ROI towards ``need``, remembered by identity (bundles do not change once made)."""
+        if not self._action.remember_bundles:
+            return {}
+        return self._roi.setdefault(need.key(), {})
+
+    def free(self, nodes: Sequence[NodeInfo]) -> Resource:
+        """The idle and releasing resources of ``nodes`` together (a copy)."""
+        ssn = self._ssn
+        if not self._action.remember_bundles or nodes is not ssn.node_list:
+            total = Resource()
+            for node in nodes:
+                total.add(node.idle).add(node.releasing)
+            return total
+        parts = self._free_parts
+        log = ssn.node_log
+        if self._free is None:
+            self._free = Resource()
+            for node in nodes:
+                part = parts[node.name] = node.idle.clone().add(node.releasing)
+                self._free.add(part)
+        else:
+            # Only the nodes whose tasks changed since (the sums are of whole numbers, so exact).
+            for name in dict.fromkeys(log[self._free_seen :]):
+                old = parts.get(name)
+                changed = ssn.nodes.get(name)
+                if old is None or changed is None:
+                    continue
+                part = parts[name] = changed.idle.clone().add(changed.releasing)
+                self._free.sub_unchecked(old).add(part)
+        self._free_seen = len(log)
+        return self._free.clone()
 
     def changed(self, job_uid: str) -> None:
         """Note that a job's tasks may have changed (a starving job that was served)."""
