@@ -7,10 +7,14 @@ The HyperNode cases are converted from Volcano's
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from volcanolib_contrib.network_topology_aware import NetworkTopologyAwarePlugin
 
+from volcanolib import Scheduler
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNode, HyperNodeMember, MemberType, NetworkTopology
+from volcanolib.framework.config import parse_config
 from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
@@ -117,4 +121,39 @@ def test_node_scores_follow_the_soft_job_hint() -> None:
     assert plugin.node_class_key(ssn, task) is not None
     ssn.hyper_node_hints["default/pg1"] = "s3"
     assert plugin.batch_node_order(ssn, task, nodes) == {"s3-n1": 100.0, "s4-n1": 50.0, "s5-n1": 0.0}
-    assert plugin.node_class_key(ssn, task) is None
+    key = plugin.node_class_key(ssn, task)
+    assert not key.pointwise and key.key(ssn.nodes["s3-n1"]) == "s3"
+
+
+CLASSES_CONF = """actions: allocate
+configurations:
+- name: allocate
+  arguments: {{nodeClassesEnable: {classes}}}
+tiers:
+- plugins: [{{name: priority}}, {{name: gang}}]
+- plugins: [{{name: predicates}}, {{name: nodeorder}}, {{name: binpack}}, {{name: network-topology-aware}}]
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_classes_decide_as_every_node_for_soft_jobs(seed: int) -> None:
+    results = []
+    for classes in ("true", "false"):
+        rng = random.Random(seed)
+        cache = FakeCache()
+        for r in range(4):
+            for n in range(rng.choice((2, 3))):
+                cache.add_node(build_node(f"r{r}-n{n}", str(rng.choice((8, 16))), "64Gi"))
+            cache.add_hyper_node(HyperNode(f"rack{r}", 1, (HyperNodeMember(MemberType.NODE, regex=f"^r{r}-"),)))
+        cache.add_hyper_node(_hyper("spine0", 2, ["rack0", "rack1"]))
+        cache.add_hyper_node(_hyper("spine1", 2, ["rack2", "rack3"]))
+        for j in range(6):
+            pg = build_pod_group(f"j{j}", min_member=rng.choice((1, 2)))
+            pg.network_topology = NetworkTopology("soft", 2)
+            cache.add_pod_group(pg)
+            for t in range(rng.choice((2, 3, 4))):
+                cache.add_task(build_task(f"j{j}-{t}", job=f"j{j}", cpu=str(rng.choice((2, 4, 6))), memory="1Gi"))
+        Scheduler(cache, parse_config(CLASSES_CONF.format(classes=classes)), seed=seed).run_once()
+        results.append(dict(cache.bound))
+    assert results[0] == results[1]
+    assert len(results[0]) > 6

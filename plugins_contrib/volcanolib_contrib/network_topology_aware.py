@@ -23,7 +23,7 @@ tasks placed so far share) is the *anchor*.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
@@ -57,6 +57,16 @@ def _no_key(node: NodeInfo) -> Hashable:
 
 
 _UNSCORED: Final = NodeClassKey("network-topology-aware:none", _no_key, pointwise=True)
+_BY_HYPER_NODE: Final = "network-topology-aware:hyper-node"
+
+
+def _hyper_node_of(tree: HyperNodeTree) -> Callable[[NodeInfo], Hashable]:
+    """A node's lowest-tier HyperNode in ``tree``."""
+
+    def key(node: NodeInfo) -> Hashable:
+        return tree.hyper_node_of(node.name)
+
+    return key
 
 
 class NetworkTopologyAwarePlugin:
@@ -68,6 +78,8 @@ class NetworkTopologyAwarePlugin:
     def __init__(self, arguments: NetworkTopologyAwareArguments) -> None:
         self.arguments = arguments
         self.weight = arguments.weight
+        # The class key over the current session's tree, made once per session.
+        self._key: tuple[HyperNodeTree, NodeClassKey] | None = None
 
     # ------------------------------------------------------------------ scores
 
@@ -135,6 +147,15 @@ class NetworkTopologyAwarePlugin:
         return ssn.hyper_node_hints.get(job.uid, "")
 
     @hookimpl
-    def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey | None:
-        """Alike nodes score alike unless the task's job has an anchor (then each node counts on its own)."""
-        return None if self._anchor(ssn, task) else _UNSCORED
+    def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey:
+        """Nodes score alike when they are under the same lowest-tier HyperNode (all alike without an anchor).
+
+        With an anchor the scores move as the job's tasks are placed, so they
+        are not remembered between tasks (not pointwise).
+        """
+        if not self._anchor(ssn, task):
+            return _UNSCORED
+        tree = ssn.hyper_nodes
+        if self._key is None or self._key[0] is not tree:
+            self._key = (tree, NodeClassKey(_BY_HYPER_NODE, _hyper_node_of(tree)))
+        return self._key[1]
