@@ -157,3 +157,37 @@ def test_node_classes_decide_as_every_node_for_soft_jobs(seed: int) -> None:
         results.append(dict(cache.bound))
     assert results[0] == results[1]
     assert len(results[0]) > 6
+
+
+ALLOCATE_CONF = """actions: allocate
+tiers:
+- plugins: [{name: gang}, {name: predicates}, {name: network-topology-aware}]
+"""
+
+
+@pytest.mark.parametrize(("with_plugin", "expected"), [(True, {"s4"}), (False, {"s4", "s5", "s6"})])
+def test_hard_job_goes_to_the_hyper_node_closest_to_its_tasks(with_plugin: bool, expected: set[str]) -> None:
+    # The job's first task runs under s3 (full now); its second may go to s4, s5 or s6 (tier 1, allowed up to
+    # tier 3). network-topology-aware scores s4 (common ancestor s1, tier 2) above s5 and s6 (s0, tier 3).
+    chosen = set()
+    for seed in range(6):
+        cache = FakeCache()
+        for name in sorted({m.exact for hn in THREE_TIERS for m in hn.members if m.type is MemberType.NODE}):
+            cache.add_node(build_node(name, "4", "16Gi"))
+        for hn in THREE_TIERS:
+            cache.add_hyper_node(hn)
+        pg = build_pod_group("pg1", min_member=1, annotations={JOB_ALLOCATED_HYPER_NODE: "s3"})
+        pg.network_topology = NetworkTopology("hard", 3)
+        cache.add_pod_group(pg)
+        cache.add_task(build_task("run-0", job="pg1", cpu="4", node="s3-n1"))
+        cache.add_task(build_task("run-1", job="pg1", cpu="4", node="s3-n2"))
+        cache.add_task(build_task("p0", job="pg1", cpu="4"))
+        conf = ALLOCATE_CONF if with_plugin else ALLOCATE_CONF.replace(", {name: network-topology-aware}", "")
+        Scheduler(cache, parse_config(conf), seed=seed).run_once()
+        node = cache.bound["default/p0"]
+        chosen.add(node.split("-")[0])
+        job = next(j for j in cache.jobs() if j.uid == "default/pg1")
+        # The annotation becomes the common ancestor of the job's old and new HyperNodes.
+        common = {"s4": "s1", "s5": "s0", "s6": "s0"}[node.split("-")[0]]
+        assert job.pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] == common
+    assert chosen == expected
