@@ -20,7 +20,7 @@ from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeInfo, Hy
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.errors import ResourceError
+from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
@@ -192,7 +192,12 @@ class _Run:
                 job.nodes_fit_errors.clear()
                 self.failed_roles.pop(job.uid, None)
                 stmt = ssn.statement()
-                if not self.place_tasks(job, queue, trial, stmt, tree.infos[name]):
+                try:
+                    kept = self.place_tasks(job, queue, trial, stmt, tree.infos[name])
+                except PluginError:
+                    stmt.discard_quietly(job)
+                    raise
+                if not kept:
                     continue
                 if not ssn.job_ready(job) or not len(stmt):
                     stmt.discard()
@@ -209,11 +214,15 @@ class _Run:
         best = self._best_hyper_node(job, sorted(found))
         placed, left = found[best]
         final = ssn.statement()
-        for task, node_name, allocate in placed:
-            if allocate:
-                final.allocate(task, ssn.nodes[node_name])
-            else:
-                final.pipeline(task, node_name)
+        try:
+            for task, node_name, allocate in placed:
+                if allocate:
+                    final.allocate(task, ssn.nodes[node_name])
+                else:
+                    final.pipeline(task, node_name)
+        except PluginError:
+            final.discard_quietly(job)
+            raise
         tasks.replace(left)
         if joined[best] != placed_under:
             _set_placed_under(job, joined[best])
@@ -288,6 +297,16 @@ class Allocate(BaseAction[AllocateArguments]):
       scored first (``best_node``, then the highest score, ties broken by
       the session's seeded generator); only when there is none is the task
       pipelined onto a node whose resources are being released.
+
+    When the cluster has HyperNodes, a job whose PodGroup sets a hard
+    ``networkTopology`` is placed within one HyperNode of the lowest tier
+    that can take it (up to ``highestTierAllowed``), chosen by
+    ``hyper_node_order`` plus the scores of the nodes chosen there; a soft
+    one is placed as usual while the HyperNode its tasks share is tracked
+    for the scoring plugins (:attr:`Session.hyper_node_hints
+    <volcanolib.framework.session.Session.hyper_node_hints>`). The HyperNode
+    a job's tasks share is kept in its PodGroup annotation
+    ``volcano.sh/job-allocated-hypernode``.
 
     The visit stops as soon as the job is ready. A ready job's statement is
     committed (its allocations are bound) and the job goes back in line if

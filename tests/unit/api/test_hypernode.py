@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 
+from volcanolib import Registry, Scheduler
 from volcanolib.actions.allocate import Allocate
 from volcanolib.api.hypernode import (
     JOB_ALLOCATED_HYPER_NODE,
@@ -14,8 +17,13 @@ from volcanolib.api.hypernode import (
     MemberType,
     NetworkTopology,
 )
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.task import TaskInfo
 from volcanolib.errors import ManifestError
 from volcanolib.framework.queues import PriorityQueue
+from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.session import Session
+from volcanolib.framework.status import Status
 from volcanolib.kube.loader import ManifestLoader
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
@@ -203,3 +211,37 @@ def test_priority_queue_clone_and_replace_are_independent() -> None:
     queue.replace(copy)
     copy.push(0)
     assert [queue.pop() for _ in range(len(queue))] == [2, 3]
+
+
+class FailsOnSecondRack:
+    """A predicate that raises on a node of the second rack that already holds a task."""
+
+    name: ClassVar[str] = "fails-on-b"
+
+    def __init__(self, arguments: Any) -> None:
+        pass
+
+    @hookimpl
+    def predicate(self, ssn: Session, task: TaskInfo, node: NodeInfo) -> Status:
+        if node.name.startswith("b-") and node.tasks:
+            raise RuntimeError("broken")
+        return Status.success()
+
+
+def test_a_plugin_failure_in_a_hyper_node_trial_leaves_the_job_as_it_was() -> None:
+    cache = FakeCache()
+    # Rack a cannot take both tasks; rack b can, but its predicate fails once the first task is placed there.
+    cache.add_node(build_node("a-0", "1", "4Gi"))
+    cache.add_node(build_node("b-0", "2", "4Gi"))
+    cache.add_hyper_node(HyperNode("ra", 1, (HyperNodeMember(NODE, regex="^a-"),)))
+    cache.add_hyper_node(HyperNode("rb", 1, (HyperNodeMember(NODE, regex="^b-"),)))
+    pg = build_pod_group("j", min_member=2)
+    pg.network_topology = NetworkTopology("hard", 1)
+    cache.add_pod_group(pg)
+    cache.add_task(build_task("j-0", job="j", cpu="1"))
+    cache.add_task(build_task("j-1", job="j", cpu="1"))
+    conf = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: fails-on-b\n"
+    result = Scheduler(cache, conf, registry=Registry(plugins={"fails-on-b": FailsOnSecondRack})).run_once()
+    assert cache.bound == {}
+    assert [err.plugin for err in result.session.plugin_errors] == ["fails-on-b"]
+    assert all(node.used.milli_cpu == 0 for node in result.session.node_list)
