@@ -298,9 +298,9 @@ class Allocate(BaseAction[AllocateArguments]):
       the session's seeded generator); only when there is none is the task
       pipelined onto a node whose resources are being released.
 
-    When the cluster has HyperNodes, a job whose PodGroup sets a hard
-    ``networkTopology`` is placed within one HyperNode of the lowest tier
-    that can take it (up to ``highestTierAllowed``), chosen by
+    A job whose PodGroup sets a hard ``networkTopology`` is placed within
+    one HyperNode of the lowest tier that can take it (up to
+    ``highestTierAllowed``; never, on a cluster without HyperNodes), chosen by
     ``hyper_node_order`` plus the scores of the nodes chosen there; a soft
     one is placed as usual while the HyperNode its tasks share is tracked
     for the scoring plugins (:attr:`Session.hyper_node_hints
@@ -350,7 +350,7 @@ class Allocate(BaseAction[AllocateArguments]):
             job = jobs.pop()
             tasks = run.tasks[job.uid]
             topology = job.pod_group.network_topology
-            if topology is not None and topology.hard and ssn.hyper_nodes:
+            if topology is not None and topology.hard:
                 with ssn.guard(job):
                     placed = run.place_in_hyper_node(job, queue, tasks)
                     if placed is not None:

@@ -245,3 +245,15 @@ def test_a_plugin_failure_in_a_hyper_node_trial_leaves_the_job_as_it_was() -> No
     assert cache.bound == {}
     assert [err.plugin for err in result.session.plugin_errors] == ["fails-on-b"]
     assert all(node.used.milli_cpu == 0 for node in result.session.node_list)
+
+
+def test_a_hard_job_is_not_placed_without_hyper_nodes_and_a_soft_one_is() -> None:
+    cache = FakeCache()
+    cache.add_node(build_node("n0"))
+    for name, mode in (("hard", "hard"), ("soft", "soft")):
+        pg = build_pod_group(name)
+        pg.network_topology = NetworkTopology(mode, 1)
+        cache.add_pod_group(pg)
+        cache.add_task(build_task(f"{name}-0", job=name))
+    Scheduler(cache, "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n").run_once()
+    assert cache.bound == {"default/soft-0": "n0"}
