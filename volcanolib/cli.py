@@ -275,6 +275,8 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 
 #: Commands that run one scenario; run as the program, they do so without the cyclic collector.
 _ONE_SCENARIO = frozenset({"simulate", "explain"})
+
+
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from volcanolib.kube.live.serve import run
 

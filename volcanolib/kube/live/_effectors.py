@@ -186,7 +186,9 @@ class KubernetesBinder:
     def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
         """Start binding every task to its ``node_name``; report no failure now."""
         for task in tasks:
-            self.pool.submit(self._bind_one, task.uid, task.namespace, task.name, task.node_name, task.creation_timestamp)
+            self.pool.submit(
+                self._bind_one, task.uid, task.namespace, task.name, task.node_name, task.creation_timestamp
+            )
         return ()
 
     def _bind_one(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
@@ -377,7 +379,9 @@ class KubernetesStatusUpdater:
         pg = job.pod_group
         self.pool.submit(self._write_pod_group, pg.namespace, pg.name, status)
         if pg.phase in _READY_PHASES:
-            self.cache.post_event("PodGroup", pg.namespace, pg.name, pg.uid, "Normal", "Scheduled", "pod group is ready")
+            self.cache.post_event(
+                "PodGroup", pg.namespace, pg.name, pg.uid, "Normal", "Scheduled", "pod group is ready"
+            )
 
     def _write_pod_group(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         if self.cache.may_write is not None and not self.cache.may_write():

@@ -11,6 +11,7 @@ is lost or counted twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -97,14 +98,10 @@ class Reflector:
         self._stop.set()
         response = self._response
         if response is not None:
-            try:
-                response.shutdown()
-            except Exception:  # an older urllib3 has no shutdown: closing does it
-                pass
-            try:
-                response.close()
-            except Exception:  # already closed by the reading thread
-                pass
+            # shutdown() unblocks a read in progress (urllib3 2.3+); close() also frees the socket.
+            for method in ("shutdown", "close"):
+                with contextlib.suppress(Exception):
+                    getattr(response, method)()
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -137,7 +134,9 @@ class Reflector:
                 if self._stop.is_set():
                     return
                 backoff = min(MAX_BACKOFF, max(0.2, backoff * 2))
-                log.warning("%s: watch failed (%s: %s); retrying in %.1f s", self.kind, type(exc).__name__, exc, backoff)
+                log.warning(
+                    "%s: watch failed (%s: %s); retrying in %.1f s", self.kind, type(exc).__name__, exc, backoff
+                )
             if backoff:
                 self._stop.wait(backoff)
 
@@ -196,13 +195,10 @@ class Reflector:
                     self.resource_version = str(version)
         finally:
             self._response = None
-            try:
+            with contextlib.suppress(Exception):  # closed under our feet by stop()
                 response.release_conn()
-            except Exception:  # closed under our feet by stop()
-                pass
         return got
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Wait for the first list; return whether it was handed over."""
         return self.synced.wait(timeout)
-

@@ -101,7 +101,9 @@ class NodeTranslator(_Translator):
         meta = _meta(obj)
         status = obj.get("status") or {}
         # Kubelets rewrite their Node every few seconds (heartbeats): only what the scheduler reads counts.
-        ready = [c.get("status") for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Ready"]
+        ready = [
+            c.get("status") for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Ready"
+        ]
         signature = (
             meta.get("labels"),
             meta.get("annotations"),

@@ -105,17 +105,24 @@ class KubernetesCache(InMemoryCache):
             incremental_snapshots=incremental_snapshots,
         )
         self.reader = PodReader(self.scheduler_names, {}, default_queue=default_queue)
-        self.pods = PodTranslator(self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod)
+        self.pods = PodTranslator(
+            self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod
+        )
         self.pod_groups = PodGroupTranslator(self)
         options: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout, "on_relist": on_relist}
         self.reflectors = [
-            Reflector(api, "priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses",
-                      PriorityClassTranslator(self, self.reader), **options),
+            Reflector(
+                api,
+                "priorityclasses",
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                PriorityClassTranslator(self, self.reader),
+                **options,
+            ),
             Reflector(api, "queues", f"{PODGROUPS}/queues", QueueTranslator(self), **options),
             Reflector(api, "nodes", "/api/v1/nodes", NodeTranslator(self), **options),
             Reflector(api, "podgroups", f"{PODGROUPS}/podgroups", self.pod_groups, **options),
             Reflector(api, "pods", "/api/v1/pods", self.pods, **options),
-        ]  # fmt: skip
+        ]
 
     @property
     def lock(self) -> threading.RLock:
@@ -205,7 +212,9 @@ class KubernetesCache(InMemoryCache):
 
     def bound(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
         """A bind succeeded: post the ``Scheduled`` event."""
-        self.post_event("Pod", namespace, name, uid, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
+        self.post_event(
+            "Pod", namespace, name, uid, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}"
+        )
         if self.on_bound is not None:
             self.on_bound(created)
 

@@ -171,4 +171,3 @@ class LeaseElector:
             except ApiError as exc:
                 log.info("leader election: Lease not released: %s", exc)
         self._leading = False
-

@@ -44,20 +44,50 @@ class SchedulerMetrics:
         self.registry = registry if registry is not None else prom.CollectorRegistry()
         reg = self.registry
         h, g, c = prom.Histogram, prom.Gauge, prom.Counter
-        self.e2e = h("volcano_e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds (scheduling algorithm + binding)", buckets=_buckets(1, 5000, 20), registry=reg)  # fmt: skip
-        self.open = h("volcano_open_session_duration_milliseconds", "Open session duration in milliseconds", buckets=_buckets(1, 5000, 20), registry=reg)  # fmt: skip
-        self.action = h("volcano_action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds", ["action"], buckets=_buckets(1, 2000, 20), registry=reg)  # fmt: skip
-        self.task = h("volcano_task_scheduling_latency_milliseconds", "Task scheduling latency in milliseconds", ["stage"], buckets=_buckets(50, 60000, 30), registry=reg)  # fmt: skip
-        self.unschedule_jobs = g("volcano_unschedule_job_count", "Number of jobs that could not be scheduled", registry=reg)  # fmt: skip
-        self.unschedule_tasks = g("volcano_unschedule_task_count", "Number of tasks that could not be scheduled", ["job_id"], registry=reg)  # fmt: skip
-        self.retries = c("volcano_job_retry_counts", "Number of retry counts for one job", ["job_id"], registry=reg)  # fmt: skip
-        self.victims = g("volcano_pod_preemption_victims", "Number of selected preemption victims", registry=reg)  # fmt: skip
-        self.evictions = c("volcano_eviction_transactions", "Number of evictions issued", ["action"], registry=reg)  # fmt: skip
-        self.bind_failures = c("volcanolib_bind_failures", "Binds the API server refused or that could not be sent", registry=reg)  # fmt: skip
-        self.evictions_refused = c("volcanolib_evictions_refused", "Evictions refused by the Eviction API (429)", registry=reg)  # fmt: skip
-        self.relists = c("volcanolib_watch_relists", "Kinds listed again after a 410 Gone", ["kind"], registry=reg)  # fmt: skip
-        self.ready = g("volcanolib_cache_ready", "1 once every kind has been listed", registry=reg)  # fmt: skip
-        self.leader = g("volcanolib_leader", "1 while this replica schedules", registry=reg)  # fmt: skip
+        self.e2e = h(
+            "volcano_e2e_scheduling_latency_milliseconds",
+            "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
+            buckets=_buckets(1, 5000, 20),
+            registry=reg,
+        )
+        self.open = h(
+            "volcano_open_session_duration_milliseconds",
+            "Open session duration in milliseconds",
+            buckets=_buckets(1, 5000, 20),
+            registry=reg,
+        )
+        self.action = h(
+            "volcano_action_scheduling_latency_milliseconds",
+            "Action scheduling latency in milliseconds",
+            ["action"],
+            buckets=_buckets(1, 2000, 20),
+            registry=reg,
+        )
+        self.task = h(
+            "volcano_task_scheduling_latency_milliseconds",
+            "Task scheduling latency in milliseconds",
+            ["stage"],
+            buckets=_buckets(50, 60000, 30),
+            registry=reg,
+        )
+        self.unschedule_jobs = g(
+            "volcano_unschedule_job_count", "Number of jobs that could not be scheduled", registry=reg
+        )
+        self.unschedule_tasks = g(
+            "volcano_unschedule_task_count", "Number of tasks that could not be scheduled", ["job_id"], registry=reg
+        )
+        self.retries = c("volcano_job_retry_counts", "Number of retry counts for one job", ["job_id"], registry=reg)
+        self.victims = g("volcano_pod_preemption_victims", "Number of selected preemption victims", registry=reg)
+        self.evictions = c("volcano_eviction_transactions", "Number of evictions issued", ["action"], registry=reg)
+        self.bind_failures = c(
+            "volcanolib_bind_failures", "Binds the API server refused or that could not be sent", registry=reg
+        )
+        self.evictions_refused = c(
+            "volcanolib_evictions_refused", "Evictions refused by the Eviction API (429)", registry=reg
+        )
+        self.relists = c("volcanolib_watch_relists", "Kinds listed again after a 410 Gone", ["kind"], registry=reg)
+        self.ready = g("volcanolib_cache_ready", "1 once every kind has been listed", registry=reg)
+        self.leader = g("volcanolib_leader", "1 while this replica schedules", registry=reg)
         self._unschedulable: set[str] = set()
 
     def observe_cycle(self, result: CycleResult) -> None:
@@ -118,7 +148,7 @@ def serve_http(metrics: SchedulerMetrics, host: str, port: int, healthy: threadi
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer((host, port), Handler)

@@ -86,7 +86,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
     )
-    return serve
+    parser: argparse.ArgumentParser = serve
+    return parser
 
 
 class Server:
