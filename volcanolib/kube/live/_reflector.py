@@ -86,6 +86,7 @@ class Reflector:
         self.watches = 0
         self._stop = threading.Event()
         self._response: Any = None
+        self._got = False
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -133,8 +134,9 @@ class Reflector:
             except Exception as exc:  # a stream cut mid-chunk, a decoding error: reconnect
                 if self._stop.is_set():
                     return
-                backoff = min(MAX_BACKOFF, max(0.2, backoff * 2))
-                log.warning(
+                # A stream that delivered events before it broke reconnects at once; one that keeps failing backs off.
+                backoff = 0.0 if self._got else min(MAX_BACKOFF, max(0.2, backoff * 2))
+                (log.warning if backoff else log.info)(
                     "%s: watch failed (%s: %s); retrying in %.1f s", self.kind, type(exc).__name__, exc, backoff
                 )
             if backoff:
@@ -173,7 +175,7 @@ class Reflector:
         response = self.api.stream(self.path, query=query, timeout=self.watch_timeout + 30.0)
         self._response = response
         self.watches += 1
-        got = False
+        got = self._got = False
         handler = self.handler
         try:
             for line in watch_lines(response):
@@ -190,7 +192,7 @@ class Reflector:
                 version = (obj.get("metadata") or {}).get("resourceVersion")
                 if kind != "BOOKMARK":
                     handler.event(kind, obj)
-                    got = True
+                    got = self._got = True
                 if version:
                     self.resource_version = str(version)
         finally:
