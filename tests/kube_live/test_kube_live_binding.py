@@ -92,7 +92,7 @@ def test_a_pod_bound_elsewhere_meanwhile_is_never_bound_twice(
         result = Scheduler(cache).run_once()
     assert cache.flush(10)
     assert len(result.binds) == 1
-    assert [code for code in bind_posts(server, "p")] == [409]
+    assert bind_posts(server, "p") == [409]
     settle(server, cache)
     task = cache.get_task(server.get("pods", "p")["metadata"]["uid"])
     assert task is not None and task.node_name == "n1" and task.status is TaskStatus.BOUND

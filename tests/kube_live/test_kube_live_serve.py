@@ -187,7 +187,7 @@ def test_sigterm_while_binds_are_in_flight_finishes_them_and_exits_cleanly(
         # All three binds have reached the server, which holds them for a second: the cycle is mid-flight.
         eventually(lambda: all(f.remaining == 0 for f in server.store.faults), 60, "the binds to arrive")
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
+        _out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
