@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -82,6 +83,8 @@ class Reflector:
         self.resource_version = ""
         #: How many times the kind was listed (1 after start-up; more after each ``410``).
         self.lists = 0
+        #: The last list's seconds: fetching and decoding the pages, then applying them.
+        self.list_seconds = (0.0, 0.0)
         #: How many watches were opened.
         self.watches = 0
         self._stop = threading.Event()
@@ -145,6 +148,7 @@ class Reflector:
     def _list(self) -> None:
         items: list[dict[str, Any]] = []
         cont = ""
+        started = time.perf_counter()
         with gc_paused():
             while True:
                 query: dict[str, Any] = dict(self.query, limit=self.page_size)
@@ -157,7 +161,9 @@ class Reflector:
                 if not cont:
                     break
             self.resource_version = str(meta.get("resourceVersion") or "")
+            fetched = time.perf_counter()
             self.handler.replace(items)
+        self.list_seconds = (fetched - started, time.perf_counter() - fetched)
         self.lists += 1
         if self.lists > 1 and self.on_relist is not None:
             self.on_relist(self.kind)
