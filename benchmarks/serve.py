@@ -164,12 +164,20 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cache.start()
         cache.wait_ready()
         scheduler = Scheduler(cache, period=0)
+        first: list[float] = []
+        binder_bind = cache.binder.bind
+
+        def bind_timed(tasks: Any) -> Any:  # notes when the first bind is handed to the binder
+            if not first:
+                first.append(time.perf_counter())
+            return binder_bind(tasks)
+
+        cache.binder.bind = bind_timed
         submitted = 0
         cycles: list[dict[str, float]] = []
         bind_seconds = 0.0
         t0 = time.perf_counter()
         while submitted < args.pending:
-            c0 = time.perf_counter()
             result = scheduler.run_once()
             c1 = time.perf_counter()
             cycles.append({k: round(v, 4) for k, v in result.timings.items()})
@@ -178,8 +186,8 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             bind_seconds += time.perf_counter() - c1
             if not result.binds:
                 break
-            del c0
         total = time.perf_counter() - t0
+        binding = time.perf_counter() - first[0] if first else 0.0
         bound = standin.call("bound")
         session = sum(c["session"] for c in cycles)
         record = {
@@ -190,8 +198,9 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "bound": bound,
             "cycles": len(cycles),
             "session_seconds": round(session, 3),
-            "bind_seconds": round(bind_seconds, 3),
-            "binds_per_second": round(bound / bind_seconds, 1) if bind_seconds else None,
+            "after_cycle_bind_seconds": round(bind_seconds, 3),
+            "first_bind_to_last_answer_seconds": round(binding, 3),
+            "binds_per_second": round(bound / binding, 1) if binding else None,
             "end_to_end_seconds": round(total, 3),
             "end_to_end_per_second": round(bound / total, 1),
             "target_binds_per_second": 1000,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from volcanolib.api.task import TaskInfo, allocated_status
+from volcanolib.api.task import TaskInfo, TaskStatus, allocated_status
 from volcanolib.errors import ManifestError
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import PodReader, PriorityClassInfo
@@ -255,6 +255,20 @@ class PodTranslator(_Translator):
         if spec.get("schedulerName", "default-scheduler") not in self.names and not spec.get("nodeName"):
             if key in self.known:
                 self.delete(key)
+            return
+        meta = _meta(obj)
+        uid = meta.get("uid")
+        old = cache.get_task(uid) if uid else None
+        if (
+            old is not None
+            and old.status is TaskStatus.BOUND
+            and old.node_name == spec.get("nodeName")
+            and (obj.get("status") or {}).get("phase") == "Pending"
+            and not meta.get("deletionTimestamp")
+            and self.known.get(key) == uid
+        ):
+            # The bind this cache assumed, now observed: what the scheduler reads of the pod is unchanged.
+            self.observe(old, obj)
             return
         reader = self.reader
         try:
