@@ -133,7 +133,10 @@ def startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         snapshot = cache.snapshot()
         t2 = time.perf_counter()
         cpu = time.process_time() - cpu0
-        lists = {r.kind: {"fetch": round(r.list_seconds[0], 3), "apply": round(r.list_seconds[1], 3)} for r in cache.reflectors}
+        lists = {
+            r.kind: {"fetch": round(r.list_seconds[0], 3), "apply": round(r.list_seconds[1], 3)}
+            for r in cache.reflectors
+        }
         record = {
             "suite": "serve-startup",
             "nodes": len(snapshot.nodes),
@@ -176,14 +179,18 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         submitted = 0
         cycles: list[dict[str, float]] = []
         bind_seconds = 0.0
+        drains: list[tuple[int, float, float]] = []
         t0 = time.perf_counter()
         while submitted < args.pending:
             result = scheduler.run_once()
             c1 = time.perf_counter()
             cycles.append({k: round(v, 4) for k, v in result.timings.items()})
             submitted += len(result.binds)
+            in_flight = cache.bind_pool.pending
+            cpu = time.process_time()
             cache.flush()  # the binder's part: from the cycle's end to the last answer
             bind_seconds += time.perf_counter() - c1
+            drains.append((in_flight, time.perf_counter() - c1, time.process_time() - cpu))
             if not result.binds:
                 break
         total = time.perf_counter() - t0
@@ -202,6 +209,10 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "first_bind_to_last_answer_seconds": round(binding, 3),
             "binds_per_second": round(bound / binding, 1) if binding else None,
             "end_to_end_seconds": round(total, 3),
+            # After the session: the binds still in flight, answered with nothing else running here.
+            "drain_binds": sum(d[0] for d in drains),
+            "drain_binds_per_second": round(sum(d[0] for d in drains) / sum(d[1] for d in drains), 1),
+            "adapter_cpu_us_per_bind": round(sum(d[2] for d in drains) / max(1, sum(d[0] for d in drains)) * 1e6),
             "end_to_end_per_second": round(bound / total, 1),
             "target_binds_per_second": 1000,
         }
@@ -236,7 +247,14 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 time.sleep(0.001)
             apply_waits.append(time.perf_counter() - w0)
             c0 = time.perf_counter()
-            result = scheduler.run_once()
+            if args.profile is not None and len(measured) == args.cycles - 1:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                result = profiler.runcall(scheduler.run_once)
+                profiler.dump_stats(str(args.profile))
+            else:
+                result = scheduler.run_once()
             cycle_seconds = time.perf_counter() - c0
             timings = {k: v for k, v in result.timings.items()}
             timings["cycle"] = cycle_seconds
@@ -278,6 +296,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cycles", type=int, default=10, help="serve-steady: measured cycles (default 10)")
     parser.add_argument("--warmup", type=int, default=3, help="serve-steady: cycles before them (default 3)")
     parser.add_argument("--out", type=Path, help="also write the record to this JSON file")
+    parser.add_argument("--profile", type=Path, help="serve-steady: write a cProfile .prof of the last cycle")
     args = parser.parse_args(argv)
     if args.nodes is None:
         args.nodes = 1000 if args.suite == "serve-bind" else 5000
