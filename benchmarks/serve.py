@@ -256,7 +256,7 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             else:
                 result = scheduler.run_once()
             cycle_seconds = time.perf_counter() - c0
-            timings = {k: v for k, v in result.timings.items()}
+            timings = dict(result.timings)
             timings["cycle"] = cycle_seconds
             measured.append(timings)
             binds.append(len(result.binds))
