@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from volcanolib import NodeInfo, NoArguments, Registry, Scheduler, Session, Status, TaskInfo, hookimpl
+from volcanolib import NoArguments, NodeInfo, Registry, Scheduler, Session, Status, TaskInfo, hookimpl
 from volcanolib.kube.live import KubernetesCache, load_api
 
 #: The node label that puts a node under maintenance.
