@@ -174,3 +174,28 @@ def test_the_eviction_api_refusal_keeps_the_victim_and_is_reported(
     assert cache.evictions_refused == 1
     assert server.get("pods", "guarded")["metadata"].get("deletionTimestamp") is None
     assert [e.reason for e in cache.events][-1] == "FailedEviction"
+
+
+def test_a_pod_group_of_another_schedulers_pods_is_left_to_that_scheduler(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
+) -> None:
+    server.create("nodes", make_node("n0", pods="20"))
+    server.create("podgroups", make_podgroup("theirs", min_member=1))
+    server.create("podgroups", make_podgroup("ours", min_member=1))
+    server.create("pods", make_pod("theirs-0", group="theirs", scheduler_name="volcano"))
+    server.create("pods", make_pod("ours-0", group="ours", scheduler_name="volcanolib"))
+    cache = make_cache(scheduler_names=["volcanolib"])
+    scheduler = Scheduler(cache)
+    result = cycle(scheduler, cache)
+    assert [t.name for t, _ in result.binds] == ["ours-0"]
+    assert "default/theirs" not in cache.pod_group_keys()
+    cycle(scheduler, cache)
+    assert server.requests("PATCH", "/podgroups/theirs") == []
+    assert server.requests("PATCH", "/podgroups/ours")
+    # Once no pod of the other scheduler names it, the group is this scheduler's.
+    server.delete("pods", "theirs-0", grace_period=0)
+    server.create("pods", make_pod("theirs-1", group="theirs", scheduler_name="volcanolib"))
+    eventually(lambda: "default/theirs" in cache.pod_group_keys(), what="the group to be ours")
+    settle(server, cache)
+    result = cycle(scheduler, cache)
+    assert [t.name for t, _ in result.binds] == ["theirs-1"]

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from volcanolib.api.task import TaskInfo, TaskStatus, allocated_status
+from volcanolib.api.task import GROUP_NAME_ANNOTATION, TaskInfo, TaskStatus, allocated_status
 from volcanolib.errors import ManifestError
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import PodReader, PriorityClassInfo
@@ -191,28 +191,67 @@ class PriorityClassTranslator(_Translator):
 
 
 class PodGroupTranslator(_Translator):
-    """PodGroups (``scheduling.volcano.sh/v1beta1``): they replace any group made for pods without one."""
+    """PodGroups (``scheduling.volcano.sh/v1beta1``): they replace any group made for pods without one.
+
+    A PodGroup some of whose pods name another scheduler belongs to that
+    scheduler (Volcano's, during a switch-over): it is kept out of the cache,
+    so this scheduler neither schedules it nor writes its status, until no
+    such pod is left.
+    """
 
     kind = "PodGroup"
 
+    def __init__(self, cache: KubernetesCache) -> None:
+        super().__init__(cache)
+        #: The last object of every PodGroup, by ``namespace/name``.
+        self.objects: dict[str, dict[str, Any]] = {}
+        #: Groups of other schedulers: their pods of those schedulers, by pod key.
+        self.foreign: dict[str, set[str]] = {}
+        #: The group each pod of another scheduler names, by pod key.
+        self.foreign_pods: dict[str, str] = {}
+
     def apply(self, obj: dict[str, Any]) -> None:
         key = _key(obj)
+        self.objects[key] = obj
         if self.unchanged(key, obj):
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        if key in self.foreign:
             return
         try:
             pg = _pod_group(obj, self.ref(obj), self.cache.default_queue)
         except ManifestError as exc:
             self.bad(obj, exc)
             return
-        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
         self.cache.shadow_groups.discard(key)
         self.cache.status.observe_pod_group(key, obj.get("status") or {})
         self.cache.add_pod_group(pg)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
+        self.objects.pop(key, None)
         namespace, _, name = key.partition("/")
         self.cache.delete_pod_group(namespace, name)
+
+    def note_pod(self, pod: str, group: str | None, foreign: bool) -> None:
+        """Note which group a pod names (``None``: none, or the pod is gone) and whether it is another scheduler's."""
+        previous = self.foreign_pods.pop(pod, None)
+        if previous is not None and (previous != group or not foreign):
+            members = self.foreign[previous]
+            members.discard(pod)
+            if not members:
+                del self.foreign[previous]
+                obj = self.objects.get(previous)
+                if obj is not None:  # this scheduler's again
+                    self.known.pop(previous, None)
+                    self.apply(obj)
+        if group is not None and foreign:
+            members = self.foreign.setdefault(group, set())
+            if not members and group in self.cache.pod_group_keys():
+                namespace, _, name = group.partition("/")
+                self.cache.delete_pod_group(namespace, name)
+            members.add(pod)
+            self.foreign_pods[pod] = group
 
 
 class PodTranslator(_Translator):
@@ -230,6 +269,7 @@ class PodTranslator(_Translator):
     :param observe: called with each applied pod's task and object
         (the status writer notes the pod's conditions).
     :param forget: called with the uid of each pod removed.
+    :param groups: told which groups other schedulers' pods name.
     """
 
     kind = "Pod"
@@ -241,8 +281,10 @@ class PodTranslator(_Translator):
         names: Collection[str],
         observe: Callable[[TaskInfo, dict[str, Any]], None],
         forget: Callable[[str], None],
+        groups: PodGroupTranslator,
     ) -> None:
         super().__init__(cache)
+        self.groups = groups
         self.reader = reader
         self.names = frozenset(names)
         self.observe = observe
@@ -252,11 +294,16 @@ class PodTranslator(_Translator):
         key = _key(obj)
         spec = obj.get("spec") or {}
         cache = self.cache
-        if spec.get("schedulerName", "default-scheduler") not in self.names and not spec.get("nodeName"):
+        meta = _meta(obj)
+        foreign = spec.get("schedulerName", "default-scheduler") not in self.names
+        annotations = meta.get("annotations")
+        group = annotations.get(GROUP_NAME_ANNOTATION) if isinstance(annotations, dict) else None
+        if foreign or key in self.groups.foreign_pods:
+            self.groups.note_pod(key, f"{meta.get('namespace') or 'default'}/{group}" if group else None, foreign)
+        if foreign and not spec.get("nodeName"):
             if key in self.known:
                 self.delete(key)
             return
-        meta = _meta(obj)
         uid = meta.get("uid")
         old = cache.get_task(uid) if uid else None
         if (
@@ -298,6 +345,8 @@ class PodTranslator(_Translator):
         cache.add_task(task)
 
     def delete(self, key: str) -> None:
+        if key in self.groups.foreign_pods:
+            self.groups.note_pod(key, None, False)
         uid = self.known.pop(key, None)
         if uid is not None:
             self.cache.delete_task(uid)

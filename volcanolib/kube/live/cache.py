@@ -105,10 +105,10 @@ class KubernetesCache(InMemoryCache):
             incremental_snapshots=incremental_snapshots,
         )
         self.reader = PodReader(self.scheduler_names, {}, default_queue=default_queue)
-        self.pods = PodTranslator(
-            self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod
-        )
         self.pod_groups = PodGroupTranslator(self)
+        self.pods = PodTranslator(
+            self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod, self.pod_groups
+        )
         options: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout, "on_relist": on_relist}
         self.reflectors = [
             Reflector(
