@@ -199,3 +199,21 @@ def test_a_pod_group_of_another_schedulers_pods_is_left_to_that_scheduler(
     settle(server, cache)
     result = cycle(scheduler, cache)
     assert [t.name for t, _ in result.binds] == ["theirs-1"]
+
+
+def test_priority_classes_order_the_jobs(server: KubeApiServer, make_cache: Callable[..., KubernetesCache]) -> None:
+    server.create("nodes", make_node("n0", cpu="1"))
+    server.create(
+        "priorityclasses",
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+    )
+    low = make_podgroup("low", min_member=1)
+    high = make_podgroup("high", min_member=1)
+    high["spec"]["priorityClassName"] = "high"
+    server.create("podgroups", low)
+    server.create("podgroups", high)
+    server.create("pods", make_pod("low-0", cpu="1", group="low"))
+    server.create("pods", make_pod("high-0", cpu="1", group="high", priority_class="high"))
+    cache = make_cache()
+    result = cycle(Scheduler(cache), cache)
+    assert [t.name for t, _ in result.binds] == ["high-0"]

@@ -66,6 +66,8 @@ class KubernetesCache(InMemoryCache):
     :param watch_timeout: seconds a watch stays open before it is renewed.
     :param on_bound: called with each task's creation time after its bind succeeds (metrics).
     :param on_relist: called with the kind each time a kind is listed again after a ``410``.
+    :param on_failure: called with ``"bind"`` for each bind the API server
+        refused, ``"eviction"`` for each eviction the Eviction API refused (metrics).
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class KubernetesCache(InMemoryCache):
         watch_timeout: int = 300,
         on_bound: Callable[[float], None] | None = None,
         on_relist: Callable[[str], None] | None = None,
+        on_failure: Callable[[str], None] | None = None,
         incremental_snapshots: bool = True,
         max_events: int | None = 10_000,
     ) -> None:
@@ -89,6 +92,7 @@ class KubernetesCache(InMemoryCache):
         self.scheduler_names = tuple(scheduler_names) or ("volcano",)
         self.may_write = may_write
         self.on_bound = on_bound
+        self.on_failure = on_failure
         self.bind_pool = Pool(bind_workers, "volcanolib-bind")
         self.write_pool = Pool(write_workers, "volcanolib-write")
         #: PodGroups made in memory for pods without one, by ``namespace/name`` (never written).
@@ -225,6 +229,8 @@ class KubernetesCache(InMemoryCache):
         ``PodScheduled=False`` with reason ``SchedulerError``; a pod that no
         longer exists leaves the cache.
         """
+        if self.on_failure is not None:
+            self.on_failure("bind")
         pod: dict[str, Any] | None = None
         gone = False
         if refresh:
@@ -253,6 +259,8 @@ class KubernetesCache(InMemoryCache):
         """The Eviction API refused to evict ``task`` (a PodDisruptionBudget); the task stays."""
         log.info("eviction of %s refused: %s", task.key, message)
         self.evictions_refused += 1
+        if self.on_failure is not None:
+            self.on_failure("eviction")
 
     #: Evictions the Eviction API refused (``429``).
     evictions_refused = 0

@@ -102,7 +102,7 @@ class SchedulerMetrics:
             self.evictions.labels(reason).inc()
         if result.evictions:
             self.victims.set(len(result.evictions))
-        self.bind_failures.inc(len(result.failed_binds))
+        self.bind_failures.inc(len(result.failed_binds))  # refused by the cache; the API's come by observe_failure
         session = result.session
         if session is None:
             return
@@ -118,6 +118,10 @@ class SchedulerMetrics:
             self.unschedule_tasks.remove(gone)
         self._unschedulable = unschedulable
         self.unschedule_jobs.set(len(unschedulable))
+
+    def observe_failure(self, what: str) -> None:
+        """The API server refused a bind (``"bind"``) or an eviction (``"eviction"``)."""
+        (self.bind_failures if what == "bind" else self.evictions_refused).inc()
 
     def observe_bound(self, created: float) -> None:
         """A bind succeeded for a pod created at ``created`` (seconds since the epoch)."""

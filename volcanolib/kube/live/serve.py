@@ -148,6 +148,7 @@ class Server:
             may_write=self.elector.is_leader if self.elector is not None else None,
             on_bound=self.metrics.observe_bound,
             on_relist=lambda kind: self.metrics.relists.labels(kind).inc(),
+            on_failure=self.metrics.observe_failure,
             **cache_options,
         )
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
