@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from conftest_helpers import eventually, settle
 from kube_api import KubeApiServer, make_node, make_pod, make_podgroup
 
+from volcanolib.errors import CacheError
+from volcanolib.kube.live import load_api
 from volcanolib.kube.live.cache import KubernetesCache
 
 
@@ -101,3 +105,19 @@ def test_node_heartbeats_do_not_touch_the_cache(
     assert cache.snapshot().nodes["n0"].node is not None
     server.update("nodes", node)
     eventually(lambda: cache.snapshot().nodes["n0"].node.labels.get("zone") == "a", what="the label")  # type: ignore[union-attr]
+
+
+def test_no_snapshot_until_every_kind_is_listed(server: KubeApiServer, kubeconfig: Path) -> None:
+    server.create("nodes", make_node("n0"))
+    server.fail_next(-1, 404, method="GET", resource="podgroups")  # as if the CRD were not installed yet
+    cache = KubernetesCache(load_api(str(kubeconfig)))
+    cache.start()
+    try:
+        assert not cache.wait_ready(1.0)
+        with pytest.raises(CacheError, match="still listing podgroups"):
+            cache.snapshot()
+        server.clear_faults()  # the CRD appears: the next attempt lists it
+        assert cache.wait_ready(30)
+        assert list(cache.snapshot().nodes) == ["n0"]
+    finally:
+        cache.stop()
