@@ -22,8 +22,10 @@ from volcanolib.kube.live.cache import KubernetesCache
 from volcanolib.kube.live.serve import Server
 from volcanolib.scheduler import Scheduler
 
-# Lease duration, renew deadline, retry period (seconds): short, with room for a loaded machine.
+# Lease duration, renew deadline, retry period (seconds): short enough for a failover test, with
+# room for a loaded machine; LONG_LEASE where a lost lease would only make the test flaky.
 LEASE = (4.0, 2.5, 0.2)
+LONG_LEASE = (60.0, 40.0, 0.2)
 
 
 def _bound(server: KubeApiServer, names: list[str]) -> bool:
@@ -66,13 +68,19 @@ def test_status_is_written_only_when_it_changes(
     assert len(_writes(server)) > len(before)
 
 
-def _serve(kubeconfig: Path, identity: str, stop: threading.Event, codes: dict[str, int]) -> Server:
+def _serve(
+    kubeconfig: Path,
+    identity: str,
+    stop: threading.Event,
+    codes: dict[str, int],
+    lease: tuple[float, float, float] = LEASE,
+) -> Server:
     server = Server(
         load_api(str(kubeconfig)),
         period=0.05,
         leader_elect=True,
         lock_namespace="default",
-        lease=LEASE,
+        lease=lease,
         identity=identity,
     )
     threading.Thread(target=lambda: codes.__setitem__(identity, server.run(stop)), daemon=True).start()
@@ -87,7 +95,8 @@ def test_two_leader_electing_servers_never_both_bind(server: KubeApiServer, kube
     server.create("nodes", make_node("n0", pods="100"))
     stops = {"a": threading.Event(), "b": threading.Event()}
     codes: dict[str, int] = {}
-    servers = {name: _serve(kubeconfig, name, stops[name], codes) for name in ("a", "b")}
+    # A stopping leader releases the Lease, so the other takes over at once however long the Lease.
+    servers = {name: _serve(kubeconfig, name, stops[name], codes, LONG_LEASE) for name in ("a", "b")}
     both: list[float] = []
     sampling = threading.Event()
 
