@@ -5,7 +5,7 @@ resources a scheduler uses; see README.md in this directory for what it implemen
 what it does not.
 """
 
-from .bulk import load_cluster, make_node, make_pod, make_podgroup, make_queue
+from .bulk import LoadedCluster, cluster_objects, load_cluster, make_node, make_pod, make_podgroup, make_queue
 from .errors import ApiError
 from .server import KubeApiServer
 from .store import Store
@@ -13,7 +13,9 @@ from .store import Store
 __all__ = [
     "ApiError",
     "KubeApiServer",
+    "LoadedCluster",
     "Store",
+    "cluster_objects",
     "load_cluster",
     "make_node",
     "make_pod",

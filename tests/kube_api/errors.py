@@ -20,6 +20,7 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message
         self.details = details or {}
+        self.retry_after: int | None = None
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` object sent as the response body."""

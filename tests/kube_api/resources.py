@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -46,6 +47,19 @@ class ResourceType:
         """``(group, plural)``: how the store names the type."""
         return (self.group, self.plural)
 
+    def list_item(self, raw: bytes) -> bytes:
+        """An object's JSON as an item of a list: a built-in type's list items carry no kind
+        and apiVersion (the API server encodes them without type metadata), a custom
+        resource's do. ``raw`` must start with kind then apiVersion, as the store writes it."""
+        prefix = self._type_prefix
+        if self.crd or not raw.startswith(prefix):
+            return raw
+        return b"{" + raw[len(prefix) :]
+
+    @cached_property
+    def _type_prefix(self) -> bytes:
+        return f'{{"kind":"{self.kind}","apiVersion":"{self.api_version}",'.encode()
+
     @property
     def singular(self) -> str:
         """The lower-case kind, as discovery reports it."""
@@ -75,7 +89,19 @@ RESOURCES: tuple[ResourceType, ...] = (
         "Event",
         True,
         ("ev",),
-        field_labels=("involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "reason", "type"),
+        field_labels=(
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ),
     ),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
     ResourceType("", "v1", "services", "Service", True, ("svc",), ("status",)),
@@ -187,4 +213,39 @@ def resource_list_doc(resources: tuple[ResourceType, ...], group: str, version: 
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": entries,
+    }
+
+
+def openapi_v3_root(resources: tuple[ResourceType, ...]) -> dict[str, Any]:
+    """The ``/openapi/v3`` discovery document: one entry per group-version."""
+    paths = {}
+    for r in resources:
+        prefix = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
+        paths[prefix] = {"serverRelativeURL": f"/openapi/v3/{prefix}?hash=standin"}
+    return {"paths": paths}
+
+
+def openapi_v3_doc(resources: tuple[ResourceType, ...], group: str, version: str) -> dict[str, Any] | None:
+    """A minimal OpenAPI v3 document for one group-version: the object paths with a PATCH
+    operation that takes ``fieldValidation``, which is how kubectl learns that the server
+    validates fields itself (so it needs no schema)."""
+    chosen = [r for r in resources if r.group == group and r.version == version]
+    if not chosen:
+        return None
+    paths: dict[str, Any] = {}
+    for r in chosen:
+        prefix = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+        scope = "/namespaces/{namespace}" if r.namespaced else ""
+        gvk = {"group": r.group, "version": r.version, "kind": r.kind}
+        op = {
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "OK"}},
+        }
+        paths[f"{prefix}{scope}/{r.plural}/{{name}}"] = {"patch": op}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
     }

@@ -31,6 +31,27 @@ def _split_top(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def _label_in(key: str, values: frozenset[str], negate: bool) -> Callable[[Mapping[str, str]], bool]:
+    def check(labels: Mapping[str, str]) -> bool:
+        return (labels.get(key) in values) != negate
+
+    return check
+
+
+def _label_exists(key: str, negate: bool) -> Callable[[Mapping[str, str]], bool]:
+    def check(labels: Mapping[str, str]) -> bool:
+        return (key in labels) != negate
+
+    return check
+
+
+def _field_equals(path: str, value: str, negate: bool) -> Predicate:
+    def check(obj: Mapping[str, Any]) -> bool:
+        return (field_value(obj, path) == value) != negate
+
+    return check
+
+
 _SET_RE = re.compile(r"^([A-Za-z0-9_./-]+)\s+(in|notin)\s+\((.*)\)$")
 _EQ_RE = re.compile(r"^([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_.-]*)$")
 _EXISTS_RE = re.compile(r"^(!?)\s*([A-Za-z0-9_./-]+)$")
@@ -47,26 +68,17 @@ def parse_label_selector(text: str) -> Callable[[Mapping[str, str]], bool]:
         if m:
             key, op, values_text = m.groups()
             values = frozenset(v.strip() for v in values_text.split(",") if v.strip())
-            if op == "in":
-                requirements.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                requirements.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+            requirements.append(_label_in(key, values, negate=op == "notin"))
             continue
         m = _EQ_RE.match(part)
         if m:
             key, op, value = m.groups()
-            if op == "!=":
-                requirements.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                requirements.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            requirements.append(_label_in(key, frozenset((value,)), negate=op == "!="))
             continue
         m = _EXISTS_RE.match(part)
         if m:
             neg, key = m.groups()
-            if neg:
-                requirements.append(lambda labels, k=key: k not in labels)
-            else:
-                requirements.append(lambda labels, k=key: k in labels)
+            requirements.append(_label_exists(key, negate=bool(neg)))
             continue
         raise SelectorError(f"unable to parse requirement: {part!r}")
     return lambda labels: all(req(labels) for req in requirements)
@@ -112,6 +124,10 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(cur)
 
 
+# Field labels that name another path (an Event's "source" is its source.component).
+FIELD_ALIASES = {"source": "source.component"}
+
+
 def parse_field_selector(text: str, supported: tuple[str, ...]) -> Predicate:
     """Compile a field selector (``spec.nodeName=,metadata.name!=x``) into a predicate on objects.
 
@@ -132,8 +148,5 @@ def parse_field_selector(text: str, supported: tuple[str, ...]) -> Predicate:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         if key not in allowed:
             raise SelectorError(f"field label not supported: {key}")
-        if op == "!=":
-            terms.append(lambda o, k=key, v=value: field_value(o, k) != v)
-        else:
-            terms.append(lambda o, k=key, v=value: field_value(o, k) == v)
+        terms.append(_field_equals(FIELD_ALIASES.get(key, key), value, negate=op == "!="))
     return lambda obj: all(t(obj) for t in terms)

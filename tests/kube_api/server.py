@@ -4,9 +4,11 @@ programmed faults. :class:`KubeApiServer` runs it on a thread and is the tests' 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable
@@ -17,8 +19,19 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import errors
 from .errors import ApiError
-from .resources import ResourceType, api_group_doc, api_group_list_doc, api_versions_doc, resource_list_doc
+from .patch import JSON_PATCH, MERGE, STRATEGIC
+from .resources import (
+    ResourceType,
+    api_group_doc,
+    api_group_list_doc,
+    api_versions_doc,
+    openapi_v3_doc,
+    openapi_v3_root,
+    resource_list_doc,
+)
 from .store import Fault, Obj, Store, Stored, find_type
+from .tables import table, wants_table
+from .tls import certificate, server_context
 
 VERSION_DOC = {
     "major": "1",
@@ -33,10 +46,23 @@ VERSION_DOC = {
 }
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
+# What anonymous clients may read (the system:public-info-viewer role).
+PUBLIC_PATHS = (["version"], ["healthz"], ["livez"], ["readyz"])
 
 
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class _Headers(dict[str, str]):
+    """Request headers by lower-case name, looked up case-insensitively."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
 
 
 class _Route:
@@ -53,10 +79,48 @@ class _Route:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # A buffered writer sends the headers and a small body in one segment, and no Nagle
+    # delay (TCP_NODELAY, as Go's servers set): otherwise each answer waits for the
+    # client's delayed ACK (about 40 ms).
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
     server: _HTTPServer
+    _body_read = False  # whether the current request's body has been read
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def parse_request(self) -> bool:
+        """Parse the request line and headers without the email parser the base class uses
+        (a third of the cost of a small request); anything unusual goes to the base class."""
+        requestline: bytes = self.raw_requestline  # type: ignore[has-type]
+        line = str(requestline, "iso-8859-1").rstrip("\r\n")
+        words = line.split()
+        if len(words) != 3 or words[2] != "HTTP/1.1":
+            self.raw_requestline = (line + "\r\n").encode("iso-8859-1")
+            return super().parse_request()
+        self.requestline = line
+        self.command, self.path, self.request_version = words
+        headers = _Headers()
+        while True:
+            raw = self.rfile.readline(65537)
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            if len(headers) > 100 or len(raw) > 65536:
+                self.send_error(431, "Request Header Fields Too Large")
+                return False
+            name, _, value = str(raw, "iso-8859-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        self.headers = headers  # type: ignore[assignment]
+        self.close_connection = headers.get("connection", "").lower() == "close"
+        if headers.get("expect", "").lower() == "100-continue":
+            return self.handle_expect_100()
+        return True
 
     # ------------------------------------------------------------------ plumbing
 
@@ -64,38 +128,63 @@ class _Handler(BaseHTTPRequestHandler):
     def store(self) -> Store:
         return self.server.store
 
-    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+    def _send(
+        self, code: int, body: bytes, content_type: str = "application/json", retry_after: int | None = None
+    ) -> None:
+        with self.store.cond:  # logged before the client can see the answer
+            self.store.requests.append((self.command, self.path, code))
         self.send_response(code)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.write(body)
-        with self.store.cond:
-            self.store.requests.append((self.command, self.path, code))
 
     def _send_json(self, code: int, obj: Any) -> None:
         self._send(code, _dumps(obj))
 
     def _read_body(self) -> Any:
+        if self._body_read:
+            return None
+        self._body_read = True
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
             return None
+        ctype = self.headers.get("Content-Type", "")
+        if "protobuf" in ctype or "cbor" in ctype:
+            # kubectl's typed commands (create namespace, run ...) send protobuf; a real
+            # server decodes it, the stand-in has no schemas to do so.
+            raise ApiError(
+                415, "UnsupportedMediaType", f"the stand-in API server accepts only JSON bodies, not {ctype}"
+            )
         try:
             return json.loads(raw)
         except ValueError as exc:
             raise errors.bad_request(f"the request body is not JSON: {exc}") from exc
 
     def _dispatch(self) -> None:
+        self._body_read = False
         try:
             self._route()
         except ApiError as exc:
-            self._send_json(exc.code, exc.status())
+            self._skip_body()
+            self._send(exc.code, _dumps(exc.status()), retry_after=exc.retry_after)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:  # a bug in the stand-in: answer 500 rather than hang the client
+            self._skip_body()
             self._send_json(500, errors.internal(f"{type(exc).__name__}: {exc}").status())
+
+    def _skip_body(self) -> None:
+        """Read a body left unread by a refused request, so that the connection stays usable."""
+        if not self._body_read:
+            self._body_read = True
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
 
@@ -106,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         segs = [s for s in parts.path.split("/") if s]
         method = self.command
+        token = self.server.token
+        if token is not None and segs not in PUBLIC_PATHS and self.headers.get("Authorization") != f"Bearer {token}":
+            raise ApiError(401, "Unauthorized", "Unauthorized")
         if method == "GET":
             doc = self._discovery(segs)
             if doc is not None:
@@ -120,8 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.code:
-                self._read_body()
-                raise ApiError(fault.code, _reason(fault.code), fault.message)
+                err = ApiError(fault.code, _reason(fault.code), fault.message)
+                if fault.code in (429, 503):
+                    # As API priority and fairness answers; a client may wait this long.
+                    err.retry_after = 1
+                    err.details = {"retryAfterSeconds": 1}
+                raise err
         self._resource(method, route, query)
 
     def _discovery(self, segs: list[str]) -> Any:
@@ -146,6 +242,16 @@ class _Handler(BaseHTTPRequestHandler):
             if doc is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return doc
+        if segs == ["openapi", "v3"]:
+            return openapi_v3_root(resources)
+        if segs[:3] == ["openapi", "v3", "api"] and len(segs) == 4:
+            doc = openapi_v3_doc(resources, "", segs[3])
+            if doc is not None:
+                return doc
+        if segs[:3] == ["openapi", "v3", "apis"] and len(segs) == 5:
+            doc = openapi_v3_doc(resources, segs[3], segs[4])
+            if doc is not None:
+                return doc
         if segs and segs[0] == "openapi":
             raise ApiError(404, "NotFound", "the stand-in API server serves no OpenAPI schema")
         return None
@@ -180,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
         if r.name is None:
             if method == "GET":
                 pred = store.make_filter(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""))
-                if query.get("watch") in ("1", "true"):
+                if query.get("watch", "").lower() in ("1", "true"):
                     self._watch(rt, r.namespace, pred, query)
                 else:
                     self._list(rt, r.namespace, pred, query)
@@ -215,10 +321,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(201, errors.success(201))
             return
         if method == "GET":
-            st = store.get(rt, ns, name)
-            if r.sub == "status" and rt.plural == "podgroups" and "status" not in rt.subresources:
-                raise errors.not_found(rt.group, rt.plural, name)
-            self._send(200, st.raw)
+            st = store.get(rt, ns, name)  # the status subresource reads the whole object too
+            if wants_table(self.headers.get("Accept", "")):
+                self._send_json(200, table(rt, [st.obj]))
+            else:
+                self._send(200, st.raw)
             return
         if method == "PUT":
             body = self._read_body()
@@ -227,10 +334,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, store.update(rt, ns, name, body, r.sub or "").raw)
             return
         if method == "PATCH":
-            body = self._read_body()
-            ctype = self.headers.get("Content-Type", "")
+            ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if ctype.startswith("application/apply-patch"):
                 raise ApiError(415, "UnsupportedMediaType", "the stand-in does not implement server-side apply")
+            if ctype not in PATCH_TYPES:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{', '.join(PATCH_TYPES)}",
+                )
+            body = self._read_body()
             self._send(200, store.patch(rt, ns, name, ctype, body, r.sub or "").raw)
             return
         if method == "DELETE":
@@ -248,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
             limit = int(query.get("limit") or 0)
         except ValueError as exc:
             raise errors.bad_request(f"invalid limit: {query.get('limit')}") from exc
-        list_rv, items, token, remaining = self.store.list(rt, ns, pred, limit, query.get("continue", ""))
+        list_rv, items, token, remaining = self.store.list_page(rt, ns, pred, limit, query.get("continue", ""))
         self._send_list(rt, list_rv, items, token, remaining)
 
     def _send_list(
@@ -259,8 +373,11 @@ class _Handler(BaseHTTPRequestHandler):
             meta["continue"] = token
         if remaining is not None:
             meta["remainingItemCount"] = remaining
+        if wants_table(self.headers.get("Accept", "")):
+            self._send_json(200, table(rt, [st.obj for st in items], meta))
+            return
         head = _dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta})
-        body = head[:-1] + b',"items":[' + b",".join(st.raw for st in items) + b"]}"
+        body = head[:-1] + b',"items":[' + b",".join([rt.list_item(st.raw) for st in items]) + b"]}"
         self._send(200, body)
 
     # ------------------------------------------------------------------ watch
@@ -269,12 +386,23 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.store
         generation = store.watch_generation
         budget = store.watch_event_budget
-        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         start = time.monotonic()
         error: dict[str, Any] | None = None
+        send_initial = query.get("sendInitialEvents", "").lower() in ("1", "true")
+        if send_initial and (not bookmarks or query.get("resourceVersionMatch") != "NotOlderThan"):
+            raise errors.invalid(
+                "ListOptions",
+                "",
+                "",
+                "",
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is only supported with allowWatchBookmarks=true and "
+                "resourceVersionMatch=NotOlderThan",
+            )
         try:
-            pos, initial = store.watch_start(rt, query.get("resourceVersion", ""))
+            pos, initial = store.watch_start(rt, query.get("resourceVersion", ""), send_initial)
         except ApiError as exc:
             if exc.code != 410:
                 raise
@@ -287,8 +415,11 @@ class _Handler(BaseHTTPRequestHandler):
         with store.cond:
             store.requests.append((self.command, self.path, 200))
         sent = 0
+        as_table = wants_table(self.headers.get("Accept", ""))
 
-        def emit(etype: str, raw: bytes) -> None:
+        def emit(etype: str, raw: bytes, obj: Obj | None = None) -> None:
+            if as_table and obj is not None:
+                raw = _dumps(table(rt, [obj]))
             data = b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
@@ -299,8 +430,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             for st in initial or ():
                 if _in_scope(st.obj, ns) and (pred is None or pred(st.obj)):
-                    emit("ADDED", st.raw)
+                    emit("ADDED", st.raw, st.obj)
                     sent += 1
+            if send_initial:
+                # The end of the initial state (a "watch list"), marked by an annotated bookmark.
+                emit("BOOKMARK", _bookmark(rt, pos, {"k8s.io/initial-events-end": "true"}))
             self.wfile.flush()
             next_bookmark = time.monotonic() + store.bookmark_interval
             while True:
@@ -328,7 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
                     etype, raw = _filtered(ev.type, ev.new, ev.old, pred)
                     if etype is None:
                         continue
-                    emit(etype, raw)
+                    emit(etype, raw, ev.new.obj)
                     sent += 1
                     if budget is not None and sent >= budget:
                         self.wfile.flush()
@@ -338,10 +472,9 @@ class _Handler(BaseHTTPRequestHandler):
                 now = time.monotonic()
                 if timeout is not None and now >= start + timeout:
                     break
-                if bookmarks and not events and now >= next_bookmark:
+                if bookmarks and now >= next_bookmark:  # every event up to current were in this batch
                     pos = current
-                    bm = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(current)}}
-                    emit("BOOKMARK", _dumps(bm))
+                    emit("BOOKMARK", _bookmark(rt, current))
                     self.wfile.flush()
                     next_bookmark = now + store.bookmark_interval
             self._end_chunks()
@@ -357,6 +490,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _bookmark(rt: ResourceType, rv: int, annotations: dict[str, str] | None = None) -> bytes:
+    """A BOOKMARK's object: only kind, apiVersion and metadata.resourceVersion mean anything.
+    For a built-in type the API server encodes an empty typed object, so the metadata has
+    ``creationTimestamp: null`` (and a pod an empty spec and status); a client must not
+    read a bookmark as an object."""
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if annotations:
+        meta["annotations"] = annotations
+    obj: dict[str, Any] = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    if not rt.crd:
+        meta["creationTimestamp"] = None
+        if rt.plural == "pods":
+            obj["spec"] = {"containers": None}
+            obj["status"] = {}
+    return _dumps(obj)
 
 
 def _in_scope(obj: Obj, ns: str | None) -> bool:
@@ -408,9 +558,23 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 256
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], store: Store) -> None:
+    def __init__(
+        self, addr: tuple[str, int], store: Store, tls: ssl.SSLContext | None = None, token: str | None = None
+    ) -> None:
         self.store = store
+        self.tls = tls
+        self.token = token
         super().__init__(addr, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = super().get_request()
+        if self.tls is not None:
+            # The handshake runs on the connection's own thread (see _Handler.setup).
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that went away or failed the TLS handshake: nothing to report
 
 
 class KubeApiServer:
@@ -419,24 +583,45 @@ class KubeApiServer:
 
     :param host: address to listen on.
     :param port: port; 0 picks a free one.
+    :param tls: serve HTTPS with a self-signed certificate (made with the ``openssl``
+        command; :meth:`write_kubeconfig` puts it in the kubeconfig as the CA).
+    :param token: require ``Authorization: Bearer <token>`` on every request but
+        ``/version`` and the health checks (``401 Unauthorized`` otherwise).
     :param store_options: passed to :class:`~.store.Store` (``history_size``,
         ``pod_deletion_delay``, ``run_bound_pods``, ``podgroup_status_subresource``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, **store_options: Any) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tls: bool = False,
+        token: str | None = None,
+        **store_options: Any,
+    ) -> None:
         self.store = Store(**store_options)
-        self._httpd = _HTTPServer((host, port), self.store)
+        self.token = token
+        self._httpd = _HTTPServer((host, port), self.store, server_context() if tls else None, token)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server."""
+        """``http://host:port`` (``https://`` in TLS mode) of the running server."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        scheme = "https" if self._httpd.tls is not None else "http"
+        return f"{scheme}://{host!s}:{port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The PEM file of the certificate authority in TLS mode (None otherwise)."""
+        return certificate()[0] if self._httpd.tls is not None else None
 
     def start(self) -> KubeApiServer:
         """Serve on a daemon thread; returns self."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kube-api-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="kube-api-standin", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -478,9 +663,16 @@ class KubeApiServer:
         except ApiError:
             return None
 
-    def list(self, resource: str, namespace: str | None = None) -> list[Obj]:
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[Obj]:
         """Copies of every object of a type (in one namespace when given), by key order."""
         return self.store.objects(self.rt(resource), namespace)
+
+    def count(self, resource: str, field_selector: str = "", label_selector: str = "") -> int:
+        """How many objects of a type match the selectors (no copies: fast on large stores)."""
+        rt = self.rt(resource)
+        pred = self.store.make_filter(rt, label_selector, field_selector)
+        _, items, _, _ = self.store.list_page(rt, None, pred)
+        return len(items)
 
     def create(self, resource: str, obj: Obj, namespace: str | None = None) -> Obj:
         """Create an object as a POST would (the namespace defaults to the object's, then ``default``)."""
@@ -527,6 +719,10 @@ class KubeApiServer:
         conds = [c for c in pod.get("status", {}).get("conditions") or [] if c.get("type") != "Ready"]
         status = {**pod.get("status", {}), "phase": phase, "conditions": [*conds, ready]}
         return self.patch("pods", name, {"status": status}, namespace, subresource="status")
+
+    def pdb_status(self, name: str, namespace: str = "default") -> dict[str, int]:
+        """A PodDisruptionBudget's status as the disruption controller would compute it now."""
+        return self.store.pdb_status(namespace, name)
 
     def finalize_pod(self, name: str, namespace: str = "default") -> bool:
         """Remove a terminating pod, as its kubelet does (see ``pod_deletion_delay``)."""
@@ -595,6 +791,12 @@ class KubeApiServer:
         with self.store.cond:
             self.store.bookmark_interval = seconds
 
+    def history(self, resource: str) -> list[tuple[str, str, str, int]]:
+        """The kept watch events of a type as ``(type, namespace, name, resourceVersion)``, oldest first."""
+        with self.store.cond:
+            events = list(self.store.history[self.rt(resource).key].events)
+        return [(e.type, e.namespace, e.new.obj["metadata"]["name"], e.rv) for e in events]
+
     def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str, int]]:
         """The requests answered so far as ``(method, path with query, status code)``, filtered."""
         with self.store.cond:
@@ -606,15 +808,20 @@ class KubeApiServer:
             self.store.requests.clear()
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
-        """Write a kubeconfig pointing at this server (no credentials) and return its path."""
+        """Write a kubeconfig pointing at this server (with its CA in TLS mode and its token
+        when it has one) and return its path."""
         path = Path(path)
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.ca_file is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_file.read_bytes()).decode()
+        user = {"token": self.token} if self.token is not None else {}
         path.write_text(
             json.dumps(
                 {
                     "apiVersion": "v1",
                     "kind": "Config",
-                    "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-                    "users": [{"name": "standin", "user": {}}],
+                    "clusters": [{"name": "standin", "cluster": cluster}],
+                    "users": [{"name": "standin", "user": user}],
                     "contexts": [
                         {
                             "name": "standin",
@@ -627,3 +834,5 @@ class KubeApiServer:
             )
         )
         return path
+
+    list = list_objects  # the short name; defined last so that "list" in annotations stays the builtin

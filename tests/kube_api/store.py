@@ -31,8 +31,11 @@ Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
 def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return _ENCODE(obj).encode()
 
 
 def now_iso(t: float | None = None) -> str:
@@ -55,15 +58,17 @@ class Stored:
         return json.loads(self.raw)  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
 class Event:
     """One change: ``ADDED``, ``MODIFIED`` or ``DELETED``, with the previous version for selectors."""
 
-    rv: int
-    type: str
-    new: Stored
-    old: Stored | None
-    namespace: str
+    __slots__ = ("namespace", "new", "old", "rv", "type")
+
+    def __init__(self, rv: int, type: str, new: Stored, old: Stored | None, namespace: str) -> None:
+        self.rv = rv
+        self.type = type
+        self.new = new
+        self.old = old
+        self.namespace = namespace
 
 
 class History:
@@ -160,7 +165,12 @@ class Store:
         self.resources = resources
         self.types = by_path(resources)
         self.by_plural = {(r.group, r.plural): r for r in resources}
-        self.cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)  # "with store.cond" holds the store's one lock
+        # One condition per type on the same lock: a change wakes only that type's watches.
+        self.changed = {r.key: threading.Condition(lock) for r in resources}
+        self.uids: dict[str, tuple[tuple[str, str], Key]] = {}  # every stored object by UID
+        self.dependents: dict[str, set[tuple[tuple[str, str], Key]]] = {}  # owner UID -> may-be dependents
         self.rv = 1
         self.uid_counter = 0
         self.tables: dict[tuple[str, str], SortedDict[Key, Stored]] = {r.key: SortedDict() for r in resources}
@@ -210,13 +220,43 @@ class Store:
             gone["metadata"]["resourceVersion"] = str(rv)
             stored = Stored(gone, rv)
             del table[key]
+            self.uids.pop(gone["metadata"].get("uid", ""), None)
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
-            stored = Stored(obj, rv)
+            # kind and apiVersion first: a list of a built-in type drops them from its
+            # items by cutting that prefix (see ResourceType.list_item).
+            typed: Obj = {"kind": rt.kind, "apiVersion": rt.api_version}
+            typed.update((k, v) for k, v in obj.items() if k not in typed)
+            stored = Stored(typed, rv)
             table[key] = stored
+            meta = typed["metadata"]
+            self.uids[meta["uid"]] = (rt.key, key)
+            for ref in meta.get("ownerReferences") or ():
+                self.dependents.setdefault(ref.get("uid", ""), set()).add((rt.key, key))
         self.history[rt.key].append(Event(rv, etype, stored, old, key[0]))
-        self.cond.notify_all()
+        self.changed[rt.key].notify_all()
+        if obj is None:
+            self._collect_dependents(stored.obj["metadata"].get("uid", ""))
         return stored
+
+    def _dependents(self, uid: str) -> list[tuple[ResourceType, Stored]]:
+        """The objects that name ``uid`` among their ownerReferences."""
+        out = []
+        for tkey, key in sorted(self.dependents.get(uid, ())):
+            st = self.tables[tkey].get(key)
+            if st is not None and any(r.get("uid") == uid for r in st.obj["metadata"].get("ownerReferences") or ()):
+                out.append((self.by_plural[tkey], st))
+        return out
+
+    def _collect_dependents(self, uid: str) -> None:
+        """The garbage collector: delete the objects whose every owner is gone (background
+        propagation, done at once)."""
+        dependents = self._dependents(uid)
+        self.dependents.pop(uid, None)
+        for rt, st in dependents:
+            refs = st.obj["metadata"].get("ownerReferences") or ()
+            if not any(r.get("uid") in self.uids for r in refs) and not st.obj["metadata"].get("deletionTimestamp"):
+                self._delete(rt, st, {})
 
     def _get(self, rt: ResourceType, ns: str, name: str) -> Stored:
         st = self.tables[rt.key].get((ns if rt.namespaced else "", name))
@@ -266,7 +306,7 @@ class Store:
             return None
         return lambda o: all(p(o) for p in preds)
 
-    def list(
+    def list_page(
         self,
         rt: ResourceType,
         ns: str | None,
@@ -342,8 +382,8 @@ class Store:
         with self.cond:
             return self._create(rt, ns, body)
 
-    def _create(self, rt: ResourceType, ns: str, body: Obj) -> Stored:
-        obj = copy.deepcopy(body)
+    def _create(self, rt: ResourceType, ns: str, body: Obj, copy_body: bool = True) -> Stored:
+        obj = copy.deepcopy(body) if copy_body else body
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
@@ -372,7 +412,7 @@ class Store:
         meta["creationTimestamp"] = now_iso()
         meta.pop("deletionTimestamp", None)
         meta.pop("resourceVersion", None)
-        if rt.crd or "spec" in obj:
+        if rt.crd:
             meta["generation"] = 1
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
@@ -383,6 +423,14 @@ class Store:
         """Defaults and admission the scheduler can observe."""
         if rt.plural == "pods":
             spec = obj.setdefault("spec", {})
+            name = obj["metadata"]["name"]
+            containers = spec.get("containers")
+            if not containers:
+                raise errors.invalid("Pod", "", "pods", name, "spec.containers", "Required value")
+            for i, c in enumerate(containers):
+                for field in ("name", "image"):
+                    if not c.get(field):
+                        raise errors.invalid("Pod", "", "pods", name, f"spec.containers[{i}].{field}", "Required value")
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")
@@ -396,11 +444,13 @@ class Store:
                         403, "Forbidden", f'pods "{name}" is forbidden: no PriorityClass with name {pc_name} was found'
                     )
                 spec["priority"] = pc.obj.get("value", 0)
-            elif "priority" not in spec:
+            elif "priority" not in spec and pcs:
                 default = next((st.obj for st in pcs.values() if st.obj.get("globalDefault")), None)
                 spec["priority"] = default.get("value", 0) if default else 0
                 if default:
                     spec["priorityClassName"] = default["metadata"]["name"]
+            elif "priority" not in spec:
+                spec["priority"] = 0
             status = obj.setdefault("status", {})
             status.setdefault("phase", "Pending")
         elif rt.plural == "namespaces":
@@ -565,8 +615,17 @@ class Store:
                 if other.namespaced:
                     table = self.tables[other.key]
                     for k in [k for k in table if k[0] == meta["name"]]:
-                        self._commit(other, k, None, "DELETED", table[k])
+                        if k in table:  # not yet collected as another object's dependent
+                            self._commit(other, k, None, "DELETED", table[k])
             return self._commit(rt, key, None, "DELETED", old)
+        if options.get("propagationPolicy") == "Orphan":
+            uid = meta.get("uid", "")
+            for dep_rt, dep in self._dependents(uid):
+                orphan = dep.copy()
+                refs = [r for r in orphan["metadata"]["ownerReferences"] if r.get("uid") != uid]
+                orphan["metadata"]["ownerReferences"] = refs
+                dep_meta = orphan["metadata"]
+                self._commit(dep_rt, (dep_meta.get("namespace", ""), dep_meta["name"]), orphan, "MODIFIED", dep)
         grace: Any = options.get("gracePeriodSeconds")
         graceful = False
         if rt.plural == "pods":
@@ -631,7 +690,8 @@ class Store:
         """Bind a pod to a node (``pods/binding``).
 
         :raises ApiError: ``404`` for a missing pod; ``409 Conflict`` when the pod is already
-            bound, is terminating or its UID differs from the binding's.
+            bound, is terminating, still has scheduling gates, or its UID differs from the
+            binding's.
         """
         rt = self.by_plural[("", "pods")]
         target = binding.get("target") or {}
@@ -650,10 +710,14 @@ class Store:
                     f"Precondition failed: UID in precondition: {bmeta['uid']}, UID in object meta: {meta.get('uid')}",
                 )
             if meta.get("deletionTimestamp"):
-                raise errors.conflict("", "pods", name, f"pod {name} is being deleted, cannot be assigned to a host")
+                raise errors.conflict(
+                    "", "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
+                )
+            if (old.obj.get("spec") or {}).get("schedulingGates"):
+                raise errors.conflict("", "pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
             current = (old.obj.get("spec") or {}).get("nodeName")
             if current:
-                raise errors.conflict("", "pods", name, f'pod {name} is already assigned to node "{current}"')
+                raise errors.conflict("", "pods/binding", name, f'pod {name} is already assigned to node "{current}"')
             pod = old.copy()
             pod["spec"]["nodeName"] = node
             if bmeta.get("annotations"):
@@ -733,7 +797,11 @@ class Store:
 
     def _desired(self, ns: str, pdb: Obj) -> int:
         spec = pdb.get("spec") or {}
-        expected = len(self._selected_pods(ns, pdb))
+        # The disruption controller takes the expected count from the pods' controller
+        # (replicas); the stand-in has no controllers, so status.expectedPods stands for it.
+        expected = (pdb.get("status") or {}).get("expectedPods")
+        if expected is None:
+            expected = len(self._selected_pods(ns, pdb))
         if spec.get("minAvailable") is not None:
             return _scaled(spec["minAvailable"], expected, round_up=True)
         if spec.get("maxUnavailable") is not None:
@@ -752,22 +820,26 @@ class Store:
             return {
                 "currentHealthy": healthy,
                 "desiredHealthy": desired,
-                "expectedPods": len(self._selected_pods(ns, pdb)),
+                "expectedPods": (pdb.get("status") or {}).get("expectedPods", len(self._selected_pods(ns, pdb))),
                 "disruptionsAllowed": max(0, healthy - desired),
             }
 
     # ------------------------------------------------------------------ watches
 
-    def watch_start(self, rt: ResourceType, rv_text: str) -> tuple[int, list[Stored] | None]:
+    def watch_start(
+        self, rt: ResourceType, rv_text: str, send_initial: bool = False
+    ) -> tuple[int, list[Stored] | None]:
         """Where a new watch starts.
 
+        :param send_initial: ``sendInitialEvents=true`` (a "watch list"): start with the
+            current objects whatever ``rv_text`` says.
         :returns: ``(resourceVersion, initial objects)``; the initial objects (sent as
-            ``ADDED``) are given when ``rv_text`` is empty or ``"0"``.
+            ``ADDED``) are given when ``rv_text`` is empty or ``"0"``, or ``send_initial``.
         :raises ApiError: ``410`` when ``rv_text`` is older than the kept history, ``400``
             when it is not a number.
         """
         with self.cond:
-            if rv_text in ("", "0"):
+            if rv_text in ("", "0") or send_initial:
                 return self.rv, list(self.tables[rt.key].values())
             try:
                 rv = int(rv_text)
@@ -795,25 +867,34 @@ class Store:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return [], self.rv
-                self.cond.wait(left)
+                self.changed[rt.key].wait(left)
+
+    def _wake_all(self) -> None:
+        for cond in self.changed.values():
+            cond.notify_all()
 
     def drop_watches(self, abrupt: bool = True) -> None:
         """End every open watch stream now: abruptly (connection closed mid-stream) or cleanly."""
         with self.cond:
             self.abrupt_drop = abrupt
             self.watch_generation += 1
-            self.cond.notify_all()
+            self._wake_all()
 
     def expire_history(self, drop_watches: bool = True) -> None:
-        """Forget every event and list snapshot so far: a watch or ``continue`` from any earlier
-        resourceVersion gets ``410 Gone`` (as after an etcd compaction)."""
+        """Forget every event and list snapshot so far: a watch or ``continue`` from any
+        resourceVersion handed out so far gets ``410 Gone`` (as after an etcd compaction).
+
+        The resourceVersion moves on by one first, so that even a client that has seen every
+        event gets the ``410`` (a compaction after a write it does not watch).
+        """
         with self.cond:
+            self.rv += 1
             for h in self.history.values():
                 h.expire(self.rv)
             self.snapshots.clear()
             if drop_watches:
                 self.watch_generation += 1
-            self.cond.notify_all()
+            self._wake_all()
 
     # ------------------------------------------------------------------ faults
 
@@ -832,7 +913,7 @@ class Store:
         """End every watch and pending kubelet timer."""
         with self.cond:
             self.stopping = True
-            self.cond.notify_all()
+            self._wake_all()
             timers = list(self.timers)
         for t in timers:
             t.cancel()
@@ -843,21 +924,13 @@ class Store:
         :returns: how many were created.
         """
         n = 0
+        namespaces = self.tables[("", "namespaces")]
         with self.cond:
             for obj in objs:
-                meta = obj.setdefault("metadata", {})
-                ns = meta.setdefault("namespace", "default") if rt.namespaced else ""
-                if rt.namespaced and ("", ns) not in self.tables[("", "namespaces")]:
+                ns = (obj.get("metadata") or {}).get("namespace") or "default" if rt.namespaced else ""
+                if rt.namespaced and ("", ns) not in namespaces:
                     self._create(self.by_plural[("", "namespaces")], "", {"metadata": {"name": ns}})
-                key = (ns, meta["name"])
-                if key in self.tables[rt.key]:
-                    raise errors.already_exists(rt.group, rt.plural, meta["name"])
-                meta["uid"] = self._next_uid()
-                meta.setdefault("creationTimestamp", now_iso())
-                obj["kind"] = rt.kind
-                obj["apiVersion"] = rt.api_version
-                self._admit(rt, obj)
-                self._commit(rt, key, obj, "ADDED", None)
+                self._create(rt, ns, obj, copy_body=False)
                 n += 1
         return n
 
