@@ -13,6 +13,7 @@ from kube_api import KubeApiServer, make_node, make_pod, make_podgroup
 from volcanolib.errors import CacheError
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live.cache import KubernetesCache
+from volcanolib.scheduler import Scheduler
 
 
 def _pods_reflector(cache: KubernetesCache):  # type: ignore[no-untyped-def]
@@ -121,3 +122,27 @@ def test_no_snapshot_until_every_kind_is_listed(server: KubeApiServer, kubeconfi
         assert list(cache.snapshot().nodes) == ["n0"]
     finally:
         cache.stop()
+
+
+def test_a_relist_while_binds_are_in_flight_keeps_them_assumed(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
+) -> None:
+    server.create("nodes", make_node("n0", pods="50"))
+    for i in range(5):
+        server.create("pods", make_pod(f"p{i}", cpu="100m"))
+    cache = make_cache()
+    reflector = _pods_reflector(cache)
+    server.delay(1.0, 5, method="POST", resource="pods", subresource="binding")
+    result = Scheduler(cache).run_once()
+    assert len(result.binds) == 5
+    # The binds are held by the server; meanwhile the watch loses its history and lists again,
+    # and the list still shows every pod unbound.
+    server.expire_history(drop_watches=True)
+    eventually(lambda: reflector.lists >= 2, what="a relist")
+    assert all(t.node_name == "n0" for t in cache.tasks())  # still assumed, not Pending again
+    assert cache.flush(30)
+    settle(server, cache)
+    assert cache.consistency_problems() == []
+    again = Scheduler(cache).run_once()
+    assert again.binds == ()
+    assert len(server.requests("POST", "/binding")) == 5
