@@ -165,7 +165,7 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Pending pods bound through pods/binding: cycles until all are bound, and the binder's own rate."""
     from volcanolib.scheduler import Scheduler
 
-    standin = StandIn(args.nodes, 0, args.pending, 1)
+    standin = StandIn(args.nodes, 0, args.pending, args.group_size)
     try:
         kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
         cache = _cache(kubeconfig, bind_workers=args.workers)
@@ -193,9 +193,10 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             submitted += len(result.binds)
             in_flight = cache.bind_pool.pending
             cpu = time.process_time()
-            cache.flush()  # the binder's part: from the cycle's end to the last answer
+            cache.bind_pool.flush()  # the binder's part: from the cycle's end to the last answer
             bind_seconds += time.perf_counter() - c1
             drains.append((in_flight, time.perf_counter() - c1, time.process_time() - cpu))
+            cache.flush()  # the status writes of the cycle, before the next one
             if not result.binds:
                 break
         total = time.perf_counter() - t0
@@ -220,6 +221,7 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "adapter_cpu_us_per_bind": round(sum(d[2] for d in drains) / max(1, sum(d[0] for d in drains)) * 1e6),
             "end_to_end_per_second": round(bound / total, 1),
             "target_binds_per_second": 1000,
+            "status_writes": dict(cache.status.writes),
         }
         cache.stop()
         return record
