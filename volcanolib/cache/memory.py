@@ -551,12 +551,8 @@ class InMemoryCache:
             node = self._nodes[own.node_name]
             why = reasons.get(own.uid)
             if why is not None:
-                self._changed_nodes.add(node.name)
-                node.remove_task(own)
-                self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
+                self._unbind(own, why)
                 refused.append((own, why))
-                own.node_name = ""
-                self._set_status(own, TaskStatus.PENDING)
             else:
                 self._set_status(own, TaskStatus.BOUND)
                 node.update_task(own)
@@ -564,6 +560,34 @@ class InMemoryCache:
                     "Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}"
                 )
         return refused
+
+    def _unbind(self, own: TaskInfo, why: str) -> None:
+        """Take back a bind that did not take effect: the task leaves its node and is Pending again."""
+        node = self._nodes.get(own.node_name)
+        self._changed_nodes.add(own.node_name)
+        if node is not None and node.tasks.get(own.key) is own:
+            node.remove_task(own)
+        self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
+        own.node_name = ""
+        self._set_status(own, TaskStatus.PENDING)
+
+    @_locked
+    def forget_bind(self, uid: str, node_name: str, reason: str) -> bool:
+        """Take back a bind that the binder reported as failed after :meth:`bind` returned.
+
+        For binders that bind in the background: the task, if it is still
+        Binding or Bound on ``node_name`` as :meth:`bind` left it, goes back to
+        Pending with a ``FailedBinding`` event giving ``reason``, and is
+        scheduled again in a later cycle. A task that has since moved on (the
+        bind was observed, the pod was deleted or replaced) is left alone.
+
+        :returns: whether the task was taken back.
+        """
+        own = self._tasks.get(uid)
+        if own is None or own.node_name != node_name or own.status not in (TaskStatus.BINDING, TaskStatus.BOUND):
+            return False
+        self._unbind(own, reason)
+        return True
 
     @_locked
     def evict(self, task: TaskInfo, reason: str) -> None:
