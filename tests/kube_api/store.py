@@ -6,133 +6,25 @@ PriorityClass admission, PodDisruptionBudgets on eviction)."""
 from __future__ import annotations
 
 import base64
-import bisect
 import copy
+import gc
 import json
-import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sortedcontainers import SortedDict
 
-from . import errors
+from . import disruption, errors
 from .errors import ApiError
 from .patch import PatchError, apply_patch
+from .records import Event, Fault, History, Key, Obj, Stored, dumps, now_iso
 from .resources import RESOURCES, ResourceType, by_path
 from .selectors import SelectorError, match_expressions_selector, parse_field_selector, parse_label_selector
 
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
-Obj = dict[str, Any]
-
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-
-
-def _dumps(obj: Any) -> bytes:
-    return _ENCODE(obj).encode()
-
-
-def now_iso(t: float | None = None) -> str:
-    """A Kubernetes timestamp (RFC 3339, seconds, UTC)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if t is None else t))
-
-
-class Stored:
-    """One version of an object: the dict (never mutated once stored) and its JSON encoding."""
-
-    __slots__ = ("obj", "raw", "rv")
-
-    def __init__(self, obj: Obj, rv: int) -> None:
-        self.obj = obj
-        self.rv = rv
-        self.raw = _dumps(obj)
-
-    def copy(self) -> Obj:
-        """A deep copy of the object, safe to modify."""
-        return json.loads(self.raw)  # type: ignore[no-any-return]
-
-
-class Event:
-    """One change: ``ADDED``, ``MODIFIED`` or ``DELETED``, with the previous version for selectors."""
-
-    __slots__ = ("namespace", "new", "old", "rv", "type")
-
-    def __init__(self, rv: int, type: str, new: Stored, old: Stored | None, namespace: str) -> None:
-        self.rv = rv
-        self.type = type
-        self.new = new
-        self.old = old
-        self.namespace = namespace
-
-
-class History:
-    """The events of one resource type, oldest first, bounded; a watch from a version older than
-    the oldest kept event gets ``410 Gone``."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.rvs: list[int] = []
-        self.events: list[Event] = []
-        self.compacted_rv = 0  # events with rv <= compacted_rv are gone
-
-    def append(self, event: Event) -> None:
-        self.rvs.append(event.rv)
-        self.events.append(event)
-        if len(self.events) > 2 * self.size:
-            self.trim(self.size)
-
-    def trim(self, keep: int) -> None:
-        drop = len(self.events) - keep
-        if drop <= 0:
-            return
-        self.compacted_rv = max(self.compacted_rv, self.rvs[drop - 1])
-        del self.rvs[:drop]
-        del self.events[:drop]
-
-    def expire(self, rv: int) -> None:
-        self.rvs.clear()
-        self.events.clear()
-        self.compacted_rv = max(self.compacted_rv, rv)
-
-    def since(self, rv: int) -> list[Event]:
-        """Events newer than ``rv``.
-
-        :raises ApiError: ``410 Expired`` when events after ``rv`` were already dropped.
-        """
-        if self.size and len(self.events) > self.size:
-            self.trim(self.size)
-        if rv < self.compacted_rv:
-            raise errors.expired(f"too old resource version: {rv} ({self.compacted_rv + 1})")
-        i = bisect.bisect_right(self.rvs, rv)
-        return self.events[i:]
-
-
-@dataclass
-class Fault:
-    """A programmed failure or delay for requests that match (None matches anything)."""
-
-    method: str | None
-    plural: str | None
-    subresource: str | None
-    name: str | None
-    code: int
-    remaining: int  # negative = for ever
-    delay: float = 0.0
-    message: str = "injected failure"
-
-    def matches(self, method: str, plural: str | None, subresource: str | None, name: str | None) -> bool:
-        return (
-            (self.method is None or self.method == method)
-            and (self.plural is None or self.plural == plural)
-            and (self.subresource is None or self.subresource == (subresource or ""))
-            and (self.name is None or self.name == name)
-        )
 
 
 class Store:
@@ -367,7 +259,7 @@ class Store:
                 self.snapshots[snap_id] = (list_rv, items)
                 while len(self.snapshots) > 16:
                     self.snapshots.popitem(last=False)
-        token = base64.b64encode(_dumps({"id": snap_id, "pos": i, "rv": list_rv})).decode()
+        token = base64.b64encode(dumps({"id": snap_id, "pos": i, "rv": list_rv})).decode()
         remaining = n - i if pred is None else None
         return list_rv, out, token, remaining
 
@@ -761,68 +653,28 @@ class Store:
                 raise errors.internal(
                     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
                 )
-            if budgets and _healthy(pod):
-                allowed = self._disruptions_allowed(ns, budgets[0])
-                if allowed <= 0:
+            if budgets and disruption.healthy(pod):
+                status = disruption.budget_status(budgets[0], self._namespace_pods(ns))
+                if status["disruptionsAllowed"] <= 0:
                     raise errors.too_many_requests(
                         "Cannot evict pod as it would violate the pod's disruption budget.",
-                        [
-                            {
-                                "reason": "DisruptionBudget",
-                                "message": self._budget_message(ns, budgets[0]),
-                            }
-                        ],
+                        [{"reason": "DisruptionBudget", "message": disruption.budget_message(budgets[0], status)}],
                     )
             options = eviction.get("deleteOptions") or {}
             self._delete(pods, st, options)
 
-    def _budget_message(self, ns: str, pdb: Obj) -> str:
-        name = pdb["metadata"]["name"]
-        desired, healthy = self._desired(ns, pdb), self._current_healthy(ns, pdb)
-        return f"The disruption budget {name} needs {desired} healthy pods and has {healthy} currently"
-
-    def _selected_pods(self, ns: str, pdb: Obj) -> list[Obj]:
-        sel = match_expressions_selector((pdb.get("spec") or {}).get("selector") or {})
+    def _namespace_pods(self, ns: str) -> list[Obj]:
         pods = self.tables[("", "pods")]
         lo = pods.bisect_left((ns, ""))
         hi = pods.bisect_left((ns + "\x00", ""))
-        return [
-            st.obj
-            for st in pods.values()[lo:hi]
-            if sel(st.obj["metadata"].get("labels") or {}) and not st.obj["metadata"].get("deletionTimestamp")
-        ]
-
-    def _current_healthy(self, ns: str, pdb: Obj) -> int:
-        return sum(1 for p in self._selected_pods(ns, pdb) if _healthy(p))
-
-    def _desired(self, ns: str, pdb: Obj) -> int:
-        spec = pdb.get("spec") or {}
-        # The disruption controller takes the expected count from the pods' controller
-        # (replicas); the stand-in has no controllers, so status.expectedPods stands for it.
-        expected = (pdb.get("status") or {}).get("expectedPods")
-        if expected is None:
-            expected = len(self._selected_pods(ns, pdb))
-        if spec.get("minAvailable") is not None:
-            return _scaled(spec["minAvailable"], expected, round_up=True)
-        if spec.get("maxUnavailable") is not None:
-            return max(0, expected - _scaled(spec["maxUnavailable"], expected, round_up=True))
-        return 0
-
-    def _disruptions_allowed(self, ns: str, pdb: Obj) -> int:
-        return self._current_healthy(ns, pdb) - self._desired(ns, pdb)
+        return [st.obj for st in pods.values()[lo:hi]]
 
     def pdb_status(self, ns: str, name: str) -> dict[str, int]:
         """What the disruption controller would write into a budget's status."""
         rt = self.by_plural[("policy", "poddisruptionbudgets")]
         with self.cond:
             pdb = self._get(rt, ns, name).obj
-            healthy, desired = self._current_healthy(ns, pdb), self._desired(ns, pdb)
-            return {
-                "currentHealthy": healthy,
-                "desiredHealthy": desired,
-                "expectedPods": (pdb.get("status") or {}).get("expectedPods", len(self._selected_pods(ns, pdb))),
-                "disruptionsAllowed": max(0, healthy - desired),
-            }
+            return disruption.budget_status(pdb, self._namespace_pods(ns))
 
     # ------------------------------------------------------------------ watches
 
@@ -925,28 +777,22 @@ class Store:
         """
         n = 0
         namespaces = self.tables[("", "namespaces")]
-        with self.cond:
-            for obj in objs:
-                ns = (obj.get("metadata") or {}).get("namespace") or "default" if rt.namespaced else ""
-                if rt.namespaced and ("", ns) not in namespaces:
-                    self._create(self.by_plural[("", "namespaces")], "", {"metadata": {"name": ns}})
-                self._create(rt, ns, obj, copy_body=False)
-                n += 1
+        # The cyclic garbage collector would walk every stored object again and again while
+        # they pile up (half the cost of a large load); nothing here makes a cycle.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with self.cond:
+                for obj in objs:
+                    ns = (obj.get("metadata") or {}).get("namespace") or "default" if rt.namespaced else ""
+                    if rt.namespaced and ("", ns) not in namespaces:
+                        self._create(self.by_plural[("", "namespaces")], "", {"metadata": {"name": ns}})
+                    self._create(rt, ns, obj, copy_body=False)
+                    n += 1
+        finally:
+            if collecting:
+                gc.enable()
         return n
-
-
-def _healthy(pod: Obj) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
-        return False
-    return all(c.get("status") == "True" for c in status.get("conditions") or [] if c.get("type") == "Ready")
-
-
-def _scaled(value: Any, total: int, round_up: bool) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        frac = int(value[:-1]) * total / 100
-        return math.ceil(frac) if round_up else math.floor(frac)
-    return int(value)
 
 
 def find_type(

@@ -73,3 +73,21 @@ def test_kubectl_over_https_with_the_token(secure: KubeApiServer, tmp_path: Path
         [kubectl, "get", "nodes", "--token=wrong"], env=env, capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 1 and "Unauthorized" in bad.stderr
+
+
+def test_in_cluster_configuration_reads_the_service_account_files(secure: KubeApiServer, tmp_path: Path) -> None:
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    files = secure.write_incluster_files(tmp_path / "serviceaccount")
+    env = {k: v for k, v in files.items() if k.startswith("KUBERNETES_")}
+    cfg = client.Configuration()
+    InClusterConfigLoader(token_filename=files["token_file"], cert_filename=files["ca_file"], environ=env).load_and_set(
+        cfg
+    )
+    assert cfg.host == secure.url
+    assert [n.metadata.name for n in client.CoreV1Api(client.ApiClient(cfg)).list_node().items] == ["n1"]
+
+
+def test_in_cluster_files_need_tls_and_a_token(kube_api: KubeApiServer, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="tls=True and a token"):
+        kube_api.write_incluster_files(tmp_path)
