@@ -38,11 +38,6 @@ def _standin(conn: Connection, nodes: int, running: int, pending: int, group_siz
     """Run the stand-in with a loaded cluster and answer the parent's commands until ``stop``."""
     sys.path.insert(0, str(ROOT / "tests"))
     from kube_api import KubeApiServer, load_cluster, make_pod, make_podgroup
-    from kube_api import server as standin_server
-
-    # Answer without Nagle's delay, as a real API server does (Go sets TCP_NODELAY): the stand-in
-    # writes headers and body apart, and the client's delayed ACK would hold every answer ~40 ms.
-    standin_server._Handler.disable_nagle_algorithm = True
 
     server = KubeApiServer(history_size=200_000, pod_deletion_delay=None).start()
     t0 = time.perf_counter()
