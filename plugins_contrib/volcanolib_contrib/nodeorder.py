@@ -595,7 +595,8 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None)
+        # Durable unless images score: an image's score depends on how many nodes have it.
+        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=not images)
         self._class_keys[task.template] = found
         return found
 

@@ -628,7 +628,8 @@ class PredicatesPlugin:
             def key(node: NodeInfo) -> Hashable:
                 return (node.name in full, static.get(node.name))
 
-            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True)
+            # A node's key reads that node alone: its pod count and its own labels, taints and flags.
+            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True, durable=True)
         return found
 
     @hookimpl

@@ -10,7 +10,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
-from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -156,6 +156,7 @@ class InMemoryCache:
         self._changed_nodes: set[str] = set()
         self._changed_jobs: set[str] = set()
         self._changed_all = False
+        self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
         self._scrub: set[str] = set()
         self._handed: _Handed | None = None
@@ -301,14 +302,15 @@ class InMemoryCache:
         one, not even its ``allocated`` status, which the next session writes back when it closes.
         """
         self._queues[queue.name] = queue
+        self._changed_queues.add(queue.name)
 
     update_queue = add_queue
 
     @_locked
     def delete_queue(self, name: str) -> None:
         """Remove a queue (the default queue stays)."""
-        if name != self.default_queue:
-            self._queues.pop(name, None)
+        if name != self.default_queue and self._queues.pop(name, None) is not None:
+            self._changed_queues.add(name)
 
     @_locked
     def queues(self) -> list[QueueInfo]:
@@ -370,6 +372,7 @@ class InMemoryCache:
         self._changed_nodes = set()
         self._changed_jobs = set()
         self._changed_all = False
+        self._changed_queues = set()
         self._scrub = set()
         return cluster
 
@@ -400,6 +403,8 @@ class InMemoryCache:
         scrub = self._scrub if prev is not None else set()
         # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
         recopied: list[str] = []
+        # Reused jobs whose session notes were reset: not as the previous session left them.
+        scrubbed: list[str] = []
         for uid, job in self._jobs.items():
             if job.queue not in queues:
                 skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
@@ -412,6 +417,7 @@ class InMemoryCache:
                     recopied.append(uid)
             elif uid in scrub:
                 _reset_session_notes(copy, job)
+                scrubbed.append(uid)
             jobs[uid] = copy
         for uid, orphans in self._orphans.items():
             if orphans:
@@ -442,6 +448,15 @@ class InMemoryCache:
                             key = task.key
                             if key in node_copy.tasks:
                                 node_copy.tasks[key] = _task_copy(task, jobs)
+            gone_nodes = old_nodes.keys() - nodes.keys()
+            cluster.delta = SnapshotDelta(
+                since=prev.changes,
+                nodes=frozenset(copied.union(gone_nodes)),
+                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied, scrubbed)),
+                queues=frozenset(self._changed_queues),
+                # Names are compared in order: a node removed and added again between two snapshots moves to the end.
+                same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
+            )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         return cluster
 
