@@ -11,15 +11,73 @@ state of every plugin that resumed is compared with what
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import attrs
 import pytest
-from test_incremental import CONF, CheckedCache, FirstTryFails, World, apply
+from test_incremental import CONF, CheckedCache, FirstTryFails, World, apply, decisions
 
-from volcanolib import Scheduler, Session
+from volcanolib import InMemoryCache, Scheduler, Session
+from volcanolib.api.node import Taint
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.placement import NodeChanges
+from volcanolib.testing import build_node, build_task
+
+_SPREAD: Any = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "apart"}}, "topologyKey": "kubernetes.io/hostname"}
+        ],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app": "apart"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                },
+            }
+        ],
+    }
+}
+
+
+def _hash(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def apply_varied(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
+    """:func:`apply`, with taints and images on some nodes and anti-affinity on some gangs' pods.
+
+    The extras are chosen by name, so they are the same whenever an event is applied.
+    """
+    apply(cache, event)
+    kind = event[0]
+    if kind == "node" and _hash(event[1]) % 3:
+        _, name, ((cpu, gi), pods), ready = event
+        effect = "NoSchedule" if _hash(name) % 3 == 1 else "PreferNoSchedule"
+        node = build_node(name, cpu=f"{cpu}m", memory=f"{gi}Gi", pods=pods, taints=[Taint("dedicated", "x", effect)])
+        node.node = attrs.evolve(node.node, images={f"img{_hash(name) % 2}": 300 * 1024 * 1024})
+        node.ready = ready
+        if not ready:
+            node.not_ready_reason = "NotReady"
+        cache.add_node(node)
+    elif kind == "gang" and _hash(event[1]) % 4 == 0:
+        _, name, _, size, _, cpu, prio, preemptable, _ = event
+        for i in range(size):
+            task = build_task(
+                f"{name}-{i}",
+                job=name,
+                cpu=f"{cpu}m",
+                memory="512Mi",
+                priority=1000 if prio == "high" else 10,
+                preemptable=preemptable,
+                labels={"app": "apart"},
+            )
+            assert task.pod is not None
+            task.pod = attrs.evolve(task.pod, affinity=_SPREAD, images=("img0",))
+            cache.add_task(task)
 
 
 def _plans(ssn: Session) -> list[NodeClassPlan]:
@@ -33,14 +91,23 @@ def _plans(ssn: Session) -> list[NodeClassPlan]:
     return list(plans.values())
 
 
-def run(seed: int, cycles: int, check: Callable[[Session, Session | None], None]) -> int:
-    """Random cycles through one scheduler; ``check(session, previous)`` after each; return how many resumed."""
+def run(
+    seed: int,
+    cycles: int,
+    check: Callable[[Session, Session | None], None],
+    opened: Callable[[Scheduler, Session], None] | None = None,
+    feed: Callable[[InMemoryCache, tuple[Any, ...]], None] = apply,
+) -> int:
+    """Random cycles through one scheduler; ``check(session, previous)`` after each; return how many resumed.
+
+    :param opened: called with every session once its plugins are open, before the actions.
+    """
     world = World(seed, 12)
     cache = CheckedCache(binder=FirstTryFails(), incremental_snapshots=True)
     now = [0.0]
     scheduler = Scheduler(cache, CONF, seed=seed, clock=lambda: now[0])
     for event in world.events:
-        apply(cache, event)
+        feed(cache, event)
     previous: Session | None = None
     resumed = 0
     for cycle in range(cycles):
@@ -48,8 +115,9 @@ def run(seed: int, cycles: int, check: Callable[[Session, Session | None], None]
         cache.start_bound_tasks()
         cache.finish_evictions()
         for event in world.draw(cache):
-            apply(cache, event)
-        ssn = scheduler.run_once().session
+            feed(cache, event)
+        before = None if opened is None else (lambda ssn: opened(scheduler, ssn))
+        ssn = scheduler.run_once(before_actions=before).session
         assert ssn is not None
         resumed += ssn.delta is not None
         check(ssn, previous)
@@ -79,6 +147,55 @@ def test_kept_node_classes_equal_a_fresh_grouping(seed: int) -> None:
     assert carried[0] > 10
 
 
-def _state(plugin: Any) -> Any:
-    """A plugin's comparable kept state (:meth:`kept_state`)."""
-    return plugin.kept_state()
+#: The plugins of the configuration that resume, each with a ``kept_state()`` to compare.
+RESUMING = ("drf", "predicates", "proportion", "nodeorder")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
+    compared: dict[str, int] = dict.fromkeys(RESUMING, 0)
+
+    def opened(scheduler: Scheduler, ssn: Session) -> None:
+        if ssn.delta is None:
+            return
+        for name, plugin in scheduler.host.plugins.items():
+            if not hasattr(plugin, "on_session_resume"):
+                continue
+            fresh: Any = type(plugin)(plugin.arguments)
+            fresh.on_session_open(ssn)
+            assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: {name} resumed differs from a fresh open"
+            compared[name] += 1
+
+    resumed = run(seed, 40, lambda ssn, previous: None, opened, apply_varied)
+    assert resumed > 20
+    assert all(count == resumed for name, count in compared.items() if name in ("predicates", "nodeorder")), compared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affinity(seed: int) -> None:
+    world = World(seed, 12)
+    caches = [
+        CheckedCache(binder=FirstTryFails(), incremental_snapshots=True),
+        CheckedCache(binder=FirstTryFails(), incremental_snapshots=False),
+    ]
+    now = [0.0]
+    schedulers = [Scheduler(cache, CONF, seed=seed, clock=lambda: now[0]) for cache in caches]
+    for event in world.events:
+        for cache in caches:
+            apply_varied(cache, event)
+    resumed = 0
+    for cycle in range(40):
+        now[0] = float(cycle)
+        for cache in caches:
+            cache.start_bound_tasks()
+            cache.finish_evictions()
+        events = world.draw(caches[0])
+        for cache in caches:
+            for event in events:
+                apply_varied(cache, event)
+        results = [scheduler.run_once() for scheduler in schedulers]
+        assert results[1].session is not None and results[1].session.delta is None
+        assert results[0].session is not None
+        resumed += results[0].session.delta is not None
+        assert decisions(results[0]) == decisions(results[1]), f"seed {seed} cycle {cycle}: the decisions differ"
+    assert resumed > 20
