@@ -15,13 +15,83 @@ is computed afresh, as without a carry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
+
+from volcanolib.api.resource import Resource
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
     from volcanolib.framework.nodeclass import NodeClasses
 
-__all__ = ["Carry"]
+__all__ = ["Carry", "PartSums", "whole"]
+
+K = TypeVar("K", bound=Hashable)
+#: Whole numbers below this add exactly as floats, in any order.
+_EXACT: Final = float(2**53)
+
+
+def whole(value: float) -> bool:
+    """Whether ``value`` is a whole number that floats add exactly, in any order."""
+    return -_EXACT < value < _EXACT and value == int(value)
+
+
+def _whole_resource(res: Resource) -> bool:
+    return whole(res.milli_cpu) and whole(res.memory) and all(whole(v) for v in res.scalars.values())
+
+
+@final
+class PartSums(Generic[K]):
+    """A sum of resources over named parts (nodes, jobs), kept across sessions and updated part by part.
+
+    A plugin that sums something over the whole cluster keeps one, puts
+    every part at ``on_session_open`` and, at ``on_session_resume``, puts
+    again only the parts the delta names. :attr:`total` then equals adding
+    the current parts afresh, in any order, as long as :attr:`exact` holds:
+    every amount put is a whole number (as cpu millicores, bytes and counts
+    are) and so is the total, below 2**53, where float additions are exact.
+    A scalar resource no part has is not in the total.
+
+    Runtime complexity: ``put`` is O(dimensions of the old and new part).
+
+    .. versionadded:: 0.2
+    """
+
+    __slots__ = ("_keys", "exact", "parts", "total")
+
+    def __init__(self) -> None:
+        #: The amount of each part, as put.
+        self.parts: dict[K, Resource] = {}
+        #: The sum of the parts.
+        self.total = Resource()
+        #: Whether :attr:`total` is exactly the sum of the parts in any order (see above).
+        self.exact = True
+        # How many parts name each scalar resource.
+        self._keys: dict[str, int] = {}
+
+    def put(self, part: K, amount: Resource | None) -> None:
+        """Make ``amount`` the part's amount (``None``: drop the part); ``amount`` is kept, not copied."""
+        total = self.total
+        keys = self._keys
+        old = self.parts.pop(part, None)
+        if old is not None:
+            total.sub_unchecked(old)
+            for name in old.scalars:
+                left = keys[name] - 1
+                if left:
+                    keys[name] = left
+                else:
+                    del keys[name]
+                    del total.scalars[name]
+        if amount is not None:
+            self.parts[part] = amount
+            total.add(amount)
+            for name in amount.scalars:
+                keys[name] = keys.get(name, 0) + 1
+            if self.exact and not _whole_resource(amount):
+                self.exact = False
+        if self.exact and not _whole_resource(total):
+            self.exact = False
 
 
 @final

@@ -35,6 +35,7 @@ from volcanolib.api.task import (
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine
 from volcanolib.framework.carry import Carry
+from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
 from volcanolib.framework.hookspecs import SPECS
@@ -863,13 +864,6 @@ class Session:
 
 #: Node class plans remembered per session before starting over.
 _MAX_PLANS: Final = 1024
-#: Whole numbers below this add exactly as floats, in any order.
-_EXACT: Final = float(2**53)
-
-
-def _whole(value: float) -> bool:
-    """Whether ``value`` is a whole number that floats add exactly, in any order."""
-    return -_EXACT < value < _EXACT and value == int(value)
 
 
 def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:

@@ -50,10 +50,12 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
+from volcanolib.framework.carry import PartSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -155,6 +157,10 @@ class ProportionPlugin:
         self.total_guarantee = Resource()
         #: Per-queue state, by queue name (only queues with jobs in the session).
         self.queue_attrs: dict[str, QueueAttr] = {}
+        # What the last session opened on, kept for the next: per queue, the sums of its jobs'
+        # allocated, request, inqueue and elastic resources, each job a part; and each job's queue.
+        self._sums: dict[str, tuple[PartSums[str], ...]] = {}
+        self._job_queue: dict[str, str] = {}
 
     # ------------------------------------------------------------------ session open
 
@@ -166,6 +172,8 @@ class ProportionPlugin:
         for queue in ssn.queues.values():
             self.total_guarantee.add(queue.guarantee)
         self.queue_attrs = {}
+        self._sums = {}
+        self._job_queue = {}
         for job in ssn.jobs.values():
             attr = self.queue_attrs.get(job.queue)
             if attr is None:
@@ -174,7 +182,72 @@ class ProportionPlugin:
                     continue
                 attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
             self._add_job(attr, job)
+            self._put_job(job.uid, job)
         self._water_fill()
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, summing again only the jobs the delta names.
+
+        Opens afresh when a queue changed, or when a sum holds amounts that
+        are not whole numbers (the order of additions could then matter).
+        """
+        if delta.queues:
+            self.on_session_open(ssn)
+            return
+        jobs = ssn.jobs
+        for uid in delta.jobs:
+            job = jobs.get(uid)
+            self._put_job(uid, job if job is not None and job.queue in ssn.queues else None)
+        sums = self._sums
+        if not all(part.exact for parts in sums.values() for part in parts):
+            self.on_session_open(ssn)
+            return
+        self.total = ssn.total_resource.clone()
+        self.total_guarantee = Resource()
+        for queue in ssn.queues.values():
+            self.total_guarantee.add(queue.guarantee)
+        # Queues in the order their first job comes, as on_session_open meets them.
+        wanted = {name for name, parts in sums.items() if parts[0].parts}
+        self.queue_attrs = {}
+        for job in jobs.values():
+            name = job.queue
+            if name in wanted and name not in self.queue_attrs:
+                attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
+                allocated, request, inqueue, elastic = sums[name]
+                attr.allocated = allocated.total.clone()
+                attr.request = request.total.clone()
+                attr.inqueue = inqueue.total.clone()
+                attr.elastic = elastic.total.clone()
+                if len(self.queue_attrs) == len(wanted):
+                    break
+        self._water_fill()
+
+    def _put_job(self, uid: str, job: JobInfo | None) -> None:
+        """Count a job's part in its queue's kept sums (``None``: the job is gone)."""
+        old = self._job_queue.pop(uid, None)
+        if old is not None:
+            for sums in self._sums[old]:
+                sums.put(uid, None)
+        if job is None:
+            return
+        parts = self._sums.get(job.queue)
+        if parts is None:
+            parts = self._sums[job.queue] = (PartSums(), PartSums(), PartSums(), PartSums())
+        # The job's part: what _add_job adds to its queue, added to an empty view.
+        part = QueueAttr.__new__(QueueAttr)
+        part.allocated, part.request, part.inqueue, part.elastic = Resource(), Resource(), Resource(), Resource()
+        self._add_job(part, job)
+        for kept, amount in zip(parts, (part.allocated, part.request, part.inqueue, part.elastic), strict=True):
+            kept.put(uid, amount)
+        self._job_queue[uid] = job.queue
+
+    def kept_state(self) -> list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]:
+        """What the plugin keeps between sessions, as it stands: each queue's sums and deserved resources, in order."""
+        return [
+            (name, attr.allocated, attr.request, attr.inqueue, attr.elastic, attr.deserved, attr.real_capability)
+            for name, attr in self.queue_attrs.items()
+        ]
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         capability = _capability(queue)
