@@ -101,7 +101,7 @@ class Carry:
     .. versionadded:: 0.2
     """
 
-    __slots__ = ("closed", "failed", "node_classes")
+    __slots__ = ("allocatable", "closed", "failed", "node_classes")
 
     def __init__(self) -> None:
         #: The report of the last session that closed, while no session has opened since; else ``None``.
@@ -110,6 +110,8 @@ class Carry:
         self.failed: frozenset[str] = frozenset()
         #: That session's node classes, when it grouped nodes and no plugin failed in it.
         self.node_classes: NodeClasses | None = None
+        #: The ready nodes' allocatable resources in the last snapshot loaded, summed.
+        self.allocatable: PartSums[str] | None = None
 
     def delta(self, snapshot: ClusterInfo) -> SnapshotDelta | None:
         """The snapshot's delta when it follows the last closed session's snapshot, else ``None``."""

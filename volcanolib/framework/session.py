@@ -34,7 +34,7 @@ from volcanolib.api.task import (
 )
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine
-from volcanolib.framework.carry import Carry
+from volcanolib.framework.carry import Carry, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
@@ -478,13 +478,32 @@ class Session:
         self.node_list = snapshot.node_list
         self.queues = snapshot.queues
         self.skipped_jobs = dict(snapshot.skipped_jobs)
-        total = Resource()
-        for node in self.node_list:
-            total.add(node.allocatable)
-        self.total_resource = total
+        self.total_resource = self._total_allocatable()
         for job in self.jobs.values():
             pg = job.pod_group
             self._baseline[job.uid] = (pg.status_key(), [_copy_cond(c) for c in pg.conditions])
+
+    def _total_allocatable(self) -> Resource:
+        """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
+        carry = self._carry
+        if carry is None:
+            total = Resource()
+            for node in self.node_list:
+                total.add(node.allocatable)
+            return total
+        delta = self.delta
+        sums = carry.allocatable if delta is not None else None
+        if sums is not None and delta is not None:
+            nodes = self.nodes
+            for name in delta.nodes:
+                changed = nodes.get(name)
+                sums.put(name, changed.allocatable.clone() if changed is not None else None)
+        if sums is None or not sums.exact:
+            sums = PartSums()
+            for node in self.node_list:
+                sums.put(node.name, node.allocatable.clone())
+        carry.allocatable = sums
+        return sums.total.clone()
 
     def close(self) -> None:
         """Let plugins finish, then write job and queue status back to the cache.

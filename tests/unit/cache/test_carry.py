@@ -21,6 +21,7 @@ from test_incremental import CheckedCache, FirstTryFails, World, apply, decision
 
 from volcanolib import InMemoryCache, Scheduler, Session
 from volcanolib.api.node import Taint
+from volcanolib.api.resource import total
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.placement import NodeChanges
 from volcanolib.testing import build_node, build_task
@@ -175,6 +176,8 @@ def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
     def opened(scheduler: Scheduler, ssn: Session) -> None:
         if ssn.delta is None:
             return
+        # The session's own sum, kept node by node, too.
+        assert ssn.total_resource == total(node.allocatable for node in ssn.node_list)
         for name, plugin in scheduler.host.plugins.items():
             if not hasattr(plugin, "on_session_resume"):
                 continue
