@@ -36,10 +36,6 @@ def whole(value: float) -> bool:
     return -_EXACT < value < _EXACT and value == int(value)
 
 
-def _whole_resource(res: Resource) -> bool:
-    return whole(res.milli_cpu) and whole(res.memory) and all(whole(v) for v in res.scalars.values())
-
-
 @final
 class PartSums(Generic[K]):
     """A sum of resources over named parts (nodes, jobs), kept across sessions and updated part by part.
@@ -71,27 +67,43 @@ class PartSums(Generic[K]):
 
     def put(self, part: K, amount: Resource | None) -> None:
         """Make ``amount`` the part's amount (``None``: drop the part); ``amount`` is kept, not copied."""
+        # Written out (no Resource.add/sub calls): opening a session puts every node or job once.
         total = self.total
-        keys = self._keys
         old = self.parts.pop(part, None)
         if old is not None:
-            total.sub_unchecked(old)
-            for name in old.scalars:
-                left = keys[name] - 1
-                if left:
-                    keys[name] = left
-                else:
-                    del keys[name]
-                    del total.scalars[name]
-        if amount is not None:
-            self.parts[part] = amount
-            total.add(amount)
-            for name in amount.scalars:
+            total.milli_cpu -= old.milli_cpu
+            total.memory -= old.memory
+            if old.scalars:
+                keys = self._keys
+                scalars = total.scalars
+                for name, value in old.scalars.items():
+                    left = keys[name] - 1
+                    if left:
+                        keys[name] = left
+                        scalars[name] -= value
+                    else:
+                        del keys[name]
+                        del scalars[name]
+        if amount is None:
+            return
+        self.parts[part] = amount
+        cpu = amount.milli_cpu
+        memory = amount.memory
+        total.milli_cpu += cpu
+        total.memory += memory
+        exact = self.exact and not (cpu % 1 or memory % 1)
+        if amount.scalars:
+            keys = self._keys
+            scalars = total.scalars
+            for name, value in amount.scalars.items():
                 keys[name] = keys.get(name, 0) + 1
-            if self.exact and not _whole_resource(amount):
-                self.exact = False
-        if self.exact and not _whole_resource(total):
-            self.exact = False
+                scalars[name] = scalars.get(name, 0) + value
+                if value % 1 or not -_EXACT < scalars[name] < _EXACT:
+                    exact = False
+        # ``x % 1`` is NaN for infinities, which counts as not whole.
+        if exact and not (-_EXACT < total.milli_cpu < _EXACT and -_EXACT < total.memory < _EXACT):
+            exact = False
+        self.exact = exact
 
 
 @final
