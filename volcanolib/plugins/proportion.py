@@ -167,30 +167,19 @@ class ProportionPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
-        self.total = ssn.total_resource.clone()
-        self.total_guarantee = Resource()
-        for queue in ssn.queues.values():
-            self.total_guarantee.add(queue.guarantee)
-        self.queue_attrs = {}
         self._sums = {}
         self._job_queue = {}
+        queues = ssn.queues
         for job in ssn.jobs.values():
-            attr = self.queue_attrs.get(job.queue)
-            if attr is None:
-                job_queue = ssn.queues.get(job.queue)
-                if job_queue is None:
-                    continue
-                attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
-            self._add_job(attr, job)
-            self._put_job(job.uid, job)
-        self._water_fill()
+            if job.queue in queues:
+                self._put_job(job.uid, job)
+        self._settle(ssn)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
         """Open as :meth:`on_session_open` would, summing again only the jobs the delta names.
 
-        Opens afresh when a queue changed, or when a sum holds amounts that
-        are not whole numbers (the order of additions could then matter).
+        Opens afresh when a queue changed.
         """
         if delta.queues:
             self.on_session_open(ssn)
@@ -199,28 +188,39 @@ class ProportionPlugin:
         for uid in delta.jobs:
             job = jobs.get(uid)
             self._put_job(uid, job if job is not None and job.queue in ssn.queues else None)
-        sums = self._sums
-        if not all(part.exact for parts in sums.values() for part in parts):
-            self.on_session_open(ssn)
-            return
+        self._settle(ssn)
+
+    def _settle(self, ssn: Session) -> None:
+        """Every queue's state from the kept sums (or, when a sum could depend on the order, job by job)."""
         self.total = ssn.total_resource.clone()
         self.total_guarantee = Resource()
         for queue in ssn.queues.values():
             self.total_guarantee.add(queue.guarantee)
-        # Queues in the order their first job comes, as on_session_open meets them.
-        wanted = {name for name, parts in sums.items() if parts[0].parts}
         self.queue_attrs = {}
-        for job in jobs.values():
-            name = job.queue
-            if name in wanted and name not in self.queue_attrs:
-                attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
-                allocated, request, inqueue, elastic = sums[name]
-                attr.allocated = allocated.total.clone()
-                attr.request = request.total.clone()
-                attr.inqueue = inqueue.total.clone()
-                attr.elastic = elastic.total.clone()
-                if len(self.queue_attrs) == len(wanted):
-                    break
+        sums = self._sums
+        if all(part.exact for parts in sums.values() for part in parts):
+            # Exact sums: the same as adding job by job. Queues in the order their first job comes.
+            wanted = {name for name, parts in sums.items() if parts[0].parts}
+            for job in ssn.jobs.values():
+                name = job.queue
+                if name in wanted and name not in self.queue_attrs:
+                    attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
+                    allocated, request, inqueue, elastic = sums[name]
+                    attr.allocated = allocated.total.clone()
+                    attr.request = request.total.clone()
+                    attr.inqueue = inqueue.total.clone()
+                    attr.elastic = elastic.total.clone()
+                    if len(self.queue_attrs) == len(wanted):
+                        break
+        else:
+            for job in ssn.jobs.values():
+                attr = self.queue_attrs.get(job.queue)
+                if attr is None:
+                    job_queue = ssn.queues.get(job.queue)
+                    if job_queue is None:
+                        continue
+                    attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
+                self._add_job(attr, job)
         self._water_fill()
 
     def _put_job(self, uid: str, job: JobInfo | None) -> None:
