@@ -214,13 +214,13 @@ class ProportionPlugin:
                         break
         else:
             for job in ssn.jobs.values():
-                attr = self.queue_attrs.get(job.queue)
-                if attr is None:
+                found = self.queue_attrs.get(job.queue)
+                if found is None:
                     job_queue = ssn.queues.get(job.queue)
                     if job_queue is None:
                         continue
-                    attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
-                self._add_job(attr, job)
+                    found = self.queue_attrs[job.queue] = self._new_attr(job_queue)
+                self._add_job(found, job)
         self._water_fill()
 
     def _put_job(self, uid: str, job: JobInfo | None) -> None:
