@@ -255,6 +255,8 @@ class Session:
         self.delta: SnapshotDelta | None = None
         self._carry = carry
         self._kept_classes: NodeClasses | None = None
+        # Whether every plugin prepared (only then may the next session trust what they keep).
+        self._prepared = False
         self._compile()
 
     # ------------------------------------------------------------------ configuration
@@ -445,6 +447,7 @@ class Session:
                 self._on_open()
             else:
                 self._open_or_resume(self.delta)
+            self._prepared = True
         finally:
             # A key taken while plugins were still preparing may be out of date.
             if self._job_keys:
@@ -470,6 +473,8 @@ class Session:
         self._changes = snapshot.changes
         carry = self._carry
         self.delta = carry.delta(snapshot) if carry is not None else None
+        if carry is not None:
+            carry.opened()
         kept = carry.node_classes if carry is not None and self.delta is not None else None
         self._kept_classes = kept if kept is not None and self.delta is not None and self.delta.same_nodes else None
         if self._job_keys:
@@ -527,7 +532,7 @@ class Session:
         if changes is not None:
             # Tell the cache what this session changed, so its next snapshot re-copies only that.
             changes.report(self.node_log, self._touched_jobs)
-        if self._carry is not None:
+        if self._carry is not None and self._prepared:
             failed = frozenset(err.plugin or "" for err in self.plugin_errors)
             placement = self._placement
             self._carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
 from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions
 
-from volcanolib import InMemoryCache, Scheduler, Session
+from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
+from volcanolib.api.cluster import SnapshotDelta
 from volcanolib.api.node import Taint
 from volcanolib.api.resource import total
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.placement import NodeChanges
-from volcanolib.testing import build_node, build_task
+from volcanolib.testing import build_node, build_pod_group, build_task
 
 #: test_incremental's configuration, with overcommit.
 CONF = """
@@ -219,3 +220,91 @@ def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affin
         resumed += results[0].session.delta is not None
         assert decisions(results[0]) == decisions(results[1]), f"seed {seed} cycle {cycle}: the decisions differ"
     assert resumed > 20
+
+
+class Probe:
+    """Records how it was opened; fails in ``on_allocate`` while :attr:`fail` is set."""
+
+    name = "probe"
+    calls: ClassVar[list[str]] = []
+    fail: ClassVar[bool] = False
+
+    def __init__(self, arguments: Any) -> None:
+        self.arguments = arguments
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        Probe.calls.append("open")
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        Probe.calls.append("resume")
+
+    @hookimpl
+    def on_allocate(self, ssn: Session, event: Event) -> None:
+        if Probe.fail:
+            raise RuntimeError("probe fails")
+
+
+class Plain:
+    """A plugin that knows nothing of resuming."""
+
+    name = "plain"
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, arguments: Any) -> None:
+        self.arguments = arguments
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        Plain.calls.append("open")
+
+
+PROBE_CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: probe
+  - name: plain
+"""
+
+
+def _probe_cycle(cache: InMemoryCache, scheduler: Scheduler, cycle: int) -> Any:
+    cache.start_bound_tasks()
+    cache.add_pod_group(build_pod_group(f"g{cycle}", min_member=1))
+    cache.add_task(build_task(f"g{cycle}-0", job=f"g{cycle}", cpu="100m"))
+    return scheduler.run_once()
+
+
+def test_only_plugins_that_resume_resume_and_a_failure_opens_the_plugin_afresh() -> None:
+    Probe.calls.clear()
+    Plain.calls.clear()
+    Probe.fail = False
+    cache = InMemoryCache()
+    cache.add_node(build_node("n0", cpu="8"))
+    scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
+    for cycle in range(3):
+        _probe_cycle(cache, scheduler, cycle)
+    Probe.fail = True
+    assert _probe_cycle(cache, scheduler, 3).plugin_errors
+    Probe.fail = False
+    for cycle in range(4, 6):
+        _probe_cycle(cache, scheduler, cycle)
+    assert Probe.calls == ["open", "resume", "resume", "resume", "open", "resume"]
+    assert Plain.calls == ["open"] * 6
+
+
+def test_a_session_that_did_not_prepare_lets_no_plugin_resume() -> None:
+    Probe.calls.clear()
+    Probe.fail = False
+    cache = InMemoryCache()
+    cache.add_node(build_node("n0", cpu="8"))
+    scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
+    _probe_cycle(cache, scheduler, 0)
+    ssn = scheduler.new_session()
+    ssn.load(cache.snapshot())
+    ssn.close()  # closed without preparing: what plugins kept is not this snapshot's
+    _probe_cycle(cache, scheduler, 1)
+    _probe_cycle(cache, scheduler, 2)
+    assert Probe.calls == ["open", "open", "resume"]
