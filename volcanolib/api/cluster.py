@@ -46,8 +46,11 @@ class SnapshotDelta:
     snapshot from the previous one, after the session working on that one
     closed and reported what it changed (:attr:`since`). Every node and job
     of the snapshot not named here is the very object the previous snapshot
-    held, unchanged since that session closed: a plugin that kept what it
-    computed from it may keep it and recompute only for what is named.
+    held, unchanged since that session closed, except for the per-session
+    notes a fresh copy would not carry, which are reset (a job's fit errors,
+    the start time ``enqueue`` sets, a condition renewed with only a new
+    transition id and time): a plugin that kept what it computed from the
+    rest may keep it and recompute only for what is named.
 
     .. versionadded:: 0.2
     """

@@ -403,8 +403,6 @@ class InMemoryCache:
         scrub = self._scrub if prev is not None else set()
         # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
         recopied: list[str] = []
-        # Reused jobs whose session notes were reset: not as the previous session left them.
-        scrubbed: list[str] = []
         for uid, job in self._jobs.items():
             if job.queue not in queues:
                 skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
@@ -417,7 +415,6 @@ class InMemoryCache:
                     recopied.append(uid)
             elif uid in scrub:
                 _reset_session_notes(copy, job)
-                scrubbed.append(uid)
             jobs[uid] = copy
         for uid, orphans in self._orphans.items():
             if orphans:
@@ -452,7 +449,7 @@ class InMemoryCache:
             cluster.delta = SnapshotDelta(
                 since=prev.changes,
                 nodes=frozenset(copied.union(gone_nodes)),
-                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied, scrubbed)),
+                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied)),
                 queues=frozenset(self._changed_queues),
                 # Names are compared in order: a node removed and added again between two snapshots moves to the end.
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),

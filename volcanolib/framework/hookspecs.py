@@ -147,8 +147,9 @@ def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
     What the plugin kept is as the previous session left it, after its last
     ``on_allocate`` and ``on_deallocate``. Every node and job of ``ssn``
     that ``delta`` does not name is the very object the plugin saw then,
-    unchanged; the named ones are new objects (or gone) and must be read
-    again. Queue objects are new in every session: read them from
+    unchanged but for a job's per-session notes (fit errors, start time,
+    condition transition times), which are reset; the named ones are new
+    objects (or gone) and must be read again. Queue objects are new in every session: read them from
     ``ssn.queues`` (``delta.queues`` names those whose specification changed).
     References to the previous session's dictionaries must be replaced by
     the new session's.
