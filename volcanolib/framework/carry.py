@@ -126,9 +126,16 @@ class Carry:
         self.allocatable: PartSums[str] | None = None
 
     def delta(self, snapshot: ClusterInfo) -> SnapshotDelta | None:
-        """The snapshot's delta when it follows the last closed session's snapshot, else ``None``."""
+        """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.
+
+        Also ``None`` when the delta names more than half the snapshot's
+        nodes: updating what was kept would then cost more than computing it
+        afresh (the session after a first placement, say).
+        """
         delta = snapshot.delta
         if delta is None or self.closed is None or delta.since is not self.closed:
+            return None
+        if 2 * len(delta.nodes) > len(snapshot.node_list):
             return None
         return delta
 

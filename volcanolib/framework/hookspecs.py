@@ -139,8 +139,8 @@ def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
     plugins' ``on_session_open``, only when all of these hold: the plugin
     also implements ``on_session_open``; the previous session of the same
     scheduler and configuration closed; the cache built this snapshot from
-    that session's (``delta.since``); and the plugin recorded no failure in
-    that session. In every other case its ``on_session_open`` is called, so
+    that session's (``delta.since``), changing at most half its nodes; and
+    the plugin recorded no failure in that session. In every other case its ``on_session_open`` is called, so
     a plugin must give the same state either way; a plugin that does not
     implement this hook is always opened afresh.
 

@@ -224,7 +224,11 @@ class ProportionPlugin:
         self._water_fill()
 
     def _put_job(self, uid: str, job: JobInfo | None) -> None:
-        """Count a job's part in its queue's kept sums (``None``: the job is gone)."""
+        """Count a job's part in its queue's kept sums (``None``: the job is gone).
+
+        The parts are what :meth:`_add_job` adds to the queue; a part that
+        adds nothing (no amount, no resource named) is left out.
+        """
         old = self._job_queue.pop(uid, None)
         if old is not None:
             for sums in self._sums[old]:
@@ -234,12 +238,18 @@ class ProportionPlugin:
         parts = self._sums.get(job.queue)
         if parts is None:
             parts = self._sums[job.queue] = (PartSums(), PartSums(), PartSums(), PartSums())
-        # The job's part: what _add_job adds to its queue, added to an empty view.
-        part = QueueAttr.__new__(QueueAttr)
-        part.allocated, part.request, part.inqueue, part.elastic = Resource(), Resource(), Resource(), Resource()
-        self._add_job(part, job)
-        for kept, amount in zip(parts, (part.allocated, part.request, part.inqueue, part.elastic), strict=True):
-            kept.put(uid, amount)
+        allocated_sums, request_sums, inqueue_sums, elastic_sums = parts
+        allocated = job.allocated.clone()
+        request = allocated
+        pending = job.task_status_index.get(_PENDING)
+        if pending:
+            request = allocated.clone()
+            for task in pending.values():
+                request.add(task.resreq)
+        allocated_sums.put(uid, allocated)
+        request_sums.put(uid, request)
+        inqueue_sums.put(uid, _something(_reserved(job)))
+        elastic_sums.put(uid, _something(job.elastic_resources()))
         self._job_queue[uid] = job.queue
 
     def kept_state(self) -> list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]:
@@ -265,18 +275,9 @@ class ProportionPlugin:
         if pending:
             for task in pending.values():
                 attr.request.add(task.resreq)
-        phase = job.pod_group.phase
-        min_resources = job.pod_group.min_resources
-        if phase is PodGroupPhase.INQUEUE:
-            if min_resources is not None:
-                # Only what the admitted job has not placed yet is still reserved.
-                attr.inqueue.add(exceeded_part(min_resources, job.allocated))
-        elif (
-            phase is PodGroupPhase.RUNNING
-            and min_resources is not None
-            and _allocated_task_num(job) >= job.min_available
-        ):
-            attr.inqueue.add(exceeded_part(min_resources, job.allocated))
+        reserved = _reserved(job)
+        if reserved is not None:
+            attr.inqueue.add(reserved)
         attr.elastic.add(job.elastic_resources())
 
     def _water_fill(self) -> None:
@@ -482,6 +483,27 @@ class ProportionPlugin:
         if job is None:
             return None
         return self.queue_attrs.get(job.queue)
+
+
+def _reserved(job: JobInfo) -> Resource | None:
+    """What an admitted job still reserves in its queue (``None``: nothing)."""
+    phase = job.pod_group.phase
+    min_resources = job.pod_group.min_resources
+    if min_resources is None:
+        return None
+    if phase is PodGroupPhase.INQUEUE or (
+        phase is PodGroupPhase.RUNNING and _allocated_task_num(job) >= job.min_available
+    ):
+        # Only what the admitted job has not placed yet is still reserved.
+        return exceeded_part(min_resources, job.allocated)
+    return None
+
+
+def _something(res: Resource | None) -> Resource | None:
+    """``res``, or ``None`` when adding it would change nothing (no amount and no resource named)."""
+    if res is None or not (res.milli_cpu or res.memory or res.scalars):
+        return None
+    return res
 
 
 def _clamp_at_zero(res: Resource) -> None:

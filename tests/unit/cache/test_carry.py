@@ -20,9 +20,10 @@ import pytest
 from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions
 
 from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
-from volcanolib.api.cluster import SnapshotDelta
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.node import Taint
 from volcanolib.api.resource import total
+from volcanolib.framework.carry import Carry
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
 from volcanolib.framework.placement import NodeChanges
 from volcanolib.testing import build_node, build_pod_group, build_task
@@ -121,7 +122,7 @@ def run(
 
     :param opened: called with every session once its plugins are open, before the actions.
     """
-    world = World(seed, 12)
+    world = World(seed, 24)
     cache = CheckedCache(binder=FirstTryFails(), incremental_snapshots=True)
     now = [0.0]
     scheduler = Scheduler(cache, CONF, seed=seed, clock=lambda: now[0])
@@ -194,7 +195,7 @@ def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affinity(seed: int) -> None:
-    world = World(seed, 12)
+    world = World(seed, 24)
     caches = [
         CheckedCache(binder=FirstTryFails(), incremental_snapshots=True),
         CheckedCache(binder=FirstTryFails(), incremental_snapshots=False),
@@ -282,7 +283,8 @@ def test_only_plugins_that_resume_resume_and_a_failure_opens_the_plugin_afresh()
     Plain.calls.clear()
     Probe.fail = False
     cache = InMemoryCache()
-    cache.add_node(build_node("n0", cpu="8"))
+    for i in range(6):  # a cycle changes at most two of them: the snapshot can be followed
+        cache.add_node(build_node(f"n{i}", cpu="8"))
     scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
     for cycle in range(3):
         _probe_cycle(cache, scheduler, cycle)
@@ -299,7 +301,8 @@ def test_a_session_that_did_not_prepare_lets_no_plugin_resume() -> None:
     Probe.calls.clear()
     Probe.fail = False
     cache = InMemoryCache()
-    cache.add_node(build_node("n0", cpu="8"))
+    for i in range(6):  # a cycle changes at most two of them: the snapshot can be followed
+        cache.add_node(build_node(f"n{i}", cpu="8"))
     scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
     _probe_cycle(cache, scheduler, 0)
     ssn = scheduler.new_session()
@@ -308,3 +311,21 @@ def test_a_session_that_did_not_prepare_lets_no_plugin_resume() -> None:
     _probe_cycle(cache, scheduler, 1)
     _probe_cycle(cache, scheduler, 2)
     assert Probe.calls == ["open", "open", "resume"]
+
+
+def test_a_delta_is_followed_only_from_the_last_closed_session_and_when_it_names_at_most_half_the_nodes() -> None:
+    carry = Carry()
+    changes = SnapshotChanges(closed=True)
+    nodes = [build_node(f"n{i}") for i in range(4)]
+    cluster = ClusterInfo(nodes={n.name: n for n in nodes}, node_list=nodes)
+    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1"}), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # no session closed yet
+    carry.hand_over(changes, frozenset(), None)
+    assert carry.delta(cluster) is cluster.delta
+    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1", "n2"}), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # most nodes changed: cheaper afresh
+    cluster.delta = SnapshotDelta(SnapshotChanges(closed=True), frozenset(), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # follows another snapshot
+    carry.opened()
+    cluster.delta = SnapshotDelta(changes, frozenset(), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # a session opened since
