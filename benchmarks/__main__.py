@@ -60,6 +60,11 @@ def _profile_path(base: Path, label: str, many: bool) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run what it names, print the results and write them as JSON."""
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in and args_in[0].startswith("serve-"):  # volcanolib serve against the stand-in API server
+        from benchmarks.serve import main as serve_main
+
+        return serve_main(list(args_in))
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

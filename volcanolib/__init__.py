@@ -5,8 +5,13 @@ This module re-exports the public API; nothing else lives here.
 
 from volcanolib.api import (
     ClusterInfo,
+    HyperNode,
+    HyperNodeMember,
+    HyperNodeTree,
     JobInfo,
+    MemberType,
     Mode,
+    NetworkTopology,
     Node,
     NodeInfo,
     Pod,
@@ -47,7 +52,7 @@ from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
 from volcanolib.framework.status import Code, Event, Status, Vote
-from volcanolib.framework.victims import VictimOrder
+from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
 __version__ = "0.1.0"
@@ -64,11 +69,18 @@ __all__ = [
     "ConfigError",
     "CycleResult",
     "Event",
+    "EvictionContext",
+    "EvictionKind",
     "Evictor",
+    "HyperNode",
+    "HyperNodeMember",
+    "HyperNodeTree",
     "InMemoryCache",
     "JobInfo",
     "ManifestError",
+    "MemberType",
     "Mode",
+    "NetworkTopology",
     "NoArguments",
     "Node",
     "NodeClassKey",

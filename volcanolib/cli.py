@@ -134,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
         "and the hooks each plugin implements.",
     )
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    from volcanolib.kube.live.serve import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 
@@ -272,7 +275,15 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 
 #: Commands that run one scenario; run as the program, they do so without the cyclic collector.
 _ONE_SCENARIO = frozenset({"simulate", "explain"})
-_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins}
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.kube.live.serve import run
+
+    return run(args, out)
+
+
+_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins, "serve": _serve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from volcanolib.api.hypernode import HyperNodeTree
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -82,3 +83,5 @@ class ClusterInfo:
     changes: SnapshotChanges | None = None
     #: How this snapshot differs from the previous one, when the cache built it from that one (else ``None``).
     delta: SnapshotDelta | None = None
+    #: The HyperNode tree over the ready nodes (empty when the cluster has no HyperNodes).
+    hyper_nodes: HyperNodeTree = attrs.field(factory=lambda: HyperNodeTree((), ()))
