@@ -43,6 +43,7 @@ from volcanolib.errors import (
 )
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments, argument, argument_per_name, argument_table, parse_arguments
+from volcanolib.framework.carry import PartSums
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.placement import Placement, PredicateCache
@@ -84,6 +85,7 @@ __all__ = [
     "Node",
     "NodeClassKey",
     "NodeInfo",
+    "PartSums",
     "Placement",
     "Plugin",
     "PluginConfigError",

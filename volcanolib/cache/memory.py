@@ -10,7 +10,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
-from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNode, HyperNodeTree
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
@@ -157,6 +157,7 @@ class InMemoryCache:
         self._changed_nodes: set[str] = set()
         self._changed_jobs: set[str] = set()
         self._changed_all = False
+        self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
         self._scrub: set[str] = set()
         self._handed: _Handed | None = None
@@ -329,14 +330,15 @@ class InMemoryCache:
         one, not even its ``allocated`` status, which the next session writes back when it closes.
         """
         self._queues[queue.name] = queue
+        self._changed_queues.add(queue.name)
 
     update_queue = add_queue
 
     @_locked
     def delete_queue(self, name: str) -> None:
         """Remove a queue (the default queue stays)."""
-        if name != self.default_queue:
-            self._queues.pop(name, None)
+        if name != self.default_queue and self._queues.pop(name, None) is not None:
+            self._changed_queues.add(name)
 
     @_locked
     def queues(self) -> list[QueueInfo]:
@@ -398,6 +400,7 @@ class InMemoryCache:
         self._changed_nodes = set()
         self._changed_jobs = set()
         self._changed_all = False
+        self._changed_queues = set()
         self._scrub = set()
         return cluster
 
@@ -470,6 +473,15 @@ class InMemoryCache:
                             key = task.key
                             if key in node_copy.tasks:
                                 node_copy.tasks[key] = _task_copy(task, jobs)
+            gone_nodes = old_nodes.keys() - nodes.keys()
+            cluster.delta = SnapshotDelta(
+                since=prev.changes,
+                nodes=frozenset(copied.union(gone_nodes)),
+                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied)),
+                queues=frozenset(self._changed_queues),
+                # Names are compared in order: a node removed and added again between two snapshots moves to the end.
+                same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
+            )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
             cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)

@@ -39,6 +39,7 @@ import pluggy
 from volcanolib.framework.combine import Rule
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.job import JobInfo
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
@@ -125,6 +126,43 @@ def on_session_open(ssn: Session) -> None:
 
     A plugin that raises here makes the whole cycle skip: the session is
     closed without running any action.
+    """
+
+
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
+def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
+    """Called once when a session opens, in place of ``on_session_open``, for a plugin that keeps its state.
+
+    Implementing this hook is how a plugin declares that it keeps what it
+    computes from the whole cluster (sums per node, shares per job or
+    queue) from one session to the next, and brings it up to date from what
+    changed. The session calls it, in tier order together with the other
+    plugins' ``on_session_open``, only when all of these hold: the plugin
+    also implements ``on_session_open``; the previous session of the same
+    scheduler and configuration closed; the cache built this snapshot from
+    that session's (``delta.since``), changing at most half its nodes; and
+    the plugin recorded no failure in that session. In every other case its ``on_session_open`` is called, so
+    a plugin must give the same state either way; a plugin that does not
+    implement this hook is always opened afresh.
+
+    What the plugin kept is as the previous session left it, after its last
+    ``on_allocate`` and ``on_deallocate``. Every node and job of ``ssn``
+    that ``delta`` does not name is the very object the plugin saw then,
+    unchanged but for a job's per-session notes (fit errors, start time,
+    condition transition times), which are reset; the named ones are new
+    objects (or gone) and must be read again. Queue objects are new in every session: read them from
+    ``ssn.queues`` (``delta.queues`` names those whose specification changed).
+    References to the previous session's dictionaries must be replaced by
+    the new session's.
+
+    :param ssn: the session, with its snapshot of jobs, nodes and queues.
+    :param delta: what differs from the previous session's snapshot.
+    :returns: nothing.
+
+    A plugin that raises here makes the whole cycle skip, as in
+    ``on_session_open``; the next session opens it afresh.
+
+    .. versionadded:: 0.2
     """
 
 

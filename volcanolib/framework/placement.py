@@ -28,7 +28,7 @@ identity (``nodes is ssn.node_list``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 from sortedcontainers import SortedList
@@ -246,6 +246,12 @@ class VictimNodes:
 class Placement:
     """Where a task may go in one session: feasible nodes, the best node, and why not.
 
+    :param ssn: the session.
+    :param kept: the previous session's node classes, to be carried over
+        (see :meth:`NodeClasses.carry_over
+        <volcanolib.framework.nodeclass.NodeClasses.carry_over>`).
+    :param changed: the nodes whose objects differ from the previous session's.
+
     Made by the session (:attr:`Session.placement
     <volcanolib.framework.session.Session.placement>`) once its snapshot is
     loaded; every answer reflects the nodes as they are when asked.
@@ -256,15 +262,22 @@ class Placement:
 
     __slots__ = ("_answers", "_changes", "_classes", "_fit", "_ssn", "nodes")
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, kept: NodeClasses | None = None, changed: Iterable[str] = ()) -> None:
         self._ssn = ssn
         #: The session's ready nodes, in order (ties are broken in this order).
         self.nodes: Sequence[NodeInfo] = ssn.node_list
         self._changes = NodeChanges(self.nodes, ssn.node_log)
         self._fit = _FitIndex(self.nodes, self._changes)
+        # The previous session's classes, when its nodes are these (``changed`` naming the new objects).
         self._classes: NodeClasses | None = None
+        if kept is not None and kept.carry_over(self._changes, changed):
+            self._classes = kept
         #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
         self._answers: dict[Hashable, ClassAnswers] = {}
+
+    def node_classes(self) -> NodeClasses | None:
+        """The node classes grouped so far in this session (``None`` when none were), for the next one."""
+        return self._classes
 
     def _node_classes(self) -> NodeClasses:
         classes = self._classes
