@@ -21,10 +21,11 @@ ValueError: missing unit in duration '90'
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Final
 
-__all__ = ["parse_duration", "parse_duration_ns"]
+__all__ = ["parse_duration", "parse_duration_ns", "seconds_or_duration"]
 
 #: Nanoseconds per unit.
 _UNITS: Final = {
@@ -85,3 +86,24 @@ def parse_duration(text: str) -> float:
     :raises ValueError: as :func:`parse_duration_ns`.
     """
     return parse_duration_ns(text) / 1e9
+
+
+def seconds_or_duration(value: object) -> float:
+    """A number of seconds (``90``, ``"1.5"``) or a Go duration (``"1h30m"``), in seconds.
+
+    :raises ValueError: for anything else (a boolean, an infinite or
+        not-a-number value, text that is neither), naming the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected a number of seconds or a duration such as '90s', got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            return parse_duration(text)
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"expected a finite number of seconds, got {value!r}")
+    return seconds
