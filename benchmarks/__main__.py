@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks import CLOCK_ENV
 from benchmarks.steady import CHURN, CYCLES, WARMUP
 from benchmarks.workloads import (
     FORMATS,
@@ -62,11 +64,15 @@ def _profile_path(base: Path, label: str, many: bool) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run what it names, print the results and write them as JSON."""
-    args_list = sys.argv[1:] if argv is None else argv
-    if args_list[:1] and args_list[0] in REPLAY_SUITES:  # replay-day, replay-openb: their own options
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in and args_in[0].startswith("serve-"):  # volcanolib serve against the stand-in API server
+        from benchmarks.serve import main as serve_main
+
+        return serve_main(list(args_in))
+    if args_in and args_in[0] in REPLAY_SUITES:  # replay-day, replay-openb: their own options
         from benchmarks import replay
 
-        return replay.main(args_list)
+        return replay.main(list(args_in))
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -95,7 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write a cProfile .prof of each workload's session")
     parser.add_argument("--generated", type=Path, default=GENERATED, help="where workload files are generated")
     parser.add_argument("--all", action="store_true", help="run the ordering benchmark and every workload")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time with the wall clock (default) or each process's CPU time (steadier on a shared machine)",
+    )
     args = parser.parse_args(argv)
+    if args.clock == "cpu":
+        os.environ[CLOCK_ENV] = "cpu"  # read by the benchmark processes this one starts
 
     tokens = list(args.suite)
     if args.all:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import platform
 import resource
 import sys
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import CLOCK_ENV
 from volcanolib.sim import load_scenario, run_scenario
 
 __all__ = ["measure", "peak_rss_mib"]
@@ -119,7 +121,8 @@ def measure(
 
 
 def write_record(record: dict[str, Any], path: Path | None) -> None:
-    """Write a measurement's JSON record to ``path``, or to standard output."""
+    """Write a measurement's JSON record to ``path``, or to standard output; ``clock`` says which clock timed it."""
+    record = {**record, "clock": os.environ.get(CLOCK_ENV, "wall")}
     text = json.dumps(record, indent=2) + "\n"
     if path is not None:
         path.write_text(text)

@@ -5,8 +5,13 @@ This module re-exports the public API; nothing else lives here.
 
 from volcanolib.api import (
     ClusterInfo,
+    HyperNode,
+    HyperNodeMember,
+    HyperNodeTree,
     JobInfo,
+    MemberType,
     Mode,
+    NetworkTopology,
     Node,
     NodeInfo,
     Pod,
@@ -38,6 +43,7 @@ from volcanolib.errors import (
 )
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments, argument, argument_per_name, argument_table, parse_arguments
+from volcanolib.framework.carry import PartSums
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.placement import Placement, PredicateCache
@@ -46,7 +52,7 @@ from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
 from volcanolib.framework.status import Code, Event, Status, Vote
-from volcanolib.framework.victims import VictimOrder
+from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
 __version__ = "0.1.0"
@@ -63,15 +69,23 @@ __all__ = [
     "ConfigError",
     "CycleResult",
     "Event",
+    "EvictionContext",
+    "EvictionKind",
     "Evictor",
+    "HyperNode",
+    "HyperNodeMember",
+    "HyperNodeTree",
     "InMemoryCache",
     "JobInfo",
     "ManifestError",
+    "MemberType",
     "Mode",
+    "NetworkTopology",
     "NoArguments",
     "Node",
     "NodeClassKey",
     "NodeInfo",
+    "PartSums",
     "Placement",
     "Plugin",
     "PluginConfigError",

@@ -19,6 +19,7 @@ from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.cache.protocol import Cache
 from volcanolib.errors import ConfigError, PluginConfigError, PluginError
+from volcanolib.framework.carry import Carry
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, is_file_name, load_config, parse_config
 from volcanolib.framework.dispatch import compile_tables
 from volcanolib.framework.registry import PluginHost, Registry, located, one_line
@@ -175,6 +176,8 @@ class Scheduler:
         self.config = config
         self.host = host
         self.tables = tables
+        # New plugins start with nothing kept.
+        self._carry = Carry()
 
     def _mtime(self) -> float | None:
         try:
@@ -235,6 +238,7 @@ class Scheduler:
             seed=self.seed + self._cycle - 1 if seed is None else seed,
             uid=f"cycle-{self._cycle}",
             clock=self.clock,
+            carry=self._carry,
         )
 
     def run_once(

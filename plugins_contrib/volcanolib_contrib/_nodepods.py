@@ -13,22 +13,67 @@ during the session, so counting a node's pods stays O(1).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
 from volcanolib.api.resource import PODS
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
 
-__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodePods", "Usage"]
+__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodePods", "Usage", "pods_where", "resumed_pods"]
 
 #: The cpu a container without a cpu request counts for when scoring (millicores).
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
 #: The memory a container without a memory request counts for when scoring (bytes).
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+
+
+def pods_where(nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool]) -> dict[str, TaskInfo]:
+    """The tasks on ``nodes`` (every status) that ``wanted`` accepts, by task key, in node and task order."""
+    found: dict[str, TaskInfo] = {}
+    for node in nodes:
+        for key, task in node.tasks.items():
+            if wanted(task):
+                found[key] = task
+    return found
+
+
+def resumed_pods(
+    kept: Mapping[str, TaskInfo],
+    nodes: Mapping[str, NodeInfo],
+    delta: SnapshotDelta,
+    wanted: Callable[[TaskInfo], bool],
+) -> dict[str, TaskInfo]:
+    """:func:`pods_where` over every node of ``nodes``, from what it gave the previous session.
+
+    ``kept`` is the previous session's answer as it closed (kept in step by
+    the session's events). A task's pod and place change only with its
+    node, which the delta then names: only the named nodes are read again.
+    On the other nodes a task may be a new object (its job was copied
+    again), so each kept task is looked up there anew. The result holds the
+    same tasks as a fresh :func:`pods_where`, possibly in another order.
+    """
+    changed = delta.nodes
+    found: dict[str, TaskInfo] = {}
+    for key, task in kept.items():
+        name = task.node_name
+        if name in changed:
+            continue
+        node = nodes.get(name)
+        current = node.tasks.get(key) if node is not None else None
+        if current is not None:
+            found[key] = current
+    for name in changed:
+        node = nodes.get(name)
+        if node is not None:
+            for key, task in node.tasks.items():
+                if wanted(task):
+                    found[key] = task
+    return found
 
 
 class Usage:
@@ -75,6 +120,15 @@ class NodePods:
         self.changes: list[str] = []
         # A node's request sums are counted from its pods when first asked for, then kept in step.
         self._usage: dict[str, Usage] | None = {} if track_usage else None
+
+    def resume(self, previous: NodePods, delta: SnapshotDelta) -> None:
+        """Keep the request sums ``previous`` (the last session's, as it closed) counted for unchanged nodes."""
+        kept = previous._usage
+        if self._usage is None or kept is None:
+            return
+        for name in delta.nodes:
+            kept.pop(name, None)
+        self._usage = kept
 
     # ------------------------------------------------------------------ queries
 

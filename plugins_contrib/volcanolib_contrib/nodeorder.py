@@ -60,9 +60,17 @@ from volcanolib.framework.arguments import argument, argument_specs
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib_contrib import _k8s
-from volcanolib_contrib._nodepods import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodePods, Usage
+from volcanolib_contrib._nodepods import (
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    NodePods,
+    Usage,
+    pods_where,
+    resumed_pods,
+)
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -168,6 +176,8 @@ class NodeOrderPlugin:
         self._pods: NodePods | None = NodePods(ssn, track_usage=True) if ssn is not None else None
         self._resource_cache: dict[_Signature, _SignatureScores] = {}
         self._image_nodes: dict[str, int] = {}
+        #: How many nodes have a PreferNoSchedule taint.
+        self._tainted = 0
         self._prefer_tainted = False
         self._preferred: dict[str, _k8s.PreferredTerms] = {}
         self._affinities: dict[str, _k8s.PodAffinity] = {}
@@ -184,14 +194,64 @@ class NodeOrderPlugin:
         self._reset(ssn)
         images: dict[str, int] = {}
         for node in ssn.node_list:
-            for image in node.node.images:
-                images[image] = images.get(image, 0) + 1
-            if any(t.effect == "PreferNoSchedule" for t in node.node.taints):
-                self._prefer_tainted = True
-            for task in node.tasks.values():
-                if self._has_affinity(task):
-                    self._affinity_pods[task.key] = task
+            self._count_node(images, node, 1)
         self._image_nodes = images
+        self._prefer_tainted = self._tainted > 0
+        self._affinity_pods = pods_where(ssn.node_list, self._has_affinity)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, reading again only the nodes the delta names.
+
+        Per-node request sums, image counts, tainted nodes and pods with
+        affinity are kept from the previous session; per-template terms
+        and cached scores start afresh.
+        """
+        previous, pods, images, tainted, affinity = (
+            self._ssn,
+            self._pods,
+            self._image_nodes,
+            self._tainted,
+            self._affinity_pods,
+        )
+        if previous is None or pods is None:
+            self.on_session_open(ssn)
+            return
+        self._reset(ssn)
+        assert self._pods is not None
+        self._pods.resume(pods, delta)
+        self._tainted = tainted
+        old, new = previous.nodes, ssn.nodes
+        for name in delta.nodes:
+            gone = old.get(name)
+            if gone is not None:
+                self._count_node(images, gone, -1)
+            node = new.get(name)
+            if node is not None:
+                self._count_node(images, node, 1)
+        self._image_nodes = {image: count for image, count in images.items() if count}
+        self._prefer_tainted = self._tainted > 0
+        self._affinity_pods = resumed_pods(affinity, new, delta, self._has_affinity)
+
+    def _count_node(self, images: dict[str, int], node: NodeInfo, sign: int) -> None:
+        """Count (``sign`` 1) or uncount (-1) a node's images and PreferNoSchedule taint."""
+        for image in node.node.images:
+            images[image] = images.get(image, 0) + sign
+        if any(t.effect == "PreferNoSchedule" for t in node.node.taints):
+            self._tainted += sign
+
+    def kept_state(self) -> tuple[dict[str, Any], dict[str, int], bool, dict[str, TaskInfo]]:
+        """What the plugin keeps between sessions: request sums by node, image counts, taints, pods with affinity.
+
+        Every node's request sums are counted, if they were not yet, to be shown.
+        """
+        pods, ssn = self._pods, self._ssn
+        sums: dict[str, Any] = {}
+        if pods is not None and ssn is not None:
+            for node in ssn.node_list:
+                u = pods.usage(node.name)
+                sums[node.name] = (u.cpu, u.memory, u.nz_cpu, u.nz_memory, dict(u.scalars))
+        return sums, self._image_nodes, self._prefer_tainted, self._affinity_pods
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
@@ -595,7 +655,8 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None)
+        # Durable unless images score: an image's score depends on how many nodes have it.
+        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=not images)
         self._class_keys[task.template] = found
         return found
 

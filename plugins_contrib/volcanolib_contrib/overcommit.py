@@ -29,10 +29,12 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import PODS, Resource, exceeded_part
 from volcanolib.api.task import ALLOCATED_STATUSES
 from volcanolib.framework.arguments import argument
+from volcanolib.framework.carry import PartSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.framework.session import Session
 
 __all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitArguments", "OvercommitPlugin"]
@@ -79,27 +81,47 @@ class OvercommitPlugin:
         self.factor = factor
         self.idle = Resource()
         self.inqueue = Resource()
+        # What the last session opened on, kept for the next: each node's used resources, each job's reservation.
+        self._used: PartSums[str] | None = None
+        self._reserved: PartSums[str] | None = None
 
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Compute the inflated idle resources and what admitted jobs already reserve."""
-        used = Resource()
+        self._used = used = PartSums[str]()
         for node in ssn.node_list:
-            used.add(node.used)
-        self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
-        inqueue = Resource()
+            used.put(node.name, node.used.clone())
+        self._reserved = reserved = PartSums[str]()
         for job in ssn.jobs.values():
-            min_resources = job.pod_group.min_resources
-            if min_resources is None:
-                continue
-            phase = job.pod_group.phase
-            if phase is PodGroupPhase.INQUEUE:
-                inqueue.add(min_resources)
-            elif phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
-                missing = exceeded_part(min_resources, job.allocated)
-                missing.scalars.pop(PODS, None)
-                inqueue.add(missing)
-        self.inqueue = inqueue
+            reserved.put(job.uid, _reservation(job))
+        self._settle(ssn)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, counting again only the nodes and jobs the delta names."""
+        used, reserved = self._used, self._reserved
+        if used is None or reserved is None:
+            self.on_session_open(ssn)
+            return
+        for name in delta.nodes:
+            node = ssn.nodes.get(name)
+            used.put(name, node.used.clone() if node is not None else None)
+        for uid in delta.jobs:
+            job = ssn.jobs.get(uid)
+            reserved.put(uid, _reservation(job) if job is not None else None)
+        if not (used.exact and reserved.exact):  # a sum that could depend on the order: count afresh
+            self.on_session_open(ssn)
+            return
+        self._settle(ssn)
+
+    def _settle(self, ssn: Session) -> None:
+        assert self._used is not None and self._reserved is not None
+        self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(self._used.total)
+        self.inqueue = self._reserved.total.clone()
+
+    def kept_state(self) -> tuple[Resource, Resource]:
+        """What the plugin keeps between sessions, as it stands: the inflated idle and the reserved resources."""
+        return self.idle, self.inqueue
 
     @hookimpl
     def job_enqueueable(self, ssn: Session, job: JobInfo) -> Vote:
@@ -120,3 +142,18 @@ class OvercommitPlugin:
         min_resources = job.pod_group.min_resources
         if min_resources is not None:
             self.inqueue.add(min_resources)
+
+
+def _reservation(job: JobInfo) -> Resource | None:
+    """What an admitted job reserves: an Inqueue job its minimum, a Running one what it has not placed of it."""
+    min_resources = job.pod_group.min_resources
+    if min_resources is None:
+        return None
+    phase = job.pod_group.phase
+    if phase is PodGroupPhase.INQUEUE:
+        return min_resources.clone()
+    if phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
+        missing = exceeded_part(min_resources, job.allocated)
+        missing.scalars.pop(PODS, None)
+        return missing
+    return None

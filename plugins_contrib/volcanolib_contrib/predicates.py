@@ -37,9 +37,10 @@ from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status
 from volcanolib_contrib import _k8s
-from volcanolib_contrib._nodepods import NodePods
+from volcanolib_contrib._nodepods import NodePods, pods_where, resumed_pods
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -172,6 +173,11 @@ class _SpreadState:
         self.minimum: list[int] = [_NO_MIN] * size
 
 
+def _is_special(node: NodeInfo) -> bool:
+    """Whether a node is unschedulable or tainted (the only nodes a template without a selector can fail)."""
+    return bool(node.node.unschedulable or node.node.taints)
+
+
 def _switch(name: str, doc: str, default: bool = True) -> bool:
     return argument(key=f"predicate.{name}", default=default, doc=doc)
 
@@ -192,6 +198,11 @@ class PredicatesArguments:
     )
     volume_zone_enable: bool = _switch("VolumeZoneEnable", "Accepted; always passes.")
     volume_binding_enable: bool = _switch("VolumeBindingEnable", "Accepted; always passes.")
+    dynamic_resource_allocation_enable: bool = _switch(
+        "DynamicResourceAllocationEnable",
+        "Accepted; resource claims are not modelled, so this filter always passes.",
+        default=False,
+    )
     cache_enable: bool = _switch("CacheEnable", "Volcano's equivalence cache per task template.", default=False)
     proportional_enable: bool = _switch(
         "ProportionalEnable",
@@ -272,11 +283,35 @@ class PredicatesPlugin:
         self._reset(ssn)
         for node in ssn.node_list:
             self._refresh_full(node)
-            if node.node.unschedulable or node.node.taints:
+            if _is_special(node):
                 self._special.append(node)
-            for task in node.tasks.values():
-                if self._has_required_anti(task):
-                    self._anti_pods[task.key] = task
+        self._anti_pods = pods_where(ssn.node_list, self._has_required_anti)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, reading again only the nodes the delta names.
+
+        Full nodes, special (unschedulable or tainted) nodes and pods with
+        required anti-affinity are kept from the previous session; parsed
+        templates and the predicate cache start afresh.
+        """
+        full, special, anti = self._full, self._special, self._anti_pods
+        self._reset(ssn)
+        nodes = ssn.nodes
+        changed = delta.nodes
+        full.difference_update(changed)
+        self._full = full
+        for name in changed:
+            node = nodes.get(name)
+            if node is not None:
+                self._refresh_full(node)
+        # Special nodes in node order: the kept list stands when no changed node was or is special.
+        still = not any(node.name in changed for node in special)
+        if delta.same_nodes and still and not any(_is_special(nodes[name]) for name in changed if name in nodes):
+            self._special = special
+        else:
+            self._special = [node for node in ssn.node_list if _is_special(node)]
+        self._anti_pods = resumed_pods(anti, nodes, delta, self._has_required_anti)
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
@@ -306,6 +341,10 @@ class PredicatesPlugin:
             if node is not None:
                 self._refresh_full(node)
         self._anti_pods.pop(task.key, None)
+
+    def kept_state(self) -> tuple[set[str], list[str], dict[str, TaskInfo]]:
+        """What the plugin keeps between sessions: full nodes, special nodes (in order), pods with anti-affinity."""
+        return self._full, [node.name for node in self._special], self._anti_pods
 
     def _refresh_full(self, node: NodeInfo) -> None:
         assert self._pods is not None
@@ -628,7 +667,8 @@ class PredicatesPlugin:
             def key(node: NodeInfo) -> Hashable:
                 return (node.name in full, static.get(node.name))
 
-            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True)
+            # A node's key reads that node alone: its pod count and its own labels, taints and flags.
+            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True, durable=True)
         return found
 
     @hookimpl

@@ -214,6 +214,8 @@ def random_operations(ssn: Any, stmt: Any, data: st.DataObject, evictable: froze
     """Draw 1 to 8 operations into ``stmt``: allocate or pipeline a Pending task, evict one in ``evictable``."""
     for _ in range(data.draw(st.integers(1, 8))):
         tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values()), key=lambda t: t.key)
+        if not tasks or not ssn.node_list:  # every task may have finished in an earlier session
+            return
         task = data.draw(st.sampled_from(tasks))
         node = data.draw(st.sampled_from(ssn.node_list))
         if task.status is TaskStatus.PENDING and task.resreq.less_equal(node.idle):

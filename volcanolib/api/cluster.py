@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 import attrs
 
+from volcanolib.api.hypernode import HyperNodeTree
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 
-__all__ = ["ClusterInfo", "SnapshotChanges"]
+__all__ = ["ClusterInfo", "SnapshotChanges", "SnapshotDelta"]
 
 
 @attrs.define(eq=False)
@@ -38,6 +39,35 @@ class SnapshotChanges:
         self.closed = True
 
 
+@attrs.frozen(eq=False)
+class SnapshotDelta:
+    """How a snapshot differs from the one the cache handed out before it.
+
+    A cache attaches one (:attr:`ClusterInfo.delta`) only when it built the
+    snapshot from the previous one, after the session working on that one
+    closed and reported what it changed (:attr:`since`). Every node and job
+    of the snapshot not named here is the very object the previous snapshot
+    held, unchanged since that session closed, except for the per-session
+    notes a fresh copy would not carry, which are reset (a job's fit errors,
+    the start time ``enqueue`` sets, a condition renewed with only a new
+    transition id and time): a plugin that kept what it computed from the
+    rest may keep it and recompute only for what is named.
+
+    .. versionadded:: 0.2
+    """
+
+    #: The previous snapshot's report (its :attr:`ClusterInfo.changes`), which names the snapshot this one follows.
+    since: SnapshotChanges
+    #: Nodes whose object is new (changed, added, or ready again) and nodes of the previous snapshot no longer in it.
+    nodes: frozenset[str]
+    #: Jobs (by uid) whose object is new or changed since, and jobs of the previous snapshot no longer in it.
+    jobs: frozenset[str]
+    #: Queues added, replaced or removed since; every queue object is new in each snapshot all the same.
+    queues: frozenset[str]
+    #: Whether the ready nodes are the previous snapshot's, by name and in the same order.
+    same_nodes: bool
+
+
 @attrs.define(eq=False)
 class ClusterInfo:
     """Jobs, ready nodes (in the cache's node order) and queues, as one session sees them."""
@@ -51,3 +81,7 @@ class ClusterInfo:
     skipped_jobs: dict[str, str] = attrs.field(factory=dict)
     #: Where a session reports what it changed, when the cache wants to know (else ``None``).
     changes: SnapshotChanges | None = None
+    #: How this snapshot differs from the previous one, when the cache built it from that one (else ``None``).
+    delta: SnapshotDelta | None = None
+    #: The HyperNode tree over the ready nodes (empty when the cluster has no HyperNodes).
+    hyper_nodes: HyperNodeTree = attrs.field(factory=lambda: HyperNodeTree((), ()))

@@ -48,8 +48,10 @@ __all__ = [
     "intersect_per_tier",
     "key_tuple",
     "one_node",
+    "sum_by_name",
     "plugin_failure",
     "tier_decides",
+    "union_per_tier",
     "vote_per_tier",
     "weighted_sum",
 ]
@@ -86,6 +88,8 @@ class Rule(enum.Enum):
     ANY_TRUE = "any_true"
     ALL_TRUE = "all_true"
     TIER_DECIDES = "tier_decides"
+    UNION_PER_TIER = "union_per_tier"
+    SUM_BY_NAME = "sum_by_name"
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -497,6 +501,49 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
     return victims
 
 
+def union_per_tier(table: Table) -> Callable[[Sequence[Any]], list[Any]]:
+    """Victims chosen by plugins: within a tier the lists are joined; the first tier that names any decides.
+
+    An abstention (``None``) or an empty list adds nothing; a task named by
+    several plugins appears once, where it was first named (tier order,
+    then each plugin's order). Empty when no tier names any (Volcano's
+    VictimTasks, whose set has no order; this one is deterministic).
+    """
+    tiers = tuple(tuple(fn for _, fn in tier) for tier in table if tier)
+
+    def victims(candidates: Sequence[Any]) -> list[Any]:
+        for tier in tiers:
+            chosen: dict[int, Any] = {}
+            for fn in tier:
+                result = fn(candidates)
+                if result:
+                    for task in result:
+                        chosen.setdefault(id(task), task)
+            if chosen:
+                return list(chosen.values())
+        return []
+
+    return victims
+
+
+def sum_by_name(table: Table) -> Callable[..., dict[str, float]]:
+    """Scores by name summed over every plugin of every tier; a name a plugin leaves out gets 0 from it.
+
+    The sum covers the names any plugin scored; an empty mapping when no
+    plugin has an opinion (Volcano's HyperNodeOrderMapFn).
+    """
+    fns = tuple(fn for _, fn in _flat(table))
+
+    def summed(*args: Any) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for fn in fns:
+            for name, score in (fn(*args) or {}).items():
+                total[name] = total.get(name, 0.0) + score
+        return total
+
+    return summed
+
+
 # ---------------------------------------------------------------------------- booleans and votes
 
 
@@ -612,4 +659,6 @@ BUILDERS: Final[Mapping[Rule, Callable[[Table], Callable[..., Any]]]] = {
     Rule.ANY_TRUE: any_true,
     Rule.ALL_TRUE: all_true,
     Rule.TIER_DECIDES: tier_decides,
+    Rule.UNION_PER_TIER: union_per_tier,
+    Rule.SUM_BY_NAME: sum_by_name,
 }

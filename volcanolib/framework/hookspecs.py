@@ -39,6 +39,7 @@ import pluggy
 from volcanolib.framework.combine import Rule
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.job import JobInfo
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.nodeclass import NodeClassKey
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event, Status, Vote
+    from volcanolib.framework.victims import EvictionContext
 
 __all__ = ["HOOK_NAMES", "NAME", "SPECS", "HookSpec", "Phase", "Rule"]
 
@@ -124,6 +126,43 @@ def on_session_open(ssn: Session) -> None:
 
     A plugin that raises here makes the whole cycle skip: the session is
     closed without running any action.
+    """
+
+
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
+def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
+    """Called once when a session opens, in place of ``on_session_open``, for a plugin that keeps its state.
+
+    Implementing this hook is how a plugin declares that it keeps what it
+    computes from the whole cluster (sums per node, shares per job or
+    queue) from one session to the next, and brings it up to date from what
+    changed. The session calls it, in tier order together with the other
+    plugins' ``on_session_open``, only when all of these hold: the plugin
+    also implements ``on_session_open``; the previous session of the same
+    scheduler and configuration closed; the cache built this snapshot from
+    that session's (``delta.since``), changing at most half its nodes; and
+    the plugin recorded no failure in that session. In every other case its ``on_session_open`` is called, so
+    a plugin must give the same state either way; a plugin that does not
+    implement this hook is always opened afresh.
+
+    What the plugin kept is as the previous session left it, after its last
+    ``on_allocate`` and ``on_deallocate``. Every node and job of ``ssn``
+    that ``delta`` does not name is the very object the plugin saw then,
+    unchanged but for a job's per-session notes (fit errors, start time,
+    condition transition times), which are reset; the named ones are new
+    objects (or gone) and must be read again. Queue objects are new in every session: read them from
+    ``ssn.queues`` (``delta.queues`` names those whose specification changed).
+    References to the previous session's dictionaries must be replaced by
+    the new session's.
+
+    :param ssn: the session, with its snapshot of jobs, nodes and queues.
+    :param delta: what differs from the previous session's snapshot.
+    :returns: nothing.
+
+    A plugin that raises here makes the whole cycle skip, as in
+    ``on_session_open``; the next session opens it afresh.
+
+    .. versionadded:: 0.2
     """
 
 
@@ -338,6 +377,25 @@ def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
     raise NotImplementedError
 
 
+@_hookspec(Phase.FILTERING, Rule.SUM_BY_NAME, switch="enabledHyperNodeOrder")
+def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]) -> Mapping[str, float]:
+    """Score the HyperNodes a job with a hard network-topology constraint could be placed in.
+
+    Called by ``allocate`` once per visit of such a job, when more than one
+    HyperNode of the lowest feasible tier could take it (each was tried
+    with a placement that is then undone). The action adds to each
+    HyperNode's sum the scores of the nodes the tentative placement chose
+    and places the job in the HyperNode with the highest total.
+
+    :param job: the job being placed.
+    :param hyper_nodes: the candidate HyperNodes by name, each with the
+        ready nodes under it.
+    :returns: scores by HyperNode name, already weighted; a HyperNode left
+        out scores 0, and no opinion is an empty mapping.
+    """
+    raise NotImplementedError
+
+
 @_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enableBestNode")
 def best_node(ssn: Session, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
     """Pick the node for a task among scored candidates.
@@ -395,6 +453,45 @@ def reclaimable(ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo
     """Which of ``reclaimees`` (tasks of other queues) ``reclaimer`` may evict.
 
     :returns: the acceptable victims; ``[]`` for none; no opinion is ``None``.
+    """
+    raise NotImplementedError
+
+
+@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER)
+def unified_evictable(
+    ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
+) -> Sequence[TaskInfo] | None:
+    """Which of ``candidates`` a gang-aware action may evict (Volcano's UnifiedEvictable).
+
+    Called by ``gangpreempt`` and ``gangreclaim`` once per preemptor job and
+    candidate domain, with every candidate victim in the action's bundle
+    order (cheapest bundles first): a plugin that keeps running totals while
+    it walks the list (queue usage, say) sees the preferred victims first.
+    Only plugins that implement this hook filter victims for those actions;
+    ``preemptable`` and ``reclaimable`` are not consulted there. Every
+    plugin sees the full candidate list.
+
+    :param context: what is being decided: ``kind`` (gang preempt or gang
+        reclaim), the preemptor ``job``, and the ``domain`` searched.
+    :param candidates: the candidate victims, in the action's order.
+    :returns: the acceptable victims; ``[]`` means none (and ends the tier
+        with no victims); no opinion is ``None``. The action keeps a bundle
+        that must go whole only when every task of it is returned.
+    """
+    raise NotImplementedError
+
+
+@_hookspec(Phase.EVICTION, Rule.UNION_PER_TIER, switch="enabledVictim")
+def victim_tasks(ssn: Session, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
+    """Which running tasks should be evicted to be scheduled again (rescheduling).
+
+    Called once per session by the ``shuffle`` action, with every Running
+    task of the session's jobs.
+
+    :param tasks: the Running tasks, in job then task order of the snapshot.
+    :returns: the tasks to evict; no opinion is ``None`` (or ``[]``). Within
+        a tier the answers are joined; the first tier that names any task
+        decides, and the action evicts them all.
     """
     raise NotImplementedError
 

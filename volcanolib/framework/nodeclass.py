@@ -63,6 +63,13 @@ class NodeClassKey:
     #: normalising over the candidates); then a class's answers are remembered across tasks
     #: with the same tokens and request.
     pointwise: bool = False
+    #: Whether ``key(node)`` depends on that node alone (its object, its tasks), never on other nodes or on
+    #: state the plugin computes over the whole cluster, and the same token in a later session of the same
+    #: configuration means the same key function; then a grouping is kept from one session to the next and
+    #: only the nodes the snapshot names as changed are grouped again.
+    #:
+    #: .. versionadded:: 0.2
+    durable: bool = False
 
 
 @attrs.frozen
@@ -73,6 +80,8 @@ class NodeClassPlan:
     keys: tuple[Callable[[NodeInfo], Hashable], ...]
     #: Whether every plugin's scores are pointwise (see :attr:`NodeClassKey.pointwise`).
     pointwise: bool = False
+    #: Whether every plugin's key is durable (see :attr:`NodeClassKey.durable`).
+    durable: bool = False
 
 
 def static_resource_key(node: NodeInfo) -> Hashable:
@@ -113,10 +122,13 @@ class _ClassKey:
 class _Partition:
     """The classes of one plan: class key -> positions of its nodes, ascending."""
 
-    __slots__ = ("changes", "classes", "key_of", "keys", "seen", "static")
+    __slots__ = ("changes", "classes", "durable", "key_of", "keys", "pending", "seen", "static")
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
         self.keys = plan.keys
+        self.durable = plan.durable
+        #: Positions of nodes that changed between sessions, grouped again (with the new session's keys) on first use.
+        self.pending: list[int] | None = None
         self.static = static
         self.key_of: list[Hashable] = [self.class_key(position, node) for position, node in enumerate(nodes)]
         grouped: dict[Hashable, list[int]] = {}
@@ -165,7 +177,7 @@ class NodeClasses:
         ties are broken in, are the ones grouped.
     """
 
-    __slots__ = ("_changes", "_parts", "_static", "nodes")
+    __slots__ = ("_changes", "_interned", "_parts", "_static", "nodes")
 
     #: Plans remembered before the grouping starts over.
     MAX_PLANS: Final = 64
@@ -177,9 +189,42 @@ class NodeClasses:
         self._parts: dict[tuple[Hashable, ...], _Partition] = {}
         # Equal static keys are interned, so comparing class keys mostly compares small objects by identity.
         interned: dict[Hashable, Hashable] = {}
+        self._interned = interned
         self._static: list[Hashable] = [
             interned.setdefault(static_resource_key(n), static_resource_key(n)) for n in nodes
         ]
+
+    def carry_over(self, changes: NodeChanges, changed: Iterable[str]) -> bool:
+        """Take these classes into the next session, whose nodes ``changes`` reads; whether any is kept.
+
+        The next session's nodes must be this session's, by name and in the
+        same order; ``changed`` names the nodes whose objects are new (every
+        other node must be the very object grouped here, unchanged since).
+        Only durable groupings (:attr:`NodeClassKey.durable`) are kept; the
+        changed nodes are grouped again on each one's first use, with the
+        next session's key functions.
+        """
+        nodes = changes.nodes
+        if len(nodes) != len(self.nodes):
+            return False
+        self._parts = {token: part for token, part in self._parts.items() if part.durable}
+        if not self._parts:
+            return False
+        where = changes.position
+        positions = sorted(where[name] for name in changed if name in where)
+        interned = self._interned
+        static = self._static
+        for position in positions:
+            key = static_resource_key(nodes[position])
+            static[position] = interned.setdefault(key, key)
+        for part in self._parts.values():
+            part.pending = positions if part.pending is None else sorted(set(part.pending).union(positions))
+            # Every change in the next session's node log is after the snapshot: read it from its start.
+            part.seen = 0
+            part.changes = []
+        self.nodes = nodes
+        self._changes = changes
+        return True
 
     def classes(self, plan: NodeClassPlan) -> dict[Hashable, list[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""
@@ -193,7 +238,15 @@ class NodeClasses:
             if len(self._parts) >= self.MAX_PLANS:
                 self._parts.clear()
             part = self._parts[plan.token] = _Partition(plan, self.nodes, self._static, changes.mark())
-        elif part.seen < changes.mark():
+            return part
+        if part.pending is not None:
+            # Kept from the previous session: this session's key functions, and its changed nodes grouped again.
+            part.keys = plan.keys
+            pending, part.pending = part.pending, None
+            nodes = self.nodes
+            for position in pending:
+                part.move(position, nodes[position])
+        if part.seen < changes.mark():
             nodes = self.nodes
             for position in changes.since(part.seen):
                 part.move(position, nodes[position])

@@ -28,7 +28,7 @@ identity (``nodes is ssn.node_list``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 from sortedcontainers import SortedList
@@ -246,6 +246,12 @@ class VictimNodes:
 class Placement:
     """Where a task may go in one session: feasible nodes, the best node, and why not.
 
+    :param ssn: the session.
+    :param kept: the previous session's node classes, to be carried over
+        (see :meth:`NodeClasses.carry_over
+        <volcanolib.framework.nodeclass.NodeClasses.carry_over>`).
+    :param changed: the nodes whose objects differ from the previous session's.
+
     Made by the session (:attr:`Session.placement
     <volcanolib.framework.session.Session.placement>`) once its snapshot is
     loaded; every answer reflects the nodes as they are when asked.
@@ -256,15 +262,22 @@ class Placement:
 
     __slots__ = ("_answers", "_changes", "_classes", "_fit", "_ssn", "nodes")
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, kept: NodeClasses | None = None, changed: Iterable[str] = ()) -> None:
         self._ssn = ssn
         #: The session's ready nodes, in order (ties are broken in this order).
         self.nodes: Sequence[NodeInfo] = ssn.node_list
         self._changes = NodeChanges(self.nodes, ssn.node_log)
         self._fit = _FitIndex(self.nodes, self._changes)
+        # The previous session's classes, when its nodes are these (``changed`` naming the new objects).
         self._classes: NodeClasses | None = None
+        if kept is not None and kept.carry_over(self._changes, changed):
+            self._classes = kept
         #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
         self._answers: dict[Hashable, ClassAnswers] = {}
+
+    def node_classes(self) -> NodeClasses | None:
+        """The node classes grouped so far in this session (``None`` when none were), for the next one."""
+        return self._classes
 
     def _node_classes(self) -> NodeClasses:
         classes = self._classes
@@ -406,6 +419,46 @@ class Placement:
             feasible = self.feasible(task, cache=cache, fit_errors=errors, resource_check=True)
         if not feasible:
             return errors
+        return self._choose_node(task, feasible)
+
+    def choose_in(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], cache: PredicateCache
+    ) -> tuple[NodeInfo | FitErrors | None, float]:
+        """:meth:`choose` restricted to ``nodes`` (a HyperNode's), with the chosen node's score.
+
+        A nominated node is tried first when it is among ``nodes``. The
+        score is the chosen node's total among the nodes it competed with;
+        0 when it had no competitor or ``best_node`` chose it (as Volcano
+        sums node scores per HyperNode).
+
+        .. versionadded:: 0.2
+        """
+        ssn = self._ssn
+        pod = task.pod
+        nominated = pod.nominated_node_name if pod is not None else ""
+        req = task.init_resreq
+        feasible: list[NodeInfo] = []
+        if nominated:
+            nominee = ssn.nodes.get(nominated)
+            if nominee is not None and nominee in nodes and nominee.fits_future_idle(req):
+                feasible = self.feasible(task, [nominee], cache=cache, fit_errors=FitErrors(), resource_check=True)
+        errors = FitErrors(total_nodes=len(nodes))
+        if not feasible:
+            feasible = self.feasible(task, nodes, cache=cache, fit_errors=errors, resource_check=True)
+        if not feasible:
+            return errors, 0.0
+        idle = [node for node in feasible if req.less_equal(node.idle)]
+        group = idle or [node for node in feasible if node.fits_future_idle(req)]
+        return ssn.best_node_and_score(task, group)
+
+    def choose_among(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
+        """The node allocate would pick among ``feasible`` nodes (see :meth:`choose`), without a nominated node.
+
+        Nodes where the task fits idle resources now win over nodes where
+        it would be pipelined; ``None`` when the task fits neither way on any.
+
+        .. versionadded:: 0.2
+        """
         return self._choose_node(task, feasible)
 
     def _choose_node(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:

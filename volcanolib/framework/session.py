@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
-from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -34,16 +35,19 @@ from volcanolib.api.task import (
 )
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine
+from volcanolib.framework.carry import Carry, PartSums
+from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
 from volcanolib.framework.hookspecs import SPECS
-from volcanolib.framework.nodeclass import NodeClassKey, NodeClassPlan
+from volcanolib.framework.nodeclass import NodeClasses, NodeClassKey, NodeClassPlan
 from volcanolib.framework.placement import Placement
 from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache
+    from volcanolib.framework.victims import EvictionContext
 
 __all__ = ["Session", "compare_tasks_by_name"]
 
@@ -154,10 +158,16 @@ class Session:
     predicate: Callable[[TaskInfo, NodeInfo], Status]
     #: ``node_order`` and ``batch_node_order``: each node's score summed over the plugins, by node name.
     node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
+    #: ``hyper_node_order``: each candidate HyperNode's score for a job, summed over the plugins, by name.
+    hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
     #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
     preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
     #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
     reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``unified_evictable``: the victims a gang-aware action may evict, from the first deciding tier, or ``None``.
+    unified_evictable: Callable[[EvictionContext, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``victim_tasks``: the running tasks the first naming tier wants rescheduled (empty when none).
+    victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]]
     #: ``preemptive``: whether tasks of a queue may reclaim from other queues.
     preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool]
     #: ``overused``: whether a queue must stop receiving resources.
@@ -213,6 +223,7 @@ class Session:
         seed: int = 0,
         uid: str | None = None,
         clock: Callable[[], float] = time.time,
+        carry: Carry | None = None,
     ) -> None:
         self.uid = uid or str(uuid.uuid4())
         self.cache = cache
@@ -229,6 +240,11 @@ class Session:
         self.node_list: list[NodeInfo] = []
         #: Queues by name.
         self.queues: dict[str, QueueInfo] = {}
+        #: The HyperNode tree over the ready nodes (empty when the cluster has none).
+        self.hyper_nodes = HyperNodeTree((), ())
+        #: Per job uid: the HyperNode the job's placed tasks share, while ``allocate`` places a job with a
+        #: soft network-topology constraint (what a scoring plugin compares nodes with).
+        self.hyper_node_hints: dict[str, str] = {}
         #: Jobs left out of the snapshot, with the reason.
         self.skipped_jobs: dict[str, str] = {}
         #: The sum of every ready node's allocatable resources.
@@ -245,8 +261,15 @@ class Session:
         # Jobs whose tasks changed status here, and where to report them (and node_log) at close.
         self._touched_jobs: set[str] = set()
         self._changes: SnapshotChanges | None = None
-        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
+        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition], str | None]] = {}
         self._placement: Placement | None = None
+        #: What differs from the previous session's snapshot, when this session follows it (see
+        #: :class:`~volcanolib.framework.carry.Carry`); ``None`` when everything is computed afresh.
+        self.delta: SnapshotDelta | None = None
+        self._carry = carry
+        self._kept_classes: NodeClasses | None = None
+        # Whether every plugin prepared (only then may the next session trust what they keep).
+        self._prepared = False
         self._compile()
 
     # ------------------------------------------------------------------ configuration
@@ -281,6 +304,13 @@ class Session:
 
     def _table(self, hook: str) -> combine.Table:
         return bind(self, hook, self._tables.get(hook, ()))
+
+    def implemented(self, hook: str) -> bool:
+        """Whether some plugin of the configuration takes part in ``hook`` (implements it, its switch on).
+
+        .. versionadded:: 0.2
+        """
+        return any(self._tables.get(hook, ()))
 
     def order_by_key(self, hook: str) -> bool:
         """Whether every plugin taking part in an order hook (``job_order``, ``task_order`` ...) gives keys."""
@@ -344,8 +374,8 @@ class Session:
         faster = {spec.form_of for spec in SPECS.values()}
         for spec in SPECS.values():
             build = combine.BUILDERS.get(spec.rule)
-            if build is None or spec.form_of is not None or spec.name in faster:
-                continue  # orders, node checks and scores, node class keys: below
+            if build is None or spec.form_of is not None or spec.name in faster or spec.name == "on_session_resume":
+                continue  # orders, node checks and scores, node class keys: below; resuming: in prepare
             setattr(self, _PRIVATE.get(spec.name, spec.name), build(self._table(spec.name)))
 
         # Orders (``first_nonzero``), each with its key form and its tie-break.
@@ -421,33 +451,89 @@ class Session:
         are dropped afterwards, since a plugin may still have been changing
         the state they read.
 
-        :raises PluginError: when a plugin fails in ``on_session_open`` (the
-            scheduler then records it and runs no action in that cycle).
+        When the session follows the previous one of its scheduler
+        (:attr:`delta`), plugins implementing ``on_session_resume`` update
+        what they kept instead of opening afresh.
+
+        :raises PluginError: when a plugin fails in ``on_session_open`` or
+            ``on_session_resume`` (the scheduler then records it and runs no
+            action in that cycle).
         """
+        carry = self._carry
+        if carry is not None:
+            carry.opened()
         try:
-            self._on_open()
+            if self.delta is None:
+                self._on_open()
+            else:
+                self._open_or_resume(self.delta)
+            self._prepared = True
         finally:
             # A key taken while plugins were still preparing may be out of date.
             if self._job_keys:
                 self._job_keys.clear()
 
+    def _open_or_resume(self, delta: SnapshotDelta) -> None:
+        """``on_session_open`` in tier order, with ``on_session_resume`` for the plugins that may resume."""
+        assert self._carry is not None
+        failed = self._carry.failed
+        resume = {p: fn for tier in self._table("on_session_resume") for p, fn in tier if p not in failed}
+        if not resume:
+            self._on_open()
+            return
+        table = tuple(
+            tuple((plugin, functools.partial(resume[plugin], delta) if plugin in resume else fn) for plugin, fn in tier)
+            for tier in self._table("on_session_open")
+        )
+        combine.call_all(table)()
+
     def load(self, snapshot: ClusterInfo) -> None:
         """Adopt a snapshot as this session's state (without calling plugins)."""
         self.jobs = snapshot.jobs
         self._changes = snapshot.changes
+        carry = self._carry
+        self.delta = carry.delta(snapshot) if carry is not None else None
+        if carry is not None:
+            carry.opened()
+        kept = carry.node_classes if carry is not None and self.delta is not None else None
+        self._kept_classes = kept if kept is not None and self.delta is not None and self.delta.same_nodes else None
         if self._job_keys:
             self._job_keys.clear()
         self.nodes = snapshot.nodes
         self.node_list = snapshot.node_list
         self.queues = snapshot.queues
+        self.hyper_nodes = snapshot.hyper_nodes
         self.skipped_jobs = dict(snapshot.skipped_jobs)
-        total = Resource()
-        for node in self.node_list:
-            total.add(node.allocatable)
-        self.total_resource = total
+        self.total_resource = self._total_allocatable()
         for job in self.jobs.values():
             pg = job.pod_group
-            self._baseline[job.uid] = (pg.status_key(), [_copy_cond(c) for c in pg.conditions])
+            self._baseline[job.uid] = (
+                pg.status_key(),
+                [_copy_cond(c) for c in pg.conditions],
+                pg.annotations.get(JOB_ALLOCATED_HYPER_NODE),
+            )
+
+    def _total_allocatable(self) -> Resource:
+        """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
+        carry = self._carry
+        if carry is None:
+            total = Resource()
+            for node in self.node_list:
+                total.add(node.allocatable)
+            return total
+        delta = self.delta
+        sums = carry.allocatable if delta is not None else None
+        if sums is not None and delta is not None:
+            nodes = self.nodes
+            for name in delta.nodes:
+                changed = nodes.get(name)
+                sums.put(name, changed.allocatable.clone() if changed is not None else None)
+        if sums is None or not sums.exact:
+            sums = PartSums()
+            for node in self.node_list:
+                sums.put(node.name, node.allocatable.clone())
+        carry.allocatable = sums
+        return sums.total.clone()
 
     def close(self) -> None:
         """Let plugins finish, then write job and queue status back to the cache.
@@ -471,6 +557,10 @@ class Session:
         if changes is not None:
             # Tell the cache what this session changed, so its next snapshot re-copies only that.
             changes.report(self.node_log, self._touched_jobs)
+        if self._carry is not None and self._prepared:
+            failed = frozenset(err.plugin or "" for err in self.plugin_errors)
+            placement = self._placement
+            self._carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
 
     def _update_job_status(self, job: JobInfo) -> bool:
         pg = job.pod_group
@@ -487,8 +577,10 @@ class Session:
         base = self._baseline.get(job.uid)
         if base is None:
             return True
-        status, conditions = base
+        status, conditions, placed = base
         if status != pg.status_key() or len(conditions) != len(pg.conditions):
+            return True
+        if placed != pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
             return True
         return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions, strict=True))
 
@@ -748,6 +840,7 @@ class Session:
                 for plugin, answer in zip(plugins, answers, strict=True)
             ),
             all(answer.pointwise for answer in answers),
+            all(answer.durable for answer in answers),
         )
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
@@ -769,15 +862,27 @@ class Session:
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         """Choose a node for a task among feasible ones: score, ask ``best_node``, else the top score."""
+        return self.best_node_and_score(task, nodes)[0]
+
+    def best_node_and_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[NodeInfo | None, float]:
+        """:meth:`best_node`, with the chosen node's total score.
+
+        The score is 0 when there is one node or a ``best_node`` plugin chose.
+
+        .. versionadded:: 0.2
+        """
         if not nodes:
-            return None
+            return None, 0.0
         if len(nodes) == 1:
-            return nodes[0]
+            return nodes[0], 0.0
         scores = self.prioritize_nodes(task, nodes)
         chosen = self._best_node(task, scores)
         if chosen is not None:
-            return chosen
-        return self.select_best_node(scores)
+            return chosen, 0.0
+        best = self.select_best_node(scores)
+        if best is None:
+            return None, 0.0
+        return best, next(score for score, group in scores.items() if best in group)
 
     def sorted_by_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
         """Nodes by descending score, ties in the given order."""
@@ -791,7 +896,11 @@ class Session:
         """Where tasks may go in this session: feasible nodes, the best node, and why not."""
         placement = self._placement
         if placement is None or placement.nodes is not self.node_list:
-            placement = self._placement = Placement(self)
+            # The previous session's node classes serve the first placement only (it sees the snapshot's nodes).
+            kept, self._kept_classes = self._kept_classes, None
+            delta = self.delta
+            changed = delta.nodes if delta is not None else frozenset()
+            placement = self._placement = Placement(self, kept if placement is None else None, changed)
         return placement
 
     def job_schedulable(self, job: JobInfo) -> bool:
@@ -818,13 +927,6 @@ class Session:
 
 #: Node class plans remembered per session before starting over.
 _MAX_PLANS: Final = 1024
-#: Whole numbers below this add exactly as floats, in any order.
-_EXACT: Final = float(2**53)
-
-
-def _whole(value: float) -> bool:
-    """Whether ``value`` is a whole number that floats add exactly, in any order."""
-    return -_EXACT < value < _EXACT and value == int(value)
 
 
 def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:

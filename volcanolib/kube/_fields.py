@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from volcanolib.api.duration import seconds_or_duration
 from volcanolib.api.resource import Resource
 from volcanolib.errors import ManifestError, QuantityError
 
@@ -230,10 +231,6 @@ def _seconds(value: _dt.datetime) -> float:
     return (value - _EPOCH).total_seconds()
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def duration(value: Any, ref: Ref, field: str) -> float | None:
     """A Go duration (``90s``, ``1h30m``, ``250ms``) or a number of seconds, in seconds; absent is ``None``.
 
@@ -241,25 +238,11 @@ def duration(value: Any, ref: Ref, field: str) -> float | None:
     """
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            pos, seconds = 0, 0.0
-            while pos < len(text):
-                match = _DURATION_PART.match(text, pos)
-                if match is None:
-                    ref.fail(f"expected a duration such as '90s' or '1h30m', got {value!r}", field)
-                seconds += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-                pos = match.end()
-            if not text:
-                ref.fail("expected a duration such as '90s' or '1h30m', got ''", field)
-    else:
-        ref.fail(f"expected a duration such as '90s' or '1h30m', got {_type_name(value)}", field)
-    if not math.isfinite(seconds) or seconds < 0:
+    try:
+        seconds = seconds_or_duration(value)
+    except ValueError as exc:
+        ref.fail(f"expected a duration such as '90s' or '1h30m': {exc}", field)
+    if seconds < 0:
         ref.fail(f"expected a non-negative duration, got {value!r}", field)
     return seconds
 

@@ -185,4 +185,4 @@ def _no_key(node: NodeInfo) -> None:
     return None
 
 
-_CLASS_KEY: Final = NodeClassKey("resources", _no_key, pointwise=True)
+_CLASS_KEY: Final = NodeClassKey("resources", _no_key, pointwise=True, durable=True)

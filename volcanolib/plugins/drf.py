@@ -42,6 +42,7 @@ from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.job import JobInfo
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
@@ -228,6 +229,35 @@ class DrfPlugin:
                 self._insert_job(self.root, job, attr, ssn.queues.get(job.queue))
         if self.hierarchy:
             self._refresh_tree(self.root, self.total_allocated)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, computing again only the shares of the jobs the delta names.
+
+        Opens afresh with ``enableHierarchy`` or when the cluster's total changed (every share would change).
+        """
+        total = ssn.total_resource
+        if (
+            self.hierarchy
+            or ssn.hierarchy_enabled(self.name)
+            or [(n, total.get(n)) for n in total.names()] != [(name, value) for name, value in self._total_dims]
+        ):
+            self.on_session_open(ssn)
+            return
+        kept = self.jobs
+        jobs = ssn.jobs
+        for uid in delta.jobs:
+            job = jobs.get(uid)
+            if job is None:
+                kept.pop(uid, None)
+            else:
+                attr = _Attr(job.allocated.clone())
+                self._update_share(attr)
+                kept[uid] = attr
+
+    def kept_state(self) -> dict[str, tuple[Resource, str, float]]:
+        """What the plugin keeps between sessions, as it stands: each job's allocation, dominant resource and share."""
+        return {uid: (attr.allocated, attr.dominant, attr.share) for uid, attr in self.jobs.items()}
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:

@@ -50,10 +50,12 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
+from volcanolib.framework.carry import PartSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -155,26 +157,107 @@ class ProportionPlugin:
         self.total_guarantee = Resource()
         #: Per-queue state, by queue name (only queues with jobs in the session).
         self.queue_attrs: dict[str, QueueAttr] = {}
+        # What the last session opened on, kept for the next: per queue, the sums of its jobs'
+        # allocated, request, inqueue and elastic resources, each job a part; and each job's queue.
+        self._sums: dict[str, tuple[PartSums[str], ...]] = {}
+        self._job_queue: dict[str, str] = {}
 
     # ------------------------------------------------------------------ session open
 
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
+        self._sums = {}
+        self._job_queue = {}
+        queues = ssn.queues
+        for job in ssn.jobs.values():
+            if job.queue in queues:
+                self._put_job(job.uid, job)
+        self._settle(ssn)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, summing again only the jobs the delta names.
+
+        Opens afresh when a queue changed.
+        """
+        if delta.queues:
+            self.on_session_open(ssn)
+            return
+        jobs = ssn.jobs
+        for uid in delta.jobs:
+            job = jobs.get(uid)
+            self._put_job(uid, job if job is not None and job.queue in ssn.queues else None)
+        self._settle(ssn)
+
+    def _settle(self, ssn: Session) -> None:
+        """Every queue's state from the kept sums (or, when a sum could depend on the order, job by job)."""
         self.total = ssn.total_resource.clone()
         self.total_guarantee = Resource()
         for queue in ssn.queues.values():
             self.total_guarantee.add(queue.guarantee)
         self.queue_attrs = {}
-        for job in ssn.jobs.values():
-            attr = self.queue_attrs.get(job.queue)
-            if attr is None:
-                job_queue = ssn.queues.get(job.queue)
-                if job_queue is None:
-                    continue
-                attr = self.queue_attrs[job.queue] = self._new_attr(job_queue)
-            self._add_job(attr, job)
+        sums = self._sums
+        if all(part.exact for parts in sums.values() for part in parts):
+            # Exact sums: the same as adding job by job. Queues in the order their first job comes.
+            wanted = {name for name, parts in sums.items() if parts[0].parts}
+            for job in ssn.jobs.values():
+                name = job.queue
+                if name in wanted and name not in self.queue_attrs:
+                    attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
+                    allocated, request, inqueue, elastic = sums[name]
+                    attr.allocated = allocated.total.clone()
+                    attr.request = request.total.clone()
+                    attr.inqueue = inqueue.total.clone()
+                    attr.elastic = elastic.total.clone()
+                    if len(self.queue_attrs) == len(wanted):
+                        break
+        else:
+            for job in ssn.jobs.values():
+                found = self.queue_attrs.get(job.queue)
+                if found is None:
+                    job_queue = ssn.queues.get(job.queue)
+                    if job_queue is None:
+                        continue
+                    found = self.queue_attrs[job.queue] = self._new_attr(job_queue)
+                self._add_job(found, job)
         self._water_fill()
+
+    def _put_job(self, uid: str, job: JobInfo | None) -> None:
+        """Count a job's part in its queue's kept sums (``None``: the job is gone).
+
+        The parts are what :meth:`_add_job` adds to the queue; a part that
+        adds nothing (no amount, no resource named) is left out.
+        """
+        old = self._job_queue.pop(uid, None)
+        if old is not None:
+            for sums in self._sums[old]:
+                sums.put(uid, None)
+        if job is None:
+            return
+        parts = self._sums.get(job.queue)
+        if parts is None:
+            parts = self._sums[job.queue] = (PartSums(), PartSums(), PartSums(), PartSums())
+        allocated_sums, request_sums, inqueue_sums, elastic_sums = parts
+        allocated = job.allocated.clone()
+        request = allocated
+        pending = job.task_status_index.get(_PENDING)
+        if pending:
+            request = allocated.clone()
+            for task in pending.values():
+                request.add(task.resreq)
+        allocated_sums.put(uid, allocated)
+        request_sums.put(uid, request)
+        inqueue_sums.put(uid, _something(_reserved(job)))
+        elastic_sums.put(uid, _something(job.elastic_resources()))
+        self._job_queue[uid] = job.queue
+
+    def kept_state(self) -> list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]:
+        """What the plugin keeps between sessions, as it stands: each queue's sums and deserved resources, in order."""
+        return [
+            (name, attr.allocated, attr.request, attr.inqueue, attr.elastic, attr.deserved, attr.real_capability)
+            for name, attr in self.queue_attrs.items()
+        ]
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         capability = _capability(queue)
@@ -192,18 +275,9 @@ class ProportionPlugin:
         if pending:
             for task in pending.values():
                 attr.request.add(task.resreq)
-        phase = job.pod_group.phase
-        min_resources = job.pod_group.min_resources
-        if phase is PodGroupPhase.INQUEUE:
-            if min_resources is not None:
-                # Only what the admitted job has not placed yet is still reserved.
-                attr.inqueue.add(exceeded_part(min_resources, job.allocated))
-        elif (
-            phase is PodGroupPhase.RUNNING
-            and min_resources is not None
-            and _allocated_task_num(job) >= job.min_available
-        ):
-            attr.inqueue.add(exceeded_part(min_resources, job.allocated))
+        reserved = _reserved(job)
+        if reserved is not None:
+            attr.inqueue.add(reserved)
         attr.elastic.add(job.elastic_resources())
 
     def _water_fill(self) -> None:
@@ -409,6 +483,27 @@ class ProportionPlugin:
         if job is None:
             return None
         return self.queue_attrs.get(job.queue)
+
+
+def _reserved(job: JobInfo) -> Resource | None:
+    """What an admitted job still reserves in its queue (``None``: nothing)."""
+    phase = job.pod_group.phase
+    min_resources = job.pod_group.min_resources
+    if min_resources is None:
+        return None
+    if phase is PodGroupPhase.INQUEUE or (
+        phase is PodGroupPhase.RUNNING and _allocated_task_num(job) >= job.min_available
+    ):
+        # Only what the admitted job has not placed yet is still reserved.
+        return exceeded_part(min_resources, job.allocated)
+    return None
+
+
+def _something(res: Resource | None) -> Resource | None:
+    """``res``, or ``None`` when adding it would change nothing (no amount and no resource named)."""
+    if res is None or not (res.milli_cpu or res.memory or res.scalars):
+        return None
+    return res
 
 
 def _clamp_at_zero(res: Resource) -> None:

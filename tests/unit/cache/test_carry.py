@@ -1,0 +1,331 @@
+"""What sessions hand to the next one: kept node classes and resumed plugins equal a fresh build.
+
+The random cycles of :mod:`test_incremental` run through one scheduler on an
+incremental cache, so every session but a few follows the previous one
+(:attr:`Session.delta`). After each cycle, the node classes the session
+kept (carried over from earlier sessions and brought up to date) are
+compared with classes grouped afresh from the session's nodes, and the
+state of every plugin that resumed is compared with what
+``on_session_open`` computes from scratch on the same snapshot.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Hashable
+from typing import Any, ClassVar
+
+import attrs
+import pytest
+from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions
+
+from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
+from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
+from volcanolib.api.node import Taint
+from volcanolib.api.resource import total
+from volcanolib.framework.carry import Carry
+from volcanolib.framework.nodeclass import NodeClasses, NodeClassPlan
+from volcanolib.framework.placement import NodeChanges
+from volcanolib.testing import build_node, build_pod_group, build_task
+
+#: test_incremental's configuration, with overcommit.
+CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+_SPREAD: Any = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "apart"}}, "topologyKey": "kubernetes.io/hostname"}
+        ],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app": "apart"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                },
+            }
+        ],
+    }
+}
+
+
+def _hash(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def apply_varied(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
+    """:func:`apply`, with taints and images on some nodes and anti-affinity on some gangs' pods.
+
+    The extras are chosen by name, so they are the same whenever an event is applied.
+    """
+    apply(cache, event)
+    kind = event[0]
+    if kind == "node" and _hash(event[1]) % 3:
+        _, name, ((cpu, gi), pods), ready = event
+        effect = "NoSchedule" if _hash(name) % 3 == 1 else "PreferNoSchedule"
+        node = build_node(name, cpu=f"{cpu}m", memory=f"{gi}Gi", pods=pods, taints=[Taint("dedicated", "x", effect)])
+        node.node = attrs.evolve(node.node, images={f"img{_hash(name) % 2}": 300 * 1024 * 1024})
+        node.ready = ready
+        if not ready:
+            node.not_ready_reason = "NotReady"
+        cache.add_node(node)
+    elif kind == "gang" and _hash(event[1]) % 4 == 0:
+        _, name, _, size, _, cpu, prio, preemptable, _ = event
+        for i in range(size):
+            task = build_task(
+                f"{name}-{i}",
+                job=name,
+                cpu=f"{cpu}m",
+                memory="512Mi",
+                priority=1000 if prio == "high" else 10,
+                preemptable=preemptable,
+                labels={"app": "apart"},
+            )
+            assert task.pod is not None
+            task.pod = attrs.evolve(task.pod, affinity=_SPREAD, images=("img0",))
+            cache.add_task(task)
+
+
+def _plans(ssn: Session) -> list[NodeClassPlan]:
+    """The durable node class plans of every task in the session, each once."""
+    plans: dict[Hashable, NodeClassPlan] = {}
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            plan = ssn.node_class_plan(task)
+            if plan is not None and plan.durable:
+                plans.setdefault(plan.token, plan)
+    return list(plans.values())
+
+
+def run(
+    seed: int,
+    cycles: int,
+    check: Callable[[Session, Session | None], None],
+    opened: Callable[[Scheduler, Session], None] | None = None,
+    feed: Callable[[InMemoryCache, tuple[Any, ...]], None] = apply,
+) -> int:
+    """Random cycles through one scheduler; ``check(session, previous)`` after each; return how many resumed.
+
+    :param opened: called with every session once its plugins are open, before the actions.
+    """
+    world = World(seed, 24)
+    cache = CheckedCache(binder=FirstTryFails(), incremental_snapshots=True)
+    now = [0.0]
+    scheduler = Scheduler(cache, CONF, seed=seed, clock=lambda: now[0])
+    for event in world.events:
+        feed(cache, event)
+    previous: Session | None = None
+    resumed = 0
+    for cycle in range(cycles):
+        now[0] = float(cycle)
+        cache.start_bound_tasks()
+        cache.finish_evictions()
+        for event in world.draw(cache):
+            feed(cache, event)
+        before = None if opened is None else (lambda ssn: opened(scheduler, ssn))
+        ssn = scheduler.run_once(before_actions=before).session
+        assert ssn is not None
+        resumed += ssn.delta is not None
+        check(ssn, previous)
+        previous = ssn
+    return resumed
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_node_classes_equal_a_fresh_grouping(seed: int) -> None:
+    carried = [0]
+
+    def check(ssn: Session, previous: Session | None) -> None:
+        kept = ssn.placement.node_classes()
+        if kept is None:
+            return
+        if previous is not None and kept is previous.placement.node_classes():
+            carried[0] += 1
+        for plan in _plans(ssn):
+            fresh = NodeClasses(NodeChanges(ssn.node_list, []))
+            assert kept.classes(plan) == fresh.classes(plan), f"seed {seed}: kept classes differ for {plan.token}"
+            # The same nodes, in the same order, as the session's.
+            assert list(kept.nodes) == ssn.node_list
+
+    resumed = run(seed, 40, check)
+    assert resumed > 20
+    # Classes were carried from session to session (the check is not between two fresh groupings).
+    assert carried[0] > 10
+
+
+#: The plugins of the configuration that resume, each with a ``kept_state()`` to compare.
+RESUMING = ("overcommit", "drf", "predicates", "proportion", "nodeorder")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
+    compared: dict[str, int] = dict.fromkeys(RESUMING, 0)
+
+    def opened(scheduler: Scheduler, ssn: Session) -> None:
+        if ssn.delta is None:
+            return
+        # The session's own sum, kept node by node, too.
+        assert ssn.total_resource == total(node.allocatable for node in ssn.node_list)
+        for name, plugin in scheduler.host.plugins.items():
+            if not hasattr(plugin, "on_session_resume"):
+                continue
+            fresh: Any = type(plugin)(plugin.arguments)
+            fresh.on_session_open(ssn)
+            assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: {name} resumed differs from a fresh open"
+            compared[name] += 1
+
+    resumed = run(seed, 40, lambda ssn, previous: None, opened, apply_varied)
+    assert resumed > 20
+    assert all(count == resumed for count in compared.values()), compared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affinity(seed: int) -> None:
+    world = World(seed, 24)
+    caches = [
+        CheckedCache(binder=FirstTryFails(), incremental_snapshots=True),
+        CheckedCache(binder=FirstTryFails(), incremental_snapshots=False),
+    ]
+    now = [0.0]
+    schedulers = [Scheduler(cache, CONF, seed=seed, clock=lambda: now[0]) for cache in caches]
+    for event in world.events:
+        for cache in caches:
+            apply_varied(cache, event)
+    resumed = 0
+    for cycle in range(40):
+        now[0] = float(cycle)
+        for cache in caches:
+            cache.start_bound_tasks()
+            cache.finish_evictions()
+        events = world.draw(caches[0])
+        for cache in caches:
+            for event in events:
+                apply_varied(cache, event)
+        results = [scheduler.run_once() for scheduler in schedulers]
+        assert results[1].session is not None and results[1].session.delta is None
+        assert results[0].session is not None
+        resumed += results[0].session.delta is not None
+        assert decisions(results[0]) == decisions(results[1]), f"seed {seed} cycle {cycle}: the decisions differ"
+    assert resumed > 20
+
+
+class Probe:
+    """Records how it was opened; fails in ``on_allocate`` while :attr:`fail` is set."""
+
+    name = "probe"
+    calls: ClassVar[list[str]] = []
+    fail: ClassVar[bool] = False
+
+    def __init__(self, arguments: Any) -> None:
+        self.arguments = arguments
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        Probe.calls.append("open")
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        Probe.calls.append("resume")
+
+    @hookimpl
+    def on_allocate(self, ssn: Session, event: Event) -> None:
+        if Probe.fail:
+            raise RuntimeError("probe fails")
+
+
+class Plain:
+    """A plugin that knows nothing of resuming."""
+
+    name = "plain"
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, arguments: Any) -> None:
+        self.arguments = arguments
+
+    @hookimpl
+    def on_session_open(self, ssn: Session) -> None:
+        Plain.calls.append("open")
+
+
+PROBE_CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: probe
+  - name: plain
+"""
+
+
+def _probe_cycle(cache: InMemoryCache, scheduler: Scheduler, cycle: int) -> Any:
+    cache.start_bound_tasks()
+    cache.add_pod_group(build_pod_group(f"g{cycle}", min_member=1))
+    cache.add_task(build_task(f"g{cycle}-0", job=f"g{cycle}", cpu="100m"))
+    return scheduler.run_once()
+
+
+def test_only_plugins_that_resume_resume_and_a_failure_opens_the_plugin_afresh() -> None:
+    Probe.calls.clear()
+    Plain.calls.clear()
+    Probe.fail = False
+    cache = InMemoryCache()
+    for i in range(6):  # a cycle changes at most two of them: the snapshot can be followed
+        cache.add_node(build_node(f"n{i}", cpu="8"))
+    scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
+    for cycle in range(3):
+        _probe_cycle(cache, scheduler, cycle)
+    Probe.fail = True
+    assert _probe_cycle(cache, scheduler, 3).plugin_errors
+    Probe.fail = False
+    for cycle in range(4, 6):
+        _probe_cycle(cache, scheduler, cycle)
+    assert Probe.calls == ["open", "resume", "resume", "resume", "open", "resume"]
+    assert Plain.calls == ["open"] * 6
+
+
+def test_a_session_that_did_not_prepare_lets_no_plugin_resume() -> None:
+    Probe.calls.clear()
+    Probe.fail = False
+    cache = InMemoryCache()
+    for i in range(6):  # a cycle changes at most two of them: the snapshot can be followed
+        cache.add_node(build_node(f"n{i}", cpu="8"))
+    scheduler = Scheduler(cache, PROBE_CONF, registry=Registry(plugins={"probe": Probe, "plain": Plain}))
+    _probe_cycle(cache, scheduler, 0)
+    ssn = scheduler.new_session()
+    ssn.load(cache.snapshot())
+    ssn.close()  # closed without preparing: what plugins kept is not this snapshot's
+    _probe_cycle(cache, scheduler, 1)
+    _probe_cycle(cache, scheduler, 2)
+    assert Probe.calls == ["open", "open", "resume"]
+
+
+def test_a_delta_is_followed_only_from_the_last_closed_session_and_when_it_names_at_most_half_the_nodes() -> None:
+    carry = Carry()
+    changes = SnapshotChanges(closed=True)
+    nodes = [build_node(f"n{i}") for i in range(4)]
+    cluster = ClusterInfo(nodes={n.name: n for n in nodes}, node_list=nodes)
+    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1"}), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # no session closed yet
+    carry.hand_over(changes, frozenset(), None)
+    assert carry.delta(cluster) is cluster.delta
+    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1", "n2"}), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # most nodes changed: cheaper afresh
+    cluster.delta = SnapshotDelta(SnapshotChanges(closed=True), frozenset(), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # follows another snapshot
+    carry.opened()
+    cluster.delta = SnapshotDelta(changes, frozenset(), frozenset(), frozenset(), True)
+    assert carry.delta(cluster) is None  # a session opened since

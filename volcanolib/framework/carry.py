@@ -1,0 +1,150 @@
+"""What one session of a scheduler hands to the next, so that a cycle costs what changed.
+
+A :class:`~volcanolib.scheduler.Scheduler` keeps one :class:`Carry` per
+installed configuration and gives it to each session. When a session closes,
+it leaves there the report it gave the cache (which names its snapshot), the
+plugins that failed in it, and its node classes. The next session trusts
+what was kept only when the cache built its snapshot from that one
+(:attr:`~volcanolib.api.cluster.ClusterInfo.delta` names the report it
+follows): then plugins implementing ``on_session_resume`` update their kept
+state from the delta, and durable node classes are regrouped for the changed
+nodes only. In every other case (the first session, a session that failed
+to open, a snapshot copied in full, another session in between) everything
+is computed afresh, as without a carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
+
+from volcanolib.api.resource import Resource
+
+if TYPE_CHECKING:
+    from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
+    from volcanolib.framework.nodeclass import NodeClasses
+
+__all__ = ["Carry", "PartSums", "whole"]
+
+K = TypeVar("K", bound=Hashable)
+#: Whole numbers below this add exactly as floats, in any order.
+_EXACT: Final = float(2**53)
+
+
+def whole(value: float) -> bool:
+    """Whether ``value`` is a whole number that floats add exactly, in any order."""
+    return -_EXACT < value < _EXACT and value == int(value)
+
+
+@final
+class PartSums(Generic[K]):
+    """A sum of resources over named parts (nodes, jobs), kept across sessions and updated part by part.
+
+    A plugin that sums something over the whole cluster keeps one, puts
+    every part at ``on_session_open`` and, at ``on_session_resume``, puts
+    again only the parts the delta names. :attr:`total` then equals adding
+    the current parts afresh, in any order, as long as :attr:`exact` holds:
+    every amount put is a whole number (as cpu millicores, bytes and counts
+    are) and so is the total, below 2**53, where float additions are exact.
+    A scalar resource no part has is not in the total.
+
+    Runtime complexity: ``put`` is O(dimensions of the old and new part).
+
+    .. versionadded:: 0.2
+    """
+
+    __slots__ = ("_keys", "exact", "parts", "total")
+
+    def __init__(self) -> None:
+        #: The amount of each part, as put.
+        self.parts: dict[K, Resource] = {}
+        #: The sum of the parts.
+        self.total = Resource()
+        #: Whether :attr:`total` is exactly the sum of the parts in any order (see above).
+        self.exact = True
+        # How many parts name each scalar resource.
+        self._keys: dict[str, int] = {}
+
+    def put(self, part: K, amount: Resource | None) -> None:
+        """Make ``amount`` the part's amount (``None``: drop the part); ``amount`` is kept, not copied."""
+        # Written out (no Resource.add/sub calls): opening a session puts every node or job once.
+        total = self.total
+        old = self.parts.pop(part, None)
+        if old is not None:
+            total.milli_cpu -= old.milli_cpu
+            total.memory -= old.memory
+            if old.scalars:
+                keys = self._keys
+                scalars = total.scalars
+                for name, value in old.scalars.items():
+                    left = keys[name] - 1
+                    if left:
+                        keys[name] = left
+                        scalars[name] -= value
+                    else:
+                        del keys[name]
+                        del scalars[name]
+        if amount is None:
+            return
+        self.parts[part] = amount
+        cpu = amount.milli_cpu
+        memory = amount.memory
+        total.milli_cpu += cpu
+        total.memory += memory
+        exact = self.exact and not (cpu % 1 or memory % 1)
+        if amount.scalars:
+            keys = self._keys
+            scalars = total.scalars
+            for name, value in amount.scalars.items():
+                keys[name] = keys.get(name, 0) + 1
+                scalars[name] = scalars.get(name, 0) + value
+                if value % 1 or not -_EXACT < scalars[name] < _EXACT:
+                    exact = False
+        # ``x % 1`` is NaN for infinities, which counts as not whole.
+        if exact and not (-_EXACT < total.milli_cpu < _EXACT and -_EXACT < total.memory < _EXACT):
+            exact = False
+        self.exact = exact
+
+
+@final
+class Carry:
+    """The hand-over between the sessions of one scheduler and configuration.
+
+    .. versionadded:: 0.2
+    """
+
+    __slots__ = ("allocatable", "closed", "failed", "node_classes")
+
+    def __init__(self) -> None:
+        #: The report of the last session that closed, while no session has opened since; else ``None``.
+        self.closed: SnapshotChanges | None = None
+        #: The plugins that recorded a failure in that session (they open afresh in the next one).
+        self.failed: frozenset[str] = frozenset()
+        #: That session's node classes, when it grouped nodes and no plugin failed in it.
+        self.node_classes: NodeClasses | None = None
+        #: The ready nodes' allocatable resources in the last snapshot loaded, summed.
+        self.allocatable: PartSums[str] | None = None
+
+    def delta(self, snapshot: ClusterInfo) -> SnapshotDelta | None:
+        """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.
+
+        Also ``None`` when the delta names more than half the snapshot's
+        nodes: updating what was kept would then cost more than computing it
+        afresh (the session after a first placement, say).
+        """
+        delta = snapshot.delta
+        if delta is None or self.closed is None or delta.since is not self.closed:
+            return None
+        if 2 * len(delta.nodes) > len(snapshot.node_list):
+            return None
+        return delta
+
+    def opened(self) -> None:
+        """A session opens: until it closes, nothing kept may be trusted by another."""
+        self.closed = None
+
+    def hand_over(self, changes: SnapshotChanges | None, failed: frozenset[str], classes: NodeClasses | None) -> None:
+        """A session closed after reporting ``changes`` to the cache: keep what the next one may reuse."""
+        self.closed = changes
+        self.failed = failed
+        self.node_classes = classes if changes is not None and not failed else None
