@@ -23,7 +23,9 @@ from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayR
 CAPACITY = {"cpu": 10.0, "memory": 100.0, "pods": 110.0}
 
 
-def sample(time: float, q1: dict[str, float] | None = None, q2: dict[str, float] | None = None, **counts: int) -> Sample:
+def sample(
+    time: float, q1: dict[str, float] | None = None, q2: dict[str, float] | None = None, **counts: int
+) -> Sample:
     queues = {name: alloc for name, alloc in (("q1", q1), ("q2", q2)) if alloc}
     allocated: dict[str, float] = {}
     for alloc in queues.values():
@@ -39,7 +41,9 @@ def sample(time: float, q1: dict[str, float] | None = None, q2: dict[str, float]
     )
 
 
-def job(name: str, queue: str, submitted: float, started: float | None, finished: float | None, phase: str) -> JobRecord:
+def job(
+    name: str, queue: str, submitted: float, started: float | None, finished: float | None, phase: str
+) -> JobRecord:
     return JobRecord(
         name=name,
         queue=queue,
