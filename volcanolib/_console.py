@@ -126,8 +126,11 @@ def plain_table(spec: TableSpec) -> list[str]:
     for row in lines:
         cells = []
         for i, cell in enumerate(row):
-            fill = " " * (widths[i] - cell_len(cell))
-            cells.append(fill + cell if i in spec.right else (cell if i == last else cell + fill))
+            if i in spec.right:  # rich drops the trailing spaces of a cell it aligns right
+                cell = cell.rstrip(" ")
+                cells.append(" " * (widths[i] - cell_len(cell)) + cell)
+            else:
+                cells.append(cell if i == last else cell + " " * (widths[i] - cell_len(cell)))
         out.append((pad + "  ".join(cells)).rstrip())
     return out
 
