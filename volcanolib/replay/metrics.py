@@ -32,6 +32,7 @@ __all__ = [
     "CANCELLED_PHASES",
     "COMPLETED_PHASES",
     "DIGITS",
+    "completion_times",
     "FAILED_PHASES",
     "JOB_COLUMNS",
     "POD_COLUMNS",
@@ -40,6 +41,7 @@ __all__ = [
     "job_rows",
     "percentile",
     "pod_rows",
+    "queue_names",
     "queue_shares",
     "resource_names",
     "series",
@@ -48,6 +50,7 @@ __all__ = [
     "summarise",
     "time_weights",
     "to_json",
+    "waits",
 ]
 
 #: Decimals kept in every float of the document (a microsecond for times).
@@ -132,13 +135,24 @@ def _jct(job: JobRecord) -> float | None:
 
 def _ended(job: JobRecord) -> bool:
     """Whether the job's completion time counts in the ``jct`` figures: it completed or failed."""
-    return job.finished is not None and (job.phase in COMPLETED_PHASES or job.phase in FAILED_PHASES)
+    return job.phase in COMPLETED_PHASES or job.phase in FAILED_PHASES
+
+
+def waits(jobs: Iterable[JobRecord]) -> list[float]:
+    """The waits of the jobs that started (``started - submitted``), in the jobs' order: the ``wait`` figures."""
+    return [w for w in map(_wait, jobs) if w is not None]
+
+
+def completion_times(jobs: Iterable[JobRecord]) -> list[float]:
+    """The completion times (``finished - submitted``) of the jobs that completed or failed: the ``jct`` figures.
+
+    A cancelled job's finish is when it was deleted, not a completion: it is left out.
+    """
+    return [job.finished - job.submitted for job in jobs if _ended(job) and job.finished is not None]
 
 
 def _distributions(jobs: Sequence[JobRecord]) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    waits = [w for w in map(_wait, jobs) if w is not None]
-    jcts = [j for j in (_jct(job) for job in jobs if _ended(job)) if j is not None]
-    return statistics(waits), statistics(jcts)
+    return statistics(waits(jobs)), statistics(completion_times(jobs))
 
 
 def resource_names(record: ReplayRecord) -> list[str]:
@@ -218,7 +232,8 @@ def share_over_time(sample: Sample, queue: str, names: Sequence[str]) -> float:
     )
 
 
-def _queue_names(record: ReplayRecord) -> list[str]:
+def queue_names(record: ReplayRecord) -> list[str]:
+    """Every queue the replay knows, sorted: configured, named by a job, or holding resources in a sample."""
     names = {q.name for q in record.queues}
     names.update(job.queue for job in record.jobs)
     for sample in record.samples:
@@ -232,7 +247,7 @@ def queue_shares(record: ReplayRecord) -> dict[str, float | None]:
     covered = math.fsum(seconds for _, seconds in weights)
     names = resource_names(record)
     out: dict[str, float | None] = {}
-    for queue in _queue_names(record):
+    for queue in queue_names(record):
         held = math.fsum(share_over_time(s, queue, names) * seconds for s, seconds in weights)
         out[queue] = held / covered if covered > 0 else None
     return out
@@ -257,7 +272,7 @@ def deserved_shares(record: ReplayRecord) -> dict[str, tuple[float | None, str |
         for name, seconds in _integrals(weights, _capacity, names).items()
     }
     active = {job.queue for job in record.jobs}
-    out: dict[str, tuple[float | None, str | None]] = dict.fromkeys(_queue_names(record), (None, None))
+    out: dict[str, tuple[float | None, str | None]] = dict.fromkeys(queue_names(record), (None, None))
     explicit_total = 0.0
     by_weight: dict[str, int] = {}
     for queue in record.queues:
@@ -371,7 +386,7 @@ def series(record: ReplayRecord, *, capacity: bool = False) -> dict[str, Any]:
     }
     if capacity:
         out["capacity"] = columns(_capacity)
-    out["queue_allocated"] = {queue: columns(_of_queue(queue)) for queue in _queue_names(record)}
+    out["queue_allocated"] = {queue: columns(_of_queue(queue)) for queue in queue_names(record)}
     return out
 
 
@@ -411,7 +426,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
     makespan = max(finishes) - min(job.submitted for job in jobs) if finishes else None
     shares = queue_shares(record)
     deserved = deserved_shares(record)
-    by_queue: dict[str, list[JobRecord]] = {queue: [] for queue in _queue_names(record)}
+    by_queue: dict[str, list[JobRecord]] = {queue: [] for queue in queue_names(record)}
     for job in jobs:
         by_queue[job.queue].append(job)
     ratios = []
