@@ -18,6 +18,7 @@ byte-identical for identical records.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ def _unit(span: float) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
-def _label(what: str, run: str, runs: int) -> str:
+def _label(what: str, *, run: str, runs: int) -> str:
     return what if runs == 1 else f"{what} ({run})"
 
 
@@ -87,23 +88,23 @@ def _figure(runs: Sequence[tuple[str, ReplayRecord]]) -> Figure:
     cycle = [f"C{i % 10}" for i in range(max(len(names), len(queue_list)))]
     for index, (run, record) in enumerate(runs):
         style = _STYLES[index % len(_STYLES)]
+        label = functools.partial(_label, run=run, runs=len(runs))
         samples = sorted(record.samples, key=lambda s: s.time)
-        times = [(s.time - record.start) / scale for s in samples]
-        if samples:  # each step holds until the end of the replay
-            times.append((record.end - record.start) / scale)
+        if samples:
+            # Each step holds until the next sample, the last one until the end of the replay.
+            times = [(s.time - record.start) / scale for s in samples] + [(record.end - record.start) / scale]
             samples.append(samples[-1])
-        for colour, name in zip(cycle, names, strict=False):
-            values = [100 * share(s.allocated.get(name, 0.0), s.capacity.get(name, 0.0)) for s in samples]
-            util.step(times, values, where="post", color=colour, linestyle=style, label=_label(name, run, len(runs)))
-        for colour, (what, attr) in zip(
-            ("C0", "C1"), (("pending", "pending_pods"), ("running", "running_pods")), strict=True
-        ):
-            counts = [getattr(s, attr) for s in samples]
-            pods.step(times, counts, where="post", color=colour, linestyle=style, label=_label(what, run, len(runs)))
-        own = resource_names(record)
-        for colour, queue in zip(cycle, queue_list, strict=False):
-            values = [100 * share_over_time(s, queue, own) for s in samples]
-            queues.step(times, values, where="post", color=colour, linestyle=style, label=_label(queue, run, len(runs)))
+            for colour, name in zip(cycle, names, strict=False):
+                values = [100 * share(s.allocated.get(name, 0.0), s.capacity.get(name, 0.0)) for s in samples]
+                util.step(times, values, where="post", color=colour, linestyle=style, label=label(name))
+            pending = [s.pending_pods for s in samples]
+            running = [s.running_pods for s in samples]
+            pods.step(times, pending, where="post", color="C0", linestyle=style, label=label("pending"))
+            pods.step(times, running, where="post", color="C1", linestyle=style, label=label("running"))
+            own = resource_names(record)
+            for colour, queue in zip(cycle, queue_list, strict=False):
+                values = [100 * share_over_time(s, queue, own) for s in samples]
+                queues.step(times, values, where="post", color=colour, linestyle=style, label=label(queue))
         _cdf(wait, waits(record.jobs), scale, run, style)
         _cdf(jct, completion_times(record.jobs), scale, run, style)
     for ax, title, ylabel in (
