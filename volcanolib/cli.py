@@ -6,6 +6,8 @@
     volcanolib check FILE... [--seed N] [--quiet]
     volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N]
     volcanolib plugins [--json]
+    volcanolib replay FILE... [--conf FILE] [--format F --nodes FILE] [--json FILE] [--csv DIR] [--plot FILE] ...
+    volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
 
 Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
 that cannot be read or parsed, a missing or invalid field, a duplicate
@@ -138,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
         "and the hooks each plugin implements.",
     )
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    from volcanolib.replay.cli import add_commands as add_replay_commands
+
+    add_replay_commands(sub)
     return parser
 
 
@@ -258,7 +263,7 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 
 
 #: Commands that run one scenario; run as the program, they do so without the cyclic collector.
-_ONE_SCENARIO = frozenset({"simulate", "explain"})
+_ONE_SCENARIO = frozenset({"simulate", "explain", "replay", "compare"})
 _COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins}
 
 
@@ -280,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     handler = _setup_logging(sys.stderr)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        return (getattr(args, "handler", None) or _COMMANDS[args.command])(args, sys.stdout)
     except VolcanolibError as exc:
         message = " ".join(str(exc).split("\n"))
         sys.stderr.write(f"{PROG}: error: {message}\n")

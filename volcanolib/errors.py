@@ -6,7 +6,8 @@ so callers may catch either::
     VolcanolibError
     ├── ConfigError (ValueError)            a bad scheduler configuration
     ├── ManifestError (ValueError)          a bad Kubernetes manifest / scenario
-    │   └── QuantityError                   a bad resource quantity
+    │   ├── QuantityError                   a bad resource quantity
+    │   └── TraceError                      a bad row of a trace file (file, row, column)
     ├── ResourceError (ArithmeticError)     resource arithmetic below zero
     ├── PluginError                         a plugin misbehaved
     │   ├── PluginNotFoundError (LookupError)  no plugin or action of that name
@@ -31,6 +32,7 @@ __all__ = [
     "PluginNotFoundError",
     "QuantityError",
     "ResourceError",
+    "TraceError",
     "VolcanolibError",
 ]
 
@@ -100,6 +102,32 @@ class ManifestError(VolcanolibError, ValueError):
 
 class QuantityError(ManifestError):
     """A Kubernetes resource quantity (``"500m"``, ``"2Gi"``) cannot be parsed."""
+
+
+class TraceError(ManifestError):
+    """A row of a trace file (a CSV table such as the openb pod list) is invalid.
+
+    The message names the file, the row (1-based, the header being row 1) and
+    the column: ``pods.csv: row 12: column deletion_time: before creation_time``.
+
+    :param message: what is wrong.
+    :param source: the file name.
+    :param row: the 1-based row number, counting the header as row 1.
+    :param column: the offending column, if one is.
+    """
+
+    row: int | None = None
+    column: str | None = None
+
+    def __init__(self, message: str, *, source: str | None = None, row: int | None = None, column: str | None = None) -> None:
+        super().__init__(
+            message,
+            source=source,
+            obj=f"row {row}" if row is not None else None,
+            field=f"column {column}" if column else None,
+        )
+        self.row = row
+        self.column = column
 
 
 class ResourceError(VolcanolibError, ArithmeticError):
