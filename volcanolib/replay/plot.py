@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["FORMATS", "plot"]
+__all__ = ["FORMATS", "plot", "require_matplotlib"]
 
 #: The suffixes :func:`plot` writes.
 FORMATS: Final = (".png", ".svg", ".html")
@@ -126,12 +126,18 @@ def _figure(runs: Sequence[tuple[str, ReplayRecord]]) -> Figure:
     for ax in (wait, jct):
         ax.set_xlabel(unit)
         ax.set_ylim(0, 1.02)
+        right = ax.get_xlim()[1]
+        ax.set_xlim(0, right if right > 0 else 1.0)  # all waits 0: still a readable axis
     util.set_ylim(0, 102)
     pods.yaxis.set_major_locator(MaxNLocator(integer=True))
     return fig
 
 
-def _matplotlib() -> None:
+def require_matplotlib() -> None:
+    """Make sure matplotlib can be imported.
+
+    :raises MissingExtraError: it is not installed; one line naming the ``plot`` extra.
+    """
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -175,7 +181,7 @@ def plot(runs: Sequence[tuple[str, ReplayRecord]], path: Path) -> None:
         raise VolcanolibError(f"{path}: a plot is written as .png, .svg or .html, not {suffix or 'no suffix'!r}")
     if not runs:
         raise VolcanolibError(f"{path}: nothing to plot: no replay")
-    _matplotlib()
+    require_matplotlib()
     import matplotlib
 
     # A fixed salt for the SVG's element ids and no date: the same records give the same bytes.
