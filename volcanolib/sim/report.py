@@ -78,7 +78,7 @@ def result_blocks(result: SimulationResult) -> list[Block]:
         if len(pods) > _MAX_PODS_PER_NODE:
             shown += f" and {len(pods) - _MAX_PODS_PER_NODE} more"
         rows.append((node, len(pods), shown))
-    blocks += _section("Binds", len(result.binds), table(("NODE", "COUNT", "PODS"), rows, right=(1,)))
+    blocks += _section("Binds", len(result.binds), table(("NODE", "COUNT", "PODS"), rows))
     blocks += _section("Evictions", len(result.evictions), table(("POD",), [(p,) for p in result.evictions]))
     blocks += _section("Pipelined", len(result.pipelined), table(("POD", "NODE"), result.pipelined.items()))
     group_rows = [

@@ -53,7 +53,7 @@ def test_result_tables(objects: Objects, write: Write, registry: Registry) -> No
         "Cluster: 3 nodes, 3 pods, 2 pod groups, 1 queue listed",
         "Ran: 1 session (seed 0), actions: firstfit",
     ]
-    assert "Binds (1)\n  NODE  COUNT  PODS\n  n1        1  ns1/s1\n" in text
+    assert "Binds (1)\n  NODE  COUNT  PODS\n  n1    1      ns1/s1\n" in text
     assert "Evictions (0)\n  none\n" in text
     assert "  ns1/big    q1       Inqueue  0/2\n" in text
     assert "  ns1/small  default  Running  1/1\n" in text
