@@ -192,3 +192,19 @@ def test_document_keys_rounding_and_bytes_are_stable() -> None:
     tiny = two_queues()
     tiny.jobs[0].submitted = -1e-9
     assert round(-1e-9, 6) == -0.0 and "-0.0" not in to_json(summarise(tiny))
+
+
+def test_json_layout_one_row_per_line() -> None:
+    document = summarise(with_pods())
+    text = to_json(document)
+    assert json.loads(text) == document
+    lines = text.splitlines()
+    assert lines[:3] == ["{", '  "summary": {', '    "jobs": 4,']
+    assert '    "wait": {"mean": 7.5, "p50": 7.5, "p95": 9.75, "p99": 9.95, "max": 10.0},' in lines
+    pod_lines = [line for line in lines if line.startswith('    {"name": "ns/j1-w-')]
+    assert len(pod_lines) == 3 and all(json.loads(line.rstrip(",")) in document["pods"] for line in pod_lines)
+    assert '    "time": [0.0, 10.0, 30.0],' in lines
+    # compare's document: a list of whole documents, each laid out the same way
+    runs = to_json({"runs": [{"name": "a", **document}]})
+    assert json.loads(runs) == {"runs": [{"name": "a", **document}]}
+    assert '        "time": [0.0, 10.0, 30.0],' in runs.splitlines()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 from replay_records import two_queues
 
 from volcanolib.errors import MissingExtraError, VolcanolibError
-from volcanolib.replay.plot import plot
+from volcanolib.replay.plot import plot, thin
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -40,13 +42,21 @@ def test_svg_parses_has_five_panels_and_is_stable(tmp_path: Path) -> None:
     assert first.read_bytes() == second.read_bytes()
 
 
+def texts(svg: Path) -> list[str]:
+    """The texts drawn (matplotlib draws text as paths, after a comment holding it)."""
+    return re.findall(r"<!-- (.*?) -->", svg.read_text(encoding="utf-8"))
+
+
 def test_several_runs_overlaid_with_their_names(tmp_path: Path) -> None:
     one, two = tmp_path / "one.svg", tmp_path / "two.svg"
     plot([("weights", two_queues())], one)
     plot([("weights", two_queues()), ("deserved", two_queues())], two)
-    lines_one = len([p for p in ET.parse(one).getroot().iter(f"{SVG}path") if p.get("clip-path")])
-    lines_two = len([p for p in ET.parse(two).getroot().iter(f"{SVG}path") if p.get("clip-path")])
-    assert lines_two > lines_one  # the second run's curves are drawn over the first's
+    assert {"cpu", "memory", "pending", "running", "q1", "q2", "idle", "weights"} <= set(texts(one))
+    shown = set(texts(two))
+    for name in ("cpu", "memory", "pending", "running", "q1", "q2", "idle"):
+        assert {f"{name} (weights)", f"{name} (deserved)"} <= shown
+    assert {"weights", "deserved"} <= shown  # the CDFs' legends
+    assert "time since the start (seconds)" in shown
 
 
 def test_html_page_inlines_the_svg_and_the_figures(tmp_path: Path) -> None:
@@ -84,3 +94,28 @@ def test_an_empty_replay_still_draws(tmp_path: Path) -> None:
     plot([("run", ReplayRecord(0.0, 0.0, 0, [], [], [], [], {}))], path)
     assert path.read_text().count("<!-- nothing to draw -->") == 5  # matplotlib notes each text it draws as paths
     assert legends(path) == set()
+
+
+def test_long_curves_are_thinned_keeping_every_peak() -> None:
+    rng = random.Random(7)
+    times = sorted(rng.uniform(0, 1000) for _ in range(10_000))
+    values = [rng.uniform(0, 100) for _ in times]
+    values[1234], values[8765] = 150.0, -5.0  # a spike and a dip
+    xs, ys = thin(times, values, buckets=100)
+    assert len(xs) <= 400
+    assert (xs[0], ys[0]) == (times[0], values[0]) and (xs[-1], ys[-1]) == (times[-1], values[-1])
+    assert max(ys) == 150.0 and min(ys) == -5.0
+    kept = set(zip(times, values, strict=True))
+    assert all(point in kept for point in zip(xs, ys, strict=True)) and xs == sorted(xs)
+    # Within each hundredth of the time range, the lowest and the highest value survive.
+    first, span = times[0], times[-1] - times[0]
+
+    def bucket_of(t: float) -> int:
+        return min(int((t - first) / span * 100), 99)
+
+    for bucket in range(100):
+        inside = [v for t, v in zip(times, values, strict=True) if bucket_of(t) == bucket]
+        drawn = [v for t, v in zip(xs, ys, strict=True) if bucket_of(t) == bucket]
+        if inside:
+            assert max(inside) in drawn and min(inside) in drawn
+    assert thin(times[:300], values[:300], buckets=100) == (times[:300], values[:300])
