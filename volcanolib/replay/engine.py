@@ -270,6 +270,8 @@ class _Replay:
         self.samples: list[Sample] = []
         self.tick_at: float | None = None
         self.dirty = True
+        #: Jobs (cache uids) whose pods changed since the last session.
+        self.touched: set[str] = set()
         self.uid_counter = 0
         self.capacity: dict[str, float] = {}
         self.timings = {"sessions": 0.0, "snapshots": 0.0, "events": 0.0}
@@ -382,6 +384,7 @@ class _Replay:
         self.pods[task.uid] = pod
         self.latest[key] = pod
         job.pods.append(pod)
+        self.touched.add(task.job)
         job.active += 1
         self.alive += 1
         status = task.status
@@ -517,6 +520,7 @@ class _Replay:
 
     def _start(self, pod: _Pod) -> None:
         pod.state = _RUNNING
+        self.touched.add(pod.task.job)
         pod.record.started = self.now
         pod.record.phase = "Running"
         self.cache.set_task_phase(pod.uid, TaskStatus.RUNNING)
@@ -536,6 +540,7 @@ class _Replay:
         failed = pod.exit_code != 0
         phase = "Failed" if failed else "Succeeded"
         pod.state = _DONE
+        self.touched.add(pod.task.job)
         pod.record.finished = self.now
         pod.record.phase = phase
         self.cache.set_task_phase(pod.uid, TaskStatus.FAILED if failed else TaskStatus.SUCCEEDED)
@@ -570,6 +575,7 @@ class _Replay:
             self.running -= 1
             pod.job.running -= 1
         pod.state = _RELEASING
+        self.touched.add(pod.task.job)
         pod.token += 1
         self.push(self.now + self.options.termination_grace, _GONE, pod)
 
@@ -591,6 +597,7 @@ class _Replay:
             pod.record.phase = "Deleted"
             pod.record.finished = self.now
         pod.state = _GONE_STATE
+        self.touched.add(pod.task.job)
         pod.token += 1
         self.cache.delete_task(pod.uid)
         self._gone_to_controller(pod, evicted=False)
@@ -598,6 +605,7 @@ class _Replay:
     def _gone(self, pod: _Pod) -> None:
         evicted = pod.record.phase == "Evicted"
         pod.state = _GONE_STATE
+        self.touched.add(pod.task.job)
         pod.record.finished = self.now
         self.cache.delete_task(pod.uid)
         self._hold(pod, -1)
@@ -671,6 +679,7 @@ class _Replay:
         """Run a session at the current time; whether it changed the cluster."""
         statuses = self.statuses
         statuses.groups = {}
+        self.touched = set()
         t0 = time.perf_counter()
         result = self.scheduler.run_once(seed=seed)
         self.timings["sessions"] += time.perf_counter() - t0
@@ -683,6 +692,7 @@ class _Replay:
             pod.state = _BOUND
             pod.record.node = node
             pod.record.bound = now
+            self.touched.add(task.job)
             self.pending -= 1
             self._hold(pod, 1)
             self.push(now + startup, _START, (pod, pod.token))
@@ -701,14 +711,43 @@ class _Replay:
                 self.apply(self.controller.pod_group_phase(namespace, name, phase.value, now=now), job)
         return changed
 
+    def needs_session(self) -> bool:
+        """Whether a session now could change anything.
+
+        With no pod pending and no PodGroup waiting for admission, no action
+        has anything to place, admit or make room for; and the PodGroup
+        status a session writes is a function of the job's pods and stored
+        phase that the last session already wrote, unless the pods of a job
+        still in the cache changed since.
+        """
+        if self.pending:
+            return True
+        jobs = self.cache.jobs()
+        pending = PodGroupPhase.PENDING
+        for job in jobs:
+            if job.pod_group.phase is pending:
+                return True
+        touched = self.touched
+        return bool(touched) and any(job.uid in touched for job in jobs)
+
     def sample(self) -> None:
-        queues = {name: _readable(values) for name, values in sorted(self.queue_allocated.items())}
-        sample = Sample(self.now, self.pending, self.running, _readable(self.allocated), self.capacity, queues)
+        """Record the cluster now, unless it is as the last sample left it."""
+        queues = {name: _readable(values) for name, values in self.queue_allocated.items()}
+        allocated = _readable(self.allocated)
         samples = self.samples
-        if samples and samples[-1].time == self.now:
-            samples[-1] = sample
-        else:
-            samples.append(sample)
+        if samples:
+            last = samples[-1]
+            same = (
+                last.pending_pods == self.pending
+                and last.running_pods == self.running
+                and last.allocated == allocated
+                and last.queue_allocated == queues
+            )
+            if same:
+                return
+            if last.time == self.now:
+                samples.pop()
+        samples.append(Sample(self.now, self.pending, self.running, allocated, self.capacity, queues))
 
     def done(self) -> bool:
         return self.arrivals_left == 0 and self.unfinished == 0 and not self._alive_pods()
@@ -750,8 +789,9 @@ def run_replay(
         raise ManifestError(f"the period must be more than 0, got {options.period}")
     wall = time.perf_counter()
     replay = _Replay(workload, _config(config, workload), options)
-    with gc_paused():
-        return _run(replay, wall, progress)
+    # The scheduler pauses the cyclic collector during each session; between sessions it runs, so
+    # that what each session leaves behind is freed.
+    return _run(replay, wall, progress)
 
 
 def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] | None) -> ReplayRecord:
@@ -759,7 +799,8 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
     period = options.period
     events_seconds = 0.0
     t0 = time.perf_counter()
-    start = replay.setup()
+    with gc_paused():
+        start = replay.setup()
     events_seconds += time.perf_counter() - t0
     limit = start + options.until if options.until is not None else math.inf
     last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
@@ -768,7 +809,7 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
     heap = replay.heap
     handle = replay.handle
     slot = 0  # the next session is at start + slot * period
-    epoch = 0  # sessions that saw a changed cluster so far
+    changes = 0  # sessions that changed the cluster so far (they seed the next one)
     last = start
     sessions_run = 0
     end: float | None = None
@@ -798,25 +839,27 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
         if not replay.dirty and not heap:
             end = limit if options.until is not None else last
             break
-        if replay.dirty or not replay.skip:
+        if not replay.skip or (replay.dirty and replay.needs_session()):
             replay.now = next_session
-            if replay.dirty:
-                epoch += 1
-            changed = replay.session(options.seed + epoch - 1)
+            changed = replay.session(options.seed + changes)
             sessions_run += 1
             replay.dirty = changed
             if changed:
+                changes += 1
                 replay.sample()
                 last = next_session
             slot += 1
         else:
-            # Nothing changed since a session that changed nothing: on to the first session at or after the next event.
-            first = math.ceil((next_event - start) / period)
-            while start + first * period < next_event:
-                first += 1
-            while first > 0 and start + (first - 1) * period >= next_event:
-                first -= 1
-            slot = max(slot + 1, first)
+            # A session now would change nothing: on to the first session at or after the next event.
+            replay.dirty = False
+            slot += 1
+            if next_event < math.inf:
+                first = math.ceil((next_event - start) / period)
+                while start + first * period < next_event:
+                    first += 1
+                while first > 0 and start + (first - 1) * period >= next_event:
+                    first -= 1
+                slot = max(slot, first)
         if progress is not None and time.perf_counter() - reported > 0.2:
             reported = time.perf_counter()
             progress(replay.now - start, expected)

@@ -337,6 +337,7 @@ class _Reader:
         seen_jobs: dict[tuple[str, str], Ref] = {}
         timed: dict[tuple[str, str, str], float] = {}
         declared: set[tuple[str, str]] = set()
+        object_timings: dict[tuple[str, str, str], PodTiming] = {}
         for obj, source, where in self.objects:
             if isinstance(obj, dict) and obj.get("kind") == "Job" and _group(obj.get("apiVersion")) == _JOB_GROUP:
                 ref = Ref(source, where, "Job")
@@ -355,13 +356,17 @@ class _Reader:
             loader.add(obj, source=source, where=where)
             if isinstance(obj, dict) and obj.get("kind") in ("Pod", "PodGroup"):
                 meta = obj.get("metadata")
-                if obj.get("kind") == "PodGroup" and isinstance(meta, dict):
-                    declared.add((str(meta.get("namespace") or "default"), str(meta.get("name") or "")))
-                if isinstance(meta, dict) and meta.get("creationTimestamp") not in (None, ""):
-                    ref = Ref(source, where, str(obj["kind"]), str(meta.get("name") or ""))
-                    ref.namespace = str(meta.get("namespace") or "default")
+                if not isinstance(meta, dict):
+                    continue
+                kind = str(obj["kind"])
+                ref = Ref(source, where, kind, str(meta.get("name") or ""), str(meta.get("namespace") or "default"))
+                if kind == "PodGroup":
+                    declared.add((ref.namespace, ref.name))
+                annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
+                object_timings[(kind, ref.namespace, ref.name)] = pod_timing(annotations, ref)
+                if meta.get("creationTimestamp") not in (None, ""):
                     stamp = f.timestamp(meta["creationTimestamp"], ref, "metadata.creationTimestamp")
-                    timed[(str(obj["kind"]), ref.namespace, ref.name)] = stamp
+                    timed[(kind, ref.namespace, ref.name)] = stamp
         cluster = loader.load()
         warnings = list(self.warnings) + cluster.warnings
         classes = {pc.name: pc.value for pc in cluster.priority_classes}
@@ -370,24 +375,15 @@ class _Reader:
         timings: dict[str, PodTiming] = {}
         group_members: dict[str, list[str]] = {}
         for task in cluster.tasks:
-            pod = task.pod
             stamp = timed.get(("Pod", task.namespace, task.name))
             if stamp is not None:
                 arrivals[task.uid] = stamp
-            ref = Ref(None, "", "Pod", task.name, task.namespace)
-            if pod is not None and pod.manifest is not None:
-                manifest_meta = pod.manifest.get("metadata")
-                annotations = manifest_meta.get("annotations") if isinstance(manifest_meta, dict) else None
-                timing = pod_timing(f.string_map(annotations, ref, "metadata.annotations"), ref)
-            else:  # pragma: no cover - the loader keeps every pod's manifest
-                timing = PodTiming()
-            timings[task.uid] = timing
+            timings[task.uid] = object_timings.get(("Pod", task.namespace, task.name), PodTiming())
             if task.job:
                 group_members.setdefault(task.job, []).append(task.uid)
         for pg in cluster.pod_groups:
             key = f"{pg.namespace}/{pg.name}"
-            ref = Ref(None, "", "PodGroup", pg.name, pg.namespace)
-            timings[key] = pod_timing(pg.annotations, ref)
+            timings[key] = object_timings.get(("PodGroup", pg.namespace, pg.name), PodTiming())
             stamp = timed.get(("PodGroup", pg.namespace, pg.name))
             if stamp is not None:
                 arrivals[key] = stamp
