@@ -155,38 +155,33 @@ def _write_json(document: Any, target: str, out: TextIO) -> None:
 
 
 def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> None:
-    """The summary table(s) of the outputs module, or plain lines where it is not there yet."""
-    try:
-        from rich.console import Console
+    """The summary table(s): rich on a terminal, plain lines in a file or a pipe."""
+    from volcanolib._console import output
+    from volcanolib.replay import tables
 
-        from volcanolib.replay import tables
-    except ImportError:
-        for label, document in summaries:
-            summary = document["summary"]
-            out.write(f"{label}\n" if len(summaries) > 1 else "")
-            for key in ("jobs", "completed", "failed", "cancelled", "unfinished", "makespan", "sessions"):
-                out.write(f"  {key}: {summary[key]}\n")
-            for key in ("wait", "jct"):
-                values = ", ".join(f"{k} {v}" for k, v in summary[key].items())
-                out.write(f"  {key}: {values}\n")
-            util = ", ".join(f"{k} {v}" for k, v in summary["utilisation"].items())
-            out.write(f"  utilisation: {util}\n")
-        return
-    console = Console(file=out)
-    if len(summaries) == 1:
-        tables.render_summary(summaries[0][1], console)
-    else:
-        tables.render_comparison(summaries, console)
+    with output(out) as console:
+        if len(summaries) == 1:
+            tables.render_summary(summaries[0][1], console)
+        else:
+            tables.render_comparison(summaries, console)
 
 
 def _plot(runs: Sequence[tuple[str, Any]], target: str) -> None:
-    from volcanolib.errors import ManifestError
+    from volcanolib.replay.plot import plot
 
-    try:
-        from volcanolib.replay.plot import plot
-    except ImportError:
-        raise ManifestError("plotting is not available: install volcanolib[plot]", source=target) from None
     plot(runs, Path(target))
+
+
+def _check_extras(args: argparse.Namespace) -> None:
+    """Refuse before the run, not after it, what the missing extras could not write."""
+    if args.json != "-":
+        from volcanolib._console import require_rich
+
+        require_rich(hint="or use --json -")
+    if args.plot:
+        from volcanolib.replay.plot import require_matplotlib
+
+        require_matplotlib()
 
 
 def replay_command(args: argparse.Namespace, out: TextIO) -> int:
@@ -194,6 +189,7 @@ def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
 
+    _check_extras(args)
     if args.export:
         workload = _export(args)
     else:
@@ -245,6 +241,7 @@ def compare_command(args: argparse.Namespace, out: TextIO) -> int:
 
     if len(args.conf) < 2:
         raise ConfigError("compare needs two or more configurations (--conf A --conf B)")
+    _check_extras(args)
     labels = _labels(args.conf)
     configs = [_config(path) for path in args.conf]
     workload = _load(args)
