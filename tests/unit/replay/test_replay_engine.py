@@ -363,7 +363,7 @@ def test_replay_command_writes_json_and_csv(tmp_path: Path, capsys: pytest.Captu
     doc = json.loads(out.read_text())
     assert doc["summary"]["jobs"] == 16 and doc["summary"]["cancelled"] == 1
     assert (tmp_path / "csv" / "pods.csv").is_file()
-    assert "jobs" in capsys.readouterr().out
+    assert "Jobs: 16" in capsys.readouterr().out
 
 
 def test_replay_command_bad_input_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
