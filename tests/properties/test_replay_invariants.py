@@ -85,7 +85,12 @@ def workloads(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": f"bare{i}", "namespace": "ns", "creationTimestamp": _stamp(at), "annotations": annotations},
+                "metadata": {
+                    "name": f"bare{i}",
+                    "namespace": "ns",
+                    "creationTimestamp": _stamp(at),
+                    "annotations": annotations,
+                },
                 "spec": {
                     "schedulerName": "volcano",
                     "priorityClassName": draw(st.sampled_from(["low", "high"])),
@@ -123,7 +128,12 @@ def workloads(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                     },
                 }
             )
-            expected[f"ns/job{j}-t{t}-"] = {"arrival": float(at), "duration": duration, "exit": exit_code, "bare": False}
+            expected[f"ns/job{j}-t{t}-"] = {
+                "arrival": float(at),
+                "duration": duration,
+                "exit": exit_code,
+                "bare": False,
+            }
         spec: dict[str, Any] = {
             "schedulerName": "volcano",
             "minAvailable": total_min,
@@ -192,7 +202,10 @@ def _check_capacity(objects: list[dict[str, Any]], record: ReplayRecord) -> None
     for obj in objects:
         if obj["kind"] == "Node":
             alloc = obj["status"]["allocatable"]
-            capacity[obj["metadata"]["name"]] = {"cpu": float(alloc["cpu"]), "memory": float(alloc["memory"][:-2]) * GIB}
+            capacity[obj["metadata"]["name"]] = {
+                "cpu": float(alloc["cpu"]),
+                "memory": float(alloc["memory"][:-2]) * GIB,
+            }
     changes: dict[str, list[tuple[float, int, dict[str, float]]]] = defaultdict(list)
     for pod in record.pods:
         if pod.bound is None:

@@ -42,7 +42,9 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="replay files (YAML or JSON), or trace files with --format")
     p.add_argument("--format", metavar="F", help="read the files as a trace of this format (e.g. openb)")
     p.add_argument("--nodes", metavar="FILE", help="the node list of a trace format")
-    p.add_argument("--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)")
+    p.add_argument(
+        "--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)"
+    )
     p.add_argument("--pod-startup", type=_seconds, metavar="S", help="delay from bind to Running (default 0s)")
     p.add_argument(
         "--termination-grace", type=_seconds, metavar="S", help="delay from eviction or deletion to gone (default 0s)"
@@ -67,7 +69,9 @@ def add_commands(sub: Any, run: Callable[[str], Callable[[argparse.Namespace, Te
     _workload_options(replay)
     replay.add_argument("--conf", metavar="FILE", help="a volcano-scheduler.conf (default: the file's, else built in)")
     replay.add_argument("--csv", metavar="DIR", help="write jobs.csv, pods.csv and series.csv into this directory")
-    replay.add_argument("--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file")
+    replay.add_argument(
+        "--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file"
+    )
     replay.set_defaults(handler=replay_command)
     compare = sub.add_parser(
         "compare",
