@@ -109,30 +109,6 @@ def _options(args: argparse.Namespace, workload: Any) -> Any:
     )
 
 
-class _Progress:
-    """Simulated time done, on standard error while it is a terminal."""
-
-    def __init__(self, label: str, stream: TextIO) -> None:
-        self.label = label
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, done: float, total: float) -> None:
-        fraction = min(1.0, done / total) if total > 0 else 1.0
-        self.stream.write(f"\r{self.label}: {fraction:6.1%} of {total / 3600:.1f} h simulated")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
-def _progress(label: str) -> _Progress | None:
-    return _Progress(label, sys.stderr) if sys.stderr.isatty() else None
-
-
 def _config(path: str | None) -> Any:
     if path is None:
         return None
@@ -159,7 +135,7 @@ def _write_json(document: Any, target: str, out: TextIO) -> None:
 
 
 def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> None:
-    """The summary table(s): rich on a terminal, plain lines in a file or a pipe."""
+    """The summary table of one replay, or the summaries side by side (rich, the ``cli`` extra)."""
     from volcanolib._console import output
     from volcanolib.replay import tables
 
@@ -171,25 +147,15 @@ def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> Non
 
 
 def _plot(runs: Sequence[tuple[str, Any]], target: str) -> None:
+    """Draw the runs (the ``plot`` extra; without it, one line naming the extra)."""
     from volcanolib.replay.plot import plot
 
     plot(runs, Path(target))
 
 
-def _check_extras(args: argparse.Namespace) -> None:
-    """Refuse before the run, not after it, what the missing extras could not write."""
-    if args.json != "-":
-        from volcanolib._console import require_rich
-
-        require_rich(hint="or use --json -")
-    if args.plot:
-        from volcanolib.replay.plot import require_matplotlib
-
-        require_matplotlib()
-
-
 def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib replay``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
 
@@ -199,12 +165,8 @@ def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     else:
         workload = _load(args)
     config = _config(args.conf)
-    progress = _progress("replay")
-    try:
-        record = run_replay(workload, config, _options(args, workload), progress=progress)
-    finally:
-        if progress is not None:
-            progress.close()
+    with console.progress("replay", sys.stderr) as report:
+        record = run_replay(workload, config, _options(args, workload), progress=report)
     document = summarise(record)
     if args.json:
         _write_json(document, args.json, out)
@@ -239,6 +201,7 @@ def _export(args: argparse.Namespace) -> Any:
 
 def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib compare``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.errors import ConfigError
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
@@ -253,12 +216,8 @@ def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     runs = []
     summaries = []
     for label, config in zip(labels, configs, strict=True):
-        progress = _progress(label)
-        try:
-            record = run_replay(workload, config, options, progress=progress)
-        finally:
-            if progress is not None:
-                progress.close()
+        with console.progress(label, sys.stderr) as report:
+            record = run_replay(workload, config, options, progress=report)
         runs.append((label, record))
         summaries.append((label, summarise(record)))
     if args.json:
