@@ -153,6 +153,18 @@ def _plot(runs: Sequence[tuple[str, Any]], target: str) -> None:
     plot(runs, Path(target))
 
 
+def _check_extras(args: argparse.Namespace) -> None:
+    """Refuse before the run, not after it, what the missing extras could not write."""
+    if args.json != "-":
+        from volcanolib._console import require_rich
+
+        require_rich(hint="or use --json -")
+    if args.plot:
+        from volcanolib.replay.plot import require_matplotlib
+
+        require_matplotlib()
+
+
 def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib replay``; the exit status."""
     from volcanolib import _console as console
