@@ -406,3 +406,27 @@ def test_compare_command_runs_each_configuration(tmp_path: Path) -> None:
     assert [r["name"] for r in runs] == ["volcano-scheduler.conf", "binpack.conf"]
     assert all(r["summary"]["jobs"] == 16 for r in runs)
     assert main(["compare", "--conf", str(EXAMPLE / "binpack.conf"), str(EXAMPLE / "workload.yaml")]) == 2
+
+
+def test_pods_finished_or_terminating_at_the_start(tmp_path: Path) -> None:
+    done = pod("done", None, "1", nodeName="n1")
+    done["status"] = {"phase": "Succeeded"}
+    done["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
+    going = pod("going", None, "4", nodeName="n1")
+    going["status"] = {"phase": "Running"}
+    going["metadata"]["deletionTimestamp"] = "1970-01-01T00:00:00Z"
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ns"},
+        "spec": {"minMember": 1},
+    }
+    waiting = pod("waiting", 5, "4", annotations={"volcanolib.io/duration": "10s"})
+    objects = [node("n1", cpu="4"), group, done, going, waiting]
+    record = run_replay(load_workload([write(tmp_path, objects)]), options=ReplayOptions(termination_grace=20))
+    assert by_name(record, "ns/done")[0].phase == "Succeeded"
+    assert next(j for j in record.jobs if j.name == "ns/pg").phase == "Completed"
+    gone = by_name(record, "ns/going")[0]
+    assert (gone.phase, gone.finished) == ("Deleted", 25.0)
+    assert by_name(record, "ns/waiting")[0].bound == 25.0
+    assert record.end == 35.0
