@@ -430,3 +430,17 @@ def test_pods_finished_or_terminating_at_the_start(tmp_path: Path) -> None:
     assert (gone.phase, gone.finished) == ("Deleted", 25.0)
     assert by_name(record, "ns/waiting")[0].bound == 25.0
     assert record.end == 35.0
+
+
+def test_the_python_example_of_the_docs_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    page = (ROOT / "docs" / "replay.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
+    assert len(blocks) == 1
+    monkeypatch.chdir(ROOT)
+    exec(compile(blocks[0], "docs/replay.md", "exec"), {})
+    simulated, pods, sessions = capsys.readouterr().out.split()
+    assert float(simulated) > 3600 and int(pods) > 16 and float(sessions) > 0
