@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import replay
 
         return replay.main(args_list)
+    if args_list and args_list[0].startswith("serve-"):  # volcanolib serve against the stand-in API server
+        from benchmarks.serve import main as serve_main
+
+        return serve_main(list(args_list))
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

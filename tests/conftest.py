@@ -7,6 +7,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The stand-in Kubernetes API server's fixtures (kube_api, kube_api_factory,
+# kube_api_kubeconfig), for every test that talks to a cluster.
+pytest_plugins = ["kube_api.fixtures"]
+
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=40, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

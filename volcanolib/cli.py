@@ -143,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.replay.cli import add_commands as add_replay_commands
 
     add_replay_commands(sub)
+    from volcanolib.kube.live.serve import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 
@@ -264,7 +267,15 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 
 #: Commands that run one scenario; run as the program, they do so without the cyclic collector.
 _ONE_SCENARIO = frozenset({"simulate", "explain"})
-_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins}
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib.kube.live.serve import run
+
+    return run(args, out)
+
+
+_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins, "serve": _serve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -192,6 +192,11 @@ class PredicatesArguments:
     )
     volume_zone_enable: bool = _switch("VolumeZoneEnable", "Accepted; always passes.")
     volume_binding_enable: bool = _switch("VolumeBindingEnable", "Accepted; always passes.")
+    dynamic_resource_allocation_enable: bool = _switch(
+        "DynamicResourceAllocationEnable",
+        "Accepted; resource claims are not modelled, so this filter always passes.",
+        default=False,
+    )
     cache_enable: bool = _switch("CacheEnable", "Volcano's equivalence cache per task template.", default=False)
     proportional_enable: bool = _switch(
         "ProportionalEnable",

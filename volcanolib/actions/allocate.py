@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, ClassVar
 import attrs
 
 from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeInfo, HyperNodeTree
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
-from volcanolib.errors import ResourceError
+from volcanolib.errors import PluginError, ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
+from volcanolib.framework.statement import Operation
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -36,7 +38,7 @@ log = logging.getLogger(__name__)
 class _Run:
     """The state of one execution of the action."""
 
-    __slots__ = ("cache_enabled", "failed_roles", "node_classes", "placement", "ssn", "tasks")
+    __slots__ = ("cache_enabled", "failed_roles", "hyper_scores", "node_classes", "placement", "ssn", "tasks")
 
     def __init__(self, ssn: Session, cache_enabled: bool, node_classes: bool) -> None:
         self.ssn = ssn
@@ -47,6 +49,8 @@ class _Run:
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
         self.failed_roles: dict[str, set[str]] = {}
+        #: Per job uid (hard network topology): per HyperNode, the scores of the nodes chosen in it, summed.
+        self.hyper_scores: dict[str, dict[str, float]] = {}
 
     def roles_failed(self, job: JobInfo) -> set[str]:
         roles = self.failed_roles.get(job.uid)
@@ -65,16 +69,29 @@ class _Run:
 
     # ------------------------------------------------------------------ one job visit
 
-    def place_tasks(self, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo], stmt: Statement) -> bool:
+    def place_tasks(
+        self,
+        job: JobInfo,
+        queue: QueueInfo,
+        tasks: PriorityQueue[TaskInfo],
+        stmt: Statement,
+        hyper_node: HyperNodeInfo | None = None,
+    ) -> bool:
         """Place tasks of ``job`` into ``stmt`` until it is ready.
 
+        :param hyper_node: place only on the nodes under this HyperNode
+            (a hard network-topology constraint), summing the chosen nodes'
+            scores for it.
         :returns: whether the statement is kept (the job is ready or
             pipelined); otherwise it has been discarded.
         """
         ssn = self.ssn
         placement = self.placement
-        total = len(placement.nodes)
+        total = len(placement.nodes) if hyper_node is None else len(hyper_node.nodes)
         cache = PredicateCache(self.cache_enabled)
+        topology = job.pod_group.network_topology
+        soft = topology is not None and not topology.hard and bool(ssn.hyper_nodes)
+        placed_under = job.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "")
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -94,7 +111,15 @@ class _Run:
                     errors.set_node_error(FitError(task.key, node.name, reasons))
                 self.record_failure(job, task, errors)
                 break
-            chosen = placement.choose(task, cache, node_classes=self.node_classes)
+            if soft:
+                ssn.hyper_node_hints[job.uid] = placed_under
+            if hyper_node is None:
+                chosen = placement.choose(task, cache, node_classes=self.node_classes)
+            else:
+                chosen, score = placement.choose_in(task, hyper_node.nodes, cache)
+                if not isinstance(chosen, FitErrors) and chosen is not None:
+                    sums = self.hyper_scores.setdefault(job.uid, {})
+                    sums[hyper_node.name] = sums.get(hyper_node.name, 0.0) + score
             if isinstance(chosen, FitErrors):
                 self.record_failure(job, task, chosen)
                 if job.need_continue_allocating(self.roles_failed(job)):
@@ -112,12 +137,125 @@ class _Run:
             except ResourceError as exc:
                 log.error("placing task %s on node %s failed: %s", task.key, node.name, exc)
                 continue
+            if soft:
+                placed_under = _joined(ssn.hyper_nodes, placed_under, node.name)
             if ssn.job_ready(job):
                 break
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
+        if soft:
+            ssn.hyper_node_hints.pop(job.uid, None)
+        if ssn.job_ready(job):
+            if soft and placed_under:
+                _set_placed_under(job, placed_under)
+            return True
+        if ssn.job_pipelined(job):
             return True
         stmt.discard()
         return False
+
+    # ------------------------------------------------------------------ hard network topology
+
+    def place_in_hyper_node(self, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+        """Place ``job`` under one HyperNode, as its hard network-topology constraint requires.
+
+        Tiers are searched from the lowest up to the job's highest allowed
+        tier; in the first tier where some HyperNode can make the job ready,
+        each HyperNode of that tier has been tried (and undone), and the job
+        is placed in the best one (``hyper_node_order`` plus the summed
+        scores of the nodes chosen there; ties drawn by the session's
+        generator). A job already placed under a HyperNode only considers
+        HyperNodes whose common ancestor with it stays within the allowed tier.
+
+        :returns: the statement holding the placement (the job is ready), or
+            ``None`` when no HyperNode can take the job; ``tasks`` then keeps
+            the tasks left to place.
+        """
+        ssn = self.ssn
+        tree = ssn.hyper_nodes
+        topology = job.pod_group.network_topology
+        assert topology is not None
+        highest = topology.highest_tier_allowed
+        placed_under = job.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "")
+        found: dict[str, tuple[list[tuple[TaskInfo, str, bool]], PriorityQueue[TaskInfo]]] = {}
+        joined: dict[str, str] = {}
+        for tier in tree.tiers:
+            if tier > highest or found:
+                break
+            for name in tree.by_tier[tier]:
+                joined[name] = name
+                if placed_under:
+                    common = tree.lowest_common_ancestor(name, placed_under)
+                    common_tier = tree.tier_of(common) if common is not None else None
+                    if common is None or common_tier is None or common_tier > highest:
+                        continue
+                    joined[name] = common
+                trial = tasks.clone()
+                job.nodes_fit_errors.clear()
+                self.failed_roles.pop(job.uid, None)
+                stmt = ssn.statement()
+                try:
+                    kept = self.place_tasks(job, queue, trial, stmt, tree.infos[name])
+                except PluginError:
+                    stmt.discard_quietly(job)
+                    raise
+                if not kept:
+                    continue
+                if not ssn.job_ready(job) or not len(stmt):
+                    stmt.discard()
+                    continue
+                placed = [
+                    (record.task, record.task.node_name, record.operation is Operation.ALLOCATE)
+                    for record in stmt.operations
+                    if record.operation in (Operation.ALLOCATE, Operation.PIPELINE)
+                ]
+                stmt.discard()
+                found[name] = (placed, trial)
+        if not found:
+            return None
+        best = self._best_hyper_node(job, sorted(found))
+        placed, left = found[best]
+        final = ssn.statement()
+        try:
+            for task, node_name, allocate in placed:
+                if allocate:
+                    final.allocate(task, ssn.nodes[node_name])
+                else:
+                    final.pipeline(task, node_name)
+        except PluginError:
+            final.discard_quietly(job)
+            raise
+        tasks.replace(left)
+        if joined[best] != placed_under:
+            _set_placed_under(job, joined[best])
+        return final
+
+    def _best_hyper_node(self, job: JobInfo, names: list[str]) -> str:
+        if len(names) == 1:
+            return names[0]
+        ssn = self.ssn
+        tree = ssn.hyper_nodes
+        scores = ssn.hyper_node_order(job, {name: tree.infos[name].nodes for name in names})
+        sums = self.hyper_scores.get(job.uid, {})
+        totals = {name: scores.get(name, 0.0) + sums.get(name, 0.0) for name in names}
+        top = max(totals.values())
+        best = [name for name in names if totals[name] == top]
+        return best[ssn.rng.randrange(len(best))] if len(best) > 1 else best[0]
+
+
+def _joined(tree: HyperNodeTree, placed_under: str, node: str) -> str:
+    """The HyperNode a job's tasks share once a task is placed on ``node`` (soft mode)."""
+    own = tree.hyper_node_of(node)
+    if own is None:
+        return placed_under
+    if not placed_under:
+        return own
+    return tree.lowest_common_ancestor(own, placed_under) or placed_under
+
+
+def _set_placed_under(job: JobInfo, hyper_node: str) -> None:
+    """Record in the job's PodGroup annotation the HyperNode its placed tasks share."""
+    pg = job.pod_group
+    if pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != hyper_node:
+        pg.annotations = {**pg.annotations, JOB_ALLOCATED_HYPER_NODE: hyper_node}
 
 
 @attrs.frozen
@@ -160,6 +298,16 @@ class Allocate(BaseAction[AllocateArguments]):
       the session's seeded generator); only when there is none is the task
       pipelined onto a node whose resources are being released.
 
+    A job whose PodGroup sets a hard ``networkTopology`` is placed within
+    one HyperNode of the lowest tier that can take it (up to
+    ``highestTierAllowed``; never, on a cluster without HyperNodes), chosen by
+    ``hyper_node_order`` plus the scores of the nodes chosen there; a soft
+    one is placed as usual while the HyperNode its tasks share is tracked
+    for the scoring plugins (:attr:`Session.hyper_node_hints
+    <volcanolib.framework.session.Session.hyper_node_hints>`). The HyperNode
+    a job's tasks share is kept in its PodGroup annotation
+    ``volcano.sh/job-allocated-hypernode``.
+
     The visit stops as soon as the job is ready. A ready job's statement is
     committed (its allocations are bound) and the job goes back in line if
     tasks remain, so ready jobs of a queue interleave one task per turn. A
@@ -201,6 +349,16 @@ class Allocate(BaseAction[AllocateArguments]):
                 continue
             job = jobs.pop()
             tasks = run.tasks[job.uid]
+            topology = job.pod_group.network_topology
+            if topology is not None and topology.hard:
+                with ssn.guard(job):
+                    placed = run.place_in_hyper_node(job, queue, tasks)
+                    if placed is not None:
+                        placed.commit()
+                        if tasks:
+                            jobs.push(job)
+                queues.push(queue)
+                continue
             stmt = ssn.statement()
             with ssn.guard(job, stmt):
                 kept = run.place_tasks(job, queue, tasks, stmt)

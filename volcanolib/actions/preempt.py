@@ -84,8 +84,8 @@ class Preempt(BaseAction[PreemptArguments]):
     """Evict lower-priority tasks of the same queue for starving jobs.
 
     Preemptor jobs are admitted, valid, in a known queue and starving
-    (``job_starving``); their pending tasks are the preemptors, in task
-    order. Queues are served in queue order, and for each queue:
+    (``job_starving``), and do not set a network topology; their pending
+    tasks are the preemptors, in task order. Queues are served in queue order, and for each queue:
 
     * **between jobs**: starving jobs in job order; for each, one statement
       in which its tasks preempt one by one while the job is still
@@ -181,6 +181,8 @@ class _PreemptRun:
         def preemptors(job: JobInfo) -> Iterable[TaskInfo] | None:
             if not ssn.job_schedulable(job) or not ssn.job_starving(job):
                 return None
+            if job.pod_group.network_topology is not None:
+                return None  # as Volcano: jobs with a network topology do not preempt (volcano-sh/volcano#4374)
             under_request.setdefault(job.queue, []).append(job)
             return job.tasks_in(TaskStatus.PENDING)
 

@@ -6,6 +6,7 @@ Nothing here knows about sessions or plugins.
 from volcanolib.api.builders import build_node, build_pod_group, build_queue, build_resource, build_task
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
 from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.hypernode import HyperNode, HyperNodeMember, HyperNodeTree, MemberType, NetworkTopology
 from volcanolib.api.job import ConditionType, JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.quantity import milli_value, parse_quantity, value
@@ -19,8 +20,13 @@ __all__ = [
     "ConditionType",
     "FitError",
     "FitErrors",
+    "HyperNode",
+    "HyperNodeMember",
+    "HyperNodeTree",
     "JobInfo",
+    "MemberType",
     "Mode",
+    "NetworkTopology",
     "Node",
     "NodeInfo",
     "Pod",

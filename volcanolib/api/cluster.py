@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from volcanolib.api.hypernode import HyperNodeTree
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -51,3 +52,5 @@ class ClusterInfo:
     skipped_jobs: dict[str, str] = attrs.field(factory=dict)
     #: Where a session reports what it changed, when the cache wants to know (else ``None``).
     changes: SnapshotChanges | None = None
+    #: The HyperNode tree over the ready nodes (empty when the cluster has no HyperNodes).
+    hyper_nodes: HyperNodeTree = attrs.field(factory=lambda: HyperNodeTree((), ()))

@@ -9,6 +9,7 @@ from typing import Final
 import attrs
 
 from volcanolib.api.fiterrors import FitErrors, reason_histogram
+from volcanolib.api.hypernode import NetworkTopology
 from volcanolib.api.resource import Resource, exceeded_part
 from volcanolib.api.task import (
     ALLOCATED_STATUSES,
@@ -101,6 +102,8 @@ class PodGroup:
     labels: Mapping[str, str] = attrs.field(factory=dict)
     creation_timestamp: float = 0.0
     uid: str = ""
+    #: ``spec.networkTopology``: how closely the job's tasks must sit in the HyperNode tree (``None``: no constraint).
+    network_topology: NetworkTopology | None = None
 
     def clone(self) -> PodGroup:
         """Return a copy whose status (phase, conditions, counts) can change independently."""
@@ -121,6 +124,7 @@ class PodGroup:
         pg.labels = self.labels
         pg.creation_timestamp = self.creation_timestamp
         pg.uid = self.uid
+        pg.network_topology = self.network_topology
         return pg
 
     def status_key(self) -> tuple[object, ...]:

@@ -11,6 +11,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import attrs
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
+from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNode, HyperNodeTree
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -159,6 +160,33 @@ class InMemoryCache:
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
         self._scrub: set[str] = set()
         self._handed: _Handed | None = None
+        self._hyper_nodes: dict[str, HyperNode] = {}
+
+    # ------------------------------------------------------------------ hyper nodes
+
+    @_locked
+    def add_hyper_node(self, hyper_node: HyperNode) -> None:
+        """Add or replace a HyperNode; the next snapshot's tree includes it.
+
+        .. versionadded:: 0.2
+        """
+        self._hyper_nodes[hyper_node.name] = hyper_node
+
+    @_locked
+    def delete_hyper_node(self, name: str) -> None:
+        """Remove a HyperNode (nothing happens when it is unknown).
+
+        .. versionadded:: 0.2
+        """
+        self._hyper_nodes.pop(name, None)
+
+    @_locked
+    def hyper_nodes(self) -> list[HyperNode]:
+        """The HyperNodes, in the order they were added.
+
+        .. versionadded:: 0.2
+        """
+        return list(self._hyper_nodes.values())
 
     # ------------------------------------------------------------------ nodes
 
@@ -443,6 +471,8 @@ class InMemoryCache:
                             if key in node_copy.tasks:
                                 node_copy.tasks[key] = _task_copy(task, jobs)
         cluster.queues = {name: q.clone() for name, q in queues.items()}
+        if self._hyper_nodes:
+            cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
 
     # ------------------------------------------------------------------ effectors
@@ -521,12 +551,8 @@ class InMemoryCache:
             node = self._nodes[own.node_name]
             why = reasons.get(own.uid)
             if why is not None:
-                self._changed_nodes.add(node.name)
-                node.remove_task(own)
-                self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
+                self._unbind(own, why)
                 refused.append((own, why))
-                own.node_name = ""
-                self._set_status(own, TaskStatus.PENDING)
             else:
                 self._set_status(own, TaskStatus.BOUND)
                 node.update_task(own)
@@ -534,6 +560,34 @@ class InMemoryCache:
                     "Normal", f"Pod {own.key}", "Scheduled", f"Successfully assigned {own.key} to {own.node_name}"
                 )
         return refused
+
+    def _unbind(self, own: TaskInfo, why: str) -> None:
+        """Take back a bind that did not take effect: the task leaves its node and is Pending again."""
+        node = self._nodes.get(own.node_name)
+        self._changed_nodes.add(own.node_name)
+        if node is not None and node.tasks.get(own.key) is own:
+            node.remove_task(own)
+        self._record("Warning", f"Pod {own.key}", "FailedBinding", f"binding to {own.node_name} failed: {why}")
+        own.node_name = ""
+        self._set_status(own, TaskStatus.PENDING)
+
+    @_locked
+    def forget_bind(self, uid: str, node_name: str, reason: str) -> bool:
+        """Take back a bind that the binder reported as failed after :meth:`bind` returned.
+
+        For binders that bind in the background: the task, if it is still
+        Binding or Bound on ``node_name`` as :meth:`bind` left it, goes back to
+        Pending with a ``FailedBinding`` event giving ``reason``, and is
+        scheduled again in a later cycle. A task that has since moved on (the
+        bind was observed, the pod was deleted or replaced) is left alone.
+
+        :returns: whether the task was taken back.
+        """
+        own = self._tasks.get(uid)
+        if own is None or own.node_name != node_name or own.status not in (TaskStatus.BINDING, TaskStatus.BOUND):
+            return False
+        self._unbind(own, reason)
+        return True
 
     @_locked
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -578,6 +632,9 @@ class InMemoryCache:
         pg.phase = new.phase
         pg.conditions = [attrs.evolve(c) for c in new.conditions]
         pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
+        placed = new.annotations.get(JOB_ALLOCATED_HYPER_NODE)
+        if placed is not None and pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != placed:
+            pg.annotations = {**pg.annotations, JOB_ALLOCATED_HYPER_NODE: placed}
         if self.status_updater is not None:
             self.status_updater.update_pod_group(job)
 
@@ -592,7 +649,11 @@ class InMemoryCache:
         (the PodGroup status, a condition, the priority) has the job copied again.
         """
         pg, mine = job.pod_group, own.pod_group
-        if pg.status_key() != mine.status_key() or job.priority != self._job_priority(mine):
+        if (
+            pg.status_key() != mine.status_key()
+            or job.priority != self._job_priority(mine)
+            or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != mine.annotations.get(JOB_ALLOCATED_HYPER_NODE)
+        ):
             self._changed_jobs.add(own.uid)
             return
         theirs, ours = pg.conditions, mine.conditions

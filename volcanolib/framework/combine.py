@@ -48,6 +48,7 @@ __all__ = [
     "intersect_per_tier",
     "key_tuple",
     "one_node",
+    "sum_by_name",
     "plugin_failure",
     "tier_decides",
     "union_per_tier",
@@ -88,6 +89,7 @@ class Rule(enum.Enum):
     ALL_TRUE = "all_true"
     TIER_DECIDES = "tier_decides"
     UNION_PER_TIER = "union_per_tier"
+    SUM_BY_NAME = "sum_by_name"
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -524,6 +526,24 @@ def union_per_tier(table: Table) -> Callable[[Sequence[Any]], list[Any]]:
     return victims
 
 
+def sum_by_name(table: Table) -> Callable[..., dict[str, float]]:
+    """Scores by name summed over every plugin of every tier; a name a plugin leaves out gets 0 from it.
+
+    The sum covers the names any plugin scored; an empty mapping when no
+    plugin has an opinion (Volcano's HyperNodeOrderMapFn).
+    """
+    fns = tuple(fn for _, fn in _flat(table))
+
+    def summed(*args: Any) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for fn in fns:
+            for name, score in (fn(*args) or {}).items():
+                total[name] = total.get(name, 0.0) + score
+        return total
+
+    return summed
+
+
 # ---------------------------------------------------------------------------- booleans and votes
 
 
@@ -640,4 +660,5 @@ BUILDERS: Final[Mapping[Rule, Callable[[Table], Callable[..., Any]]]] = {
     Rule.ALL_TRUE: all_true,
     Rule.TIER_DECIDES: tier_decides,
     Rule.UNION_PER_TIER: union_per_tier,
+    Rule.SUM_BY_NAME: sum_by_name,
 }

@@ -339,6 +339,25 @@ def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
     raise NotImplementedError
 
 
+@_hookspec(Phase.FILTERING, Rule.SUM_BY_NAME, switch="enabledHyperNodeOrder")
+def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]) -> Mapping[str, float]:
+    """Score the HyperNodes a job with a hard network-topology constraint could be placed in.
+
+    Called by ``allocate`` once per visit of such a job, when more than one
+    HyperNode of the lowest feasible tier could take it (each was tried
+    with a placement that is then undone). The action adds to each
+    HyperNode's sum the scores of the nodes the tentative placement chose
+    and places the job in the HyperNode with the highest total.
+
+    :param job: the job being placed.
+    :param hyper_nodes: the candidate HyperNodes by name, each with the
+        ready nodes under it.
+    :returns: scores by HyperNode name, already weighted; a HyperNode left
+        out scores 0, and no opinion is an empty mapping.
+    """
+    raise NotImplementedError
+
+
 @_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enableBestNode")
 def best_node(ssn: Session, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
     """Pick the node for a task among scored candidates.

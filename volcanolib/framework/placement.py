@@ -408,6 +408,36 @@ class Placement:
             return errors
         return self._choose_node(task, feasible)
 
+    def choose_in(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], cache: PredicateCache
+    ) -> tuple[NodeInfo | FitErrors | None, float]:
+        """:meth:`choose` restricted to ``nodes`` (a HyperNode's), with the chosen node's score.
+
+        A nominated node is tried first when it is among ``nodes``. The
+        score is the chosen node's total among the nodes it competed with;
+        0 when it had no competitor or ``best_node`` chose it (as Volcano
+        sums node scores per HyperNode).
+
+        .. versionadded:: 0.2
+        """
+        ssn = self._ssn
+        pod = task.pod
+        nominated = pod.nominated_node_name if pod is not None else ""
+        req = task.init_resreq
+        feasible: list[NodeInfo] = []
+        if nominated:
+            nominee = ssn.nodes.get(nominated)
+            if nominee is not None and nominee in nodes and nominee.fits_future_idle(req):
+                feasible = self.feasible(task, [nominee], cache=cache, fit_errors=FitErrors(), resource_check=True)
+        errors = FitErrors(total_nodes=len(nodes))
+        if not feasible:
+            feasible = self.feasible(task, nodes, cache=cache, fit_errors=errors, resource_check=True)
+        if not feasible:
+            return errors, 0.0
+        idle = [node for node in feasible if req.less_equal(node.idle)]
+        group = idle or [node for node in feasible if node.fits_future_idle(req)]
+        return ssn.best_node_and_score(task, group)
+
     def choose_among(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The node allocate would pick among ``feasible`` nodes (see :meth:`choose`), without a nominated node.
 

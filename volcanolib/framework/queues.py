@@ -100,6 +100,24 @@ class PriorityQueue(Generic[T]):
         """Whether the queue holds no item."""
         return not self._heap
 
+    def clone(self) -> PriorityQueue[T]:
+        """A queue with the same items and keys, changed independently of this one.
+
+        .. versionadded:: 0.2
+        """
+        copy = PriorityQueue(self._key)
+        copy._heap = list(self._heap)
+        copy._counter = itertools.count(next(self._counter))
+        return copy
+
+    def replace(self, other: PriorityQueue[T]) -> None:
+        """Take ``other``'s items (and keys) in place of this queue's own.
+
+        .. versionadded:: 0.2
+        """
+        self._heap = list(other._heap)
+        self._counter = itertools.count(next(other._counter))
+
     def __len__(self) -> int:
         return len(self._heap)
 

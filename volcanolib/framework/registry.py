@@ -74,7 +74,9 @@ BUILTIN_ACTIONS: Final[Mapping[str, str]] = {
 }
 CONTRIB_DISTRIBUTION: Final = "volcanolib-contrib"
 #: Plugins shipped by the ``volcanolib-contrib`` distribution, named in errors when it is missing.
-CONTRIB_PLUGINS: Final = frozenset({"capacity", "nodeorder", "overcommit", "predicates", "sla"})
+CONTRIB_PLUGINS: Final = frozenset(
+    {"capacity", "deviceshare", "network-topology-aware", "nodeorder", "overcommit", "predicates", "sla"}
+)
 #: Actions shipped by the ``volcanolib-contrib`` distribution, named in errors when it is missing.
 CONTRIB_ACTIONS: Final = frozenset({"gangpreempt", "gangreclaim", "shuffle"})
 #: How to install ``volcanolib-contrib``: no package index serves it, it is built from a source checkout.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges
 from volcanolib.api.fiterrors import FitError, FitErrors
+from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -155,6 +156,8 @@ class Session:
     predicate: Callable[[TaskInfo, NodeInfo], Status]
     #: ``node_order`` and ``batch_node_order``: each node's score summed over the plugins, by node name.
     node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
+    #: ``hyper_node_order``: each candidate HyperNode's score for a job, summed over the plugins, by name.
+    hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
     #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
     preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
     #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
@@ -234,6 +237,11 @@ class Session:
         self.node_list: list[NodeInfo] = []
         #: Queues by name.
         self.queues: dict[str, QueueInfo] = {}
+        #: The HyperNode tree over the ready nodes (empty when the cluster has none).
+        self.hyper_nodes = HyperNodeTree((), ())
+        #: Per job uid: the HyperNode the job's placed tasks share, while ``allocate`` places a job with a
+        #: soft network-topology constraint (what a scoring plugin compares nodes with).
+        self.hyper_node_hints: dict[str, str] = {}
         #: Jobs left out of the snapshot, with the reason.
         self.skipped_jobs: dict[str, str] = {}
         #: The sum of every ready node's allocatable resources.
@@ -250,7 +258,7 @@ class Session:
         # Jobs whose tasks changed status here, and where to report them (and node_log) at close.
         self._touched_jobs: set[str] = set()
         self._changes: SnapshotChanges | None = None
-        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition]]] = {}
+        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition], str | None]] = {}
         self._placement: Placement | None = None
         self._compile()
 
@@ -452,6 +460,7 @@ class Session:
         self.nodes = snapshot.nodes
         self.node_list = snapshot.node_list
         self.queues = snapshot.queues
+        self.hyper_nodes = snapshot.hyper_nodes
         self.skipped_jobs = dict(snapshot.skipped_jobs)
         total = Resource()
         for node in self.node_list:
@@ -459,7 +468,11 @@ class Session:
         self.total_resource = total
         for job in self.jobs.values():
             pg = job.pod_group
-            self._baseline[job.uid] = (pg.status_key(), [_copy_cond(c) for c in pg.conditions])
+            self._baseline[job.uid] = (
+                pg.status_key(),
+                [_copy_cond(c) for c in pg.conditions],
+                pg.annotations.get(JOB_ALLOCATED_HYPER_NODE),
+            )
 
     def close(self) -> None:
         """Let plugins finish, then write job and queue status back to the cache.
@@ -499,8 +512,10 @@ class Session:
         base = self._baseline.get(job.uid)
         if base is None:
             return True
-        status, conditions = base
+        status, conditions, placed = base
         if status != pg.status_key() or len(conditions) != len(pg.conditions):
+            return True
+        if placed != pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
             return True
         return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions, strict=True))
 
@@ -781,15 +796,27 @@ class Session:
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         """Choose a node for a task among feasible ones: score, ask ``best_node``, else the top score."""
+        return self.best_node_and_score(task, nodes)[0]
+
+    def best_node_and_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[NodeInfo | None, float]:
+        """:meth:`best_node`, with the chosen node's total score.
+
+        The score is 0 when there is one node or a ``best_node`` plugin chose.
+
+        .. versionadded:: 0.2
+        """
         if not nodes:
-            return None
+            return None, 0.0
         if len(nodes) == 1:
-            return nodes[0]
+            return nodes[0], 0.0
         scores = self.prioritize_nodes(task, nodes)
         chosen = self._best_node(task, scores)
         if chosen is not None:
-            return chosen
-        return self.select_best_node(scores)
+            return chosen, 0.0
+        best = self.select_best_node(scores)
+        if best is None:
+            return None, 0.0
+        return best, next(score for score, group in scores.items() if best in group)
 
     def sorted_by_score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
         """Nodes by descending score, ties in the given order."""

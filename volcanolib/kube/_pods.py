@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 import attrs
@@ -135,20 +135,21 @@ def _host_ports(containers: list[Any], ref: Ref) -> tuple[tuple[str, str, int], 
 class PodReader:
     """Turns Pod manifests into tasks.
 
-    :param scheduler_name: pods with another ``spec.schedulerName`` are
-        not scheduled; they only occupy their node, if they have one.
+    :param scheduler_name: the scheduler's name, or several names; pods
+        with another ``spec.schedulerName`` are not scheduled, they only
+        occupy their node, if they have one.
     :param priority_classes: PriorityClasses by name.
     :param default_queue: the queue of groups made for pods without one.
     """
 
     def __init__(
         self,
-        scheduler_name: str,
+        scheduler_name: str | Collection[str],
         priority_classes: Mapping[str, PriorityClassInfo],
         *,
         default_queue: str = "default",
     ) -> None:
-        self.scheduler_name = scheduler_name
+        self.scheduler_names = frozenset((scheduler_name,) if isinstance(scheduler_name, str) else scheduler_name)
         self.priority_classes = priority_classes
         self.global_default = next((pc for pc in priority_classes.values() if pc.global_default), None)
         self.default_queue = default_queue
@@ -183,7 +184,7 @@ class PodReader:
         deleting = meta.get("deletionTimestamp") is not None
         status_ = task_status(phase, deleting, node_name)
         scheduler = f.string(spec.get("schedulerName"), ref, "spec.schedulerName") or "default-scheduler"
-        ours = scheduler == self.scheduler_name
+        ours = scheduler in self.scheduler_names
         group = annotations.get(GROUP_NAME_ANNOTATION, "")
         if not ours:
             if not node_name or status_ & (_S.SUCCEEDED | _S.FAILED):

@@ -155,6 +155,8 @@ class JobSpec:
     retry_count: int
     #: ``metadata.creationTimestamp`` as written (``None`` when absent).
     creation_timestamp: Any
+    #: ``spec.networkTopology`` as written (``None`` when absent), copied to the PodGroup.
+    network_topology: Any
     #: Where the manifest came from, for errors.
     ref: Ref = attrs.field(eq=False, repr=False)
 
@@ -227,6 +229,7 @@ def parse_job(
         version=f.integer(status.get("version"), ref, "status.version", 0),
         retry_count=f.integer(status.get("retryCount"), ref, "status.retryCount", 0),
         creation_timestamp=meta.get("creationTimestamp"),
+        network_topology=spec.get("networkTopology"),
         ref=ref,
     )
 
@@ -306,6 +309,8 @@ def pod_group_manifest(js: JobSpec, created: Any = None) -> dict[str, Any]:
     }
     if js.priority_class_name:
         pg_spec["priorityClassName"] = js.priority_class_name
+    if js.network_topology is not None:
+        pg_spec["networkTopology"] = js.network_topology
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",

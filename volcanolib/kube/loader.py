@@ -1,7 +1,7 @@
 """Kubernetes manifests -> the volcanolib model.
 
 :class:`ManifestLoader` reads Nodes, Pods, PodGroups, Queues,
-PriorityClasses and Volcano Jobs (expanded as Volcano's job controller would,
+PriorityClasses, HyperNodes and Volcano Jobs (expanded as Volcano's job controller would,
 see :mod:`volcanolib.kube.jobs`), as ``kubectl get -o yaml`` or ``-o json``
 prints them, single objects, ``kind: List`` dumps or multi-document files,
 and builds a :class:`Cluster`, ready to feed an
@@ -22,6 +22,7 @@ the job is then not scheduled and :attr:`Cluster.unschedulable` says why.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -29,6 +30,7 @@ from typing import Any, Final
 import attrs
 
 from volcanolib._gc import gc_paused
+from volcanolib.api.hypernode import HyperNode, HyperNodeMember, LabelRequirement, MemberType, NetworkTopology
 from volcanolib.api.job import ConditionType, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.queue import QueueInfo, QueueState
@@ -56,6 +58,7 @@ _KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
     "Queue": (frozenset({"scheduling.volcano.sh"}), True),
     "PodGroup": (frozenset({"scheduling.volcano.sh"}), False),
     "Job": (frozenset({"batch.volcano.sh"}), False),
+    "HyperNode": (frozenset({"topology.volcano.sh"}), True),
 }
 _NODE_READY: Final = "Ready"
 
@@ -69,6 +72,8 @@ class Cluster:
     pod_groups: list[PodGroup] = attrs.field(factory=list)
     queues: list[QueueInfo] = attrs.field(factory=list)
     priority_classes: list[PriorityClassInfo] = attrs.field(factory=list)
+    #: HyperNodes (``topology.volcano.sh``), the network topology.
+    hyper_nodes: list[HyperNode] = attrs.field(factory=list)
     #: What the loader found questionable (each also logged as a warning).
     warnings: list[str] = attrs.field(factory=list)
     #: Job (``namespace/podgroup``) -> why it cannot be scheduled (a missing queue or PodGroup).
@@ -93,6 +98,8 @@ class Cluster:
             cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
         for queue in self.queues:
             cache.add_queue(queue.clone())
+        for hyper_node in self.hyper_nodes:
+            cache.add_hyper_node(hyper_node)
         for node in self.nodes:
             cache.add_node(node)
         for pg in self.pod_groups:
@@ -245,6 +252,18 @@ class ManifestLoader:
                 f"{_count(missing_pods, 'node')} without 'pods' in status.allocatable may hold 110 pods "
                 f"(the kubelet default): {_some(missing_pods)}"
             )
+
+        hyper_names: set[str] = set()
+        for obj, ref in self._objects["HyperNode"]:
+            hyper_node = _hyper_node(obj, ref)
+            hyper_names.add(hyper_node.name)
+            cluster.hyper_nodes.append(hyper_node)
+        for hyper_node in cluster.hyper_nodes:
+            for member in hyper_node.members:
+                if member.type is MemberType.HYPER_NODE and member.exact not in hyper_names:
+                    self._warn(f"HyperNode {hyper_node.name}: member HyperNode {member.exact!r} does not exist")
+                elif member.type is MemberType.NODE and member.exact and member.exact not in node_names:
+                    self._warn(f"HyperNode {hyper_node.name}: member node {member.exact!r} does not exist")
 
         groups: dict[str, PodGroup] = {}
         for obj, ref in self._objects["PodGroup"]:
@@ -526,4 +545,71 @@ def _pod_group(obj: Mapping[str, Any], ref: Ref, default_queue: str) -> PodGroup
         labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
         creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
         uid=f.string(meta.get("uid"), ref, "metadata.uid"),
+        network_topology=_network_topology(spec.get("networkTopology"), ref),
     )
+
+
+def _network_topology(value: Any, ref: Ref) -> NetworkTopology | None:
+    if value is None:
+        return None
+    raw = f.mapping(value, ref, "spec.networkTopology")
+    mode = f.string(raw.get("mode"), ref, "spec.networkTopology.mode") or "hard"
+    if mode not in ("hard", "soft"):
+        ref.fail(f"unknown network topology mode {mode!r} (expected hard or soft)", "spec.networkTopology.mode")
+    tier = f.integer(raw.get("highestTierAllowed"), ref, "spec.networkTopology.highestTierAllowed", 1, minimum=0)
+    return NetworkTopology(mode, tier)
+
+
+def _hyper_node(obj: Mapping[str, Any], ref: Ref) -> HyperNode:
+    spec = f.mapping(obj.get("spec"), ref, "spec")
+    if spec.get("tier") is None:
+        ref.fail("missing required field: spec.tier", "spec.tier")
+    tier = f.integer(spec.get("tier"), ref, "spec.tier", 0, minimum=0)
+    members = []
+    for i, raw in enumerate(f.seq(spec.get("members"), ref, "spec.members")):
+        field = f"spec.members[{i}]"
+        member = f.mapping(raw, ref, field)
+        type_text = f.string(member.get("type"), ref, f"{field}.type")
+        try:
+            member_type = MemberType(type_text)
+        except ValueError:
+            ref.fail(f"unknown member type {type_text!r} (expected Node or HyperNode)", f"{field}.type")
+        selector = f.mapping(member.get("selector"), ref, f"{field}.selector")
+        given = [key for key in ("exactMatch", "regexMatch", "labelMatch") if selector.get(key) is not None]
+        if len(given) != 1:
+            ref.fail("expected exactly one of exactMatch, regexMatch, labelMatch", f"{field}.selector")
+        kind = given[0]
+        where = f"{field}.selector.{kind}"
+        body = f.mapping(selector.get(kind), ref, where)
+        if kind != "exactMatch" and member_type is MemberType.HYPER_NODE:
+            ref.fail("members of type HyperNode are named with exactMatch", where)
+        if kind == "exactMatch":
+            name = f.string(body.get("name"), ref, f"{where}.name")
+            if not name:
+                ref.fail("missing required field: name", f"{where}.name")
+            members.append(HyperNodeMember(member_type, exact=name))
+        elif kind == "regexMatch":
+            pattern = f.string(body.get("pattern"), ref, f"{where}.pattern")
+            if not pattern:
+                ref.fail("missing required field: pattern", f"{where}.pattern")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                ref.fail(f"invalid regular expression {pattern!r}: {exc}", f"{where}.pattern")
+            members.append(HyperNodeMember(member_type, regex=pattern))
+        else:
+            requirements = []
+            for j, expr_raw in enumerate(f.seq(body.get("matchExpressions"), ref, f"{where}.matchExpressions")):
+                ewhere = f"{where}.matchExpressions[{j}]"
+                expr = f.mapping(expr_raw, ref, ewhere)
+                operator = f.string(expr.get("operator"), ref, f"{ewhere}.operator")
+                if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                    ref.fail(
+                        f"unknown operator {operator!r} (expected In, NotIn, Exists or DoesNotExist)",
+                        f"{ewhere}.operator",
+                    )
+                values = tuple(str(v) for v in f.seq(expr.get("values"), ref, f"{ewhere}.values"))
+                requirements.append(LabelRequirement(f.string(expr.get("key"), ref, f"{ewhere}.key"), operator, values))
+            labels = f.string_map(body.get("matchLabels"), ref, f"{where}.matchLabels")
+            members.append(HyperNodeMember(member_type, match_labels=labels, match_expressions=tuple(requirements)))
+    return HyperNode(ref.name, tier, tuple(members), tier_name=f.string(spec.get("tierName"), ref, "spec.tierName"))

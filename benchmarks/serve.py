@@ -1,0 +1,321 @@
+"""``volcanolib serve`` against the stand-in API server: start-up, bind throughput, steady cycles.
+
+Examples::
+
+    python -m benchmarks serve-startup              # list 5,000 nodes and 50,000 pods, ready to schedule
+    python -m benchmarks serve-bind                 # bind 10,000 pending pods
+    python -m benchmarks serve-steady               # 50,000 running pods, 500 new per period
+    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --repeat 3
+
+The stand-in (tests/kube_api) runs in a child process, as an API server would,
+with the cluster loaded there without HTTP; the adapter (KubernetesCache, the
+Scheduler) runs in this process and talks to it over HTTP on localhost. The
+figures are wall-clock seconds on whatever else the machine runs; each
+suite prints a JSON record (and writes it with ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing
+import statistics
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ("serve-startup", "serve-bind", "serve-steady")
+
+
+# ---------------------------------------------------------------------- the stand-in, in a child process
+
+
+def _standin(conn: Connection, nodes: int, running: int, pending: int, group_size: int) -> None:
+    """Run the stand-in with a loaded cluster and answer the parent's commands until ``stop``."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_api import KubeApiServer, load_cluster, make_pod, make_podgroup
+    from kube_api import server as standin_server
+
+    # Answer without Nagle's delay, as a real API server does (Go sets TCP_NODELAY): the stand-in
+    # writes headers and body apart, and the client's delayed ACK would hold every answer ~40 ms.
+    standin_server._Handler.disable_nagle_algorithm = True
+
+    server = KubeApiServer(history_size=200_000, pod_deletion_delay=None).start()
+    t0 = time.perf_counter()
+    load_cluster(server, nodes, running, pending, group_size=group_size, node_cpu="64", node_memory="256Gi")
+    conn.send((server.url, time.perf_counter() - t0))
+    batch = 0
+    while True:
+        command, arg = conn.recv()
+        if command == "stop":
+            break
+        if command == "add":  # arg pending pods, in new groups of group_size
+            batch += 1
+            groups = max(1, arg // group_size)
+            server.create_many(
+                "podgroups", (make_podgroup(f"new-{batch}-{g}", min_member=group_size) for g in range(groups))
+            )
+            server.create_many(
+                "pods",
+                (
+                    make_pod(f"new-{batch}-{i}", cpu="100m", memory="128Mi", group=f"new-{batch}-{i // group_size}")
+                    for i in range(groups * group_size)
+                ),
+            )
+            conn.send(groups * group_size)
+        elif command == "bound":
+            conn.send(sum(1 for p in server.store.objects(server.rt("pods")) if p["spec"].get("nodeName")))
+        elif command == "requests":
+            conn.send(len(server.requests(arg)))
+        elif command == "cpu":
+            conn.send(time.process_time())
+    server.stop()
+    conn.send("stopped")
+
+
+class StandIn:
+    """The stand-in API server in a child process."""
+
+    def __init__(self, nodes: int, running: int, pending: int, group_size: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_standin, args=(child, nodes, running, pending, group_size), daemon=True)
+        self.process.start()
+        self.url, self.load_seconds = self.conn.recv()
+
+    def call(self, command: str, arg: Any = None) -> Any:
+        self.conn.send((command, arg))
+        return self.conn.recv()
+
+    def kubeconfig(self, path: Path) -> Path:
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+                    "users": [{"name": "standin", "user": {}}],
+                    "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin"}}],
+                    "current-context": "standin",
+                }
+            )
+        )
+        return path
+
+    def stop(self) -> None:
+        self.call("stop")
+        self.process.join(30)
+
+
+def _cache(kubeconfig: Path, **options: Any) -> Any:
+    from volcanolib.kube.live import load_api
+    from volcanolib.kube.live.cache import KubernetesCache
+
+    return KubernetesCache(load_api(str(kubeconfig)), **options)
+
+
+# ---------------------------------------------------------------------- suites
+
+
+def startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """From a cold cache to ready to schedule: every kind listed and applied, the first snapshot taken."""
+    standin = StandIn(args.nodes, args.running, 0, args.group_size)
+    try:
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        t0 = time.perf_counter()
+        cpu0 = time.process_time()
+        server_cpu0 = standin.call("cpu")
+        cache = _cache(kubeconfig)
+        cache.start()
+        cache.wait_ready()
+        t1 = time.perf_counter()
+        snapshot = cache.snapshot()
+        t2 = time.perf_counter()
+        cpu = time.process_time() - cpu0
+        server_cpu = standin.call("cpu") - server_cpu0
+        lists = {
+            r.kind: {"fetch": round(r.list_seconds[0], 3), "apply": round(r.list_seconds[1], 3)}
+            for r in cache.reflectors
+        }
+        record = {
+            "suite": "serve-startup",
+            "nodes": len(snapshot.nodes),
+            "tasks": len(cache.tasks()),
+            "jobs": len(snapshot.jobs),
+            "list_and_apply_seconds": round(t1 - t0, 3),
+            "first_snapshot_seconds": round(t2 - t1, 3),
+            "ready_seconds": round(t2 - t0, 3),
+            "adapter_cpu_seconds": round(cpu, 3),
+            "standin_cpu_seconds": round(server_cpu, 3),
+            "target_seconds": 10.0,
+            "standin_load_seconds": round(standin.load_seconds, 3),
+            "list_seconds_by_kind": lists,
+        }
+        cache.stop()
+        return record
+    finally:
+        standin.stop()
+
+
+def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Pending pods bound through pods/binding: cycles until all are bound, and the binder's own rate."""
+    from volcanolib.scheduler import Scheduler
+
+    standin = StandIn(args.nodes, 0, args.pending, args.group_size)
+    try:
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        cache = _cache(kubeconfig, bind_workers=args.workers)
+        cache.start()
+        cache.wait_ready()
+        scheduler = Scheduler(cache, period=0)
+        first: list[float] = []
+        binder_bind = cache.binder.bind
+
+        def bind_timed(tasks: Any) -> Any:  # notes when the first bind is handed to the binder
+            if not first:
+                first.append(time.perf_counter())
+            return binder_bind(tasks)
+
+        cache.binder.bind = bind_timed
+        submitted = 0
+        cycles: list[dict[str, float]] = []
+        bind_seconds = 0.0
+        drains: list[tuple[int, float, float]] = []
+        t0 = time.perf_counter()
+        while submitted < args.pending:
+            result = scheduler.run_once()
+            c1 = time.perf_counter()
+            cycles.append({k: round(v, 4) for k, v in result.timings.items()})
+            submitted += len(result.binds)
+            in_flight = cache.bind_pool.pending
+            cpu = time.process_time()
+            cache.bind_pool.flush()  # the binder's part: from the cycle's end to the last answer
+            bind_seconds += time.perf_counter() - c1
+            drains.append((in_flight, time.perf_counter() - c1, time.process_time() - cpu))
+            cache.flush()  # the status writes of the cycle, before the next one
+            if not result.binds:
+                break
+        total = time.perf_counter() - t0
+        binding = time.perf_counter() - first[0] if first else 0.0
+        bound = standin.call("bound")
+        session = sum(c["session"] for c in cycles)
+        record = {
+            "suite": "serve-bind",
+            "nodes": args.nodes,
+            "pending": args.pending,
+            "bind_workers": args.workers,
+            "bound": bound,
+            "cycles": len(cycles),
+            "session_seconds": round(session, 3),
+            "after_cycle_bind_seconds": round(bind_seconds, 3),
+            "first_bind_to_last_answer_seconds": round(binding, 3),
+            "binds_per_second": round(bound / binding, 1) if binding else None,
+            "end_to_end_seconds": round(total, 3),
+            # After the session: the binds still in flight, answered with nothing else running here.
+            "drain_binds": sum(d[0] for d in drains),
+            "drain_binds_per_second": round(sum(d[0] for d in drains) / sum(d[1] for d in drains), 1),
+            "adapter_cpu_us_per_bind": round(sum(d[2] for d in drains) / max(1, sum(d[0] for d in drains)) * 1e6),
+            "end_to_end_per_second": round(bound / total, 1),
+            "target_binds_per_second": 1000,
+            "status_writes": dict(cache.status.writes),
+        }
+        cache.stop()
+        return record
+    finally:
+        standin.stop()
+
+
+def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Cycles over running pods with ``--new`` pods arriving before each one; where the time goes."""
+    from volcanolib.scheduler import Scheduler
+
+    standin = StandIn(args.nodes, args.running, 0, args.group_size)
+    try:
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        cache = _cache(kubeconfig, bind_workers=args.workers)
+        cache.start()
+        cache.wait_ready()
+        scheduler = Scheduler(cache, period=0)
+        # Warm up: the first cycles write the status of every group once (phase, counts, conditions).
+        for _ in range(args.warmup):
+            scheduler.run_once()
+            cache.flush()
+        measured: list[dict[str, float]] = []
+        binds: list[int] = []
+        apply_waits: list[float] = []
+        for _ in range(args.cycles):
+            expected = len(cache.tasks()) + standin.call("add", args.new)
+            w0 = time.perf_counter()
+            while len(cache.tasks()) < expected:  # the watch delivers them (not part of the cycle)
+                time.sleep(0.001)
+            apply_waits.append(time.perf_counter() - w0)
+            c0 = time.perf_counter()
+            p0 = time.process_time()
+            if args.profile is not None and len(measured) == args.cycles - 1:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                result = profiler.runcall(scheduler.run_once)
+                profiler.dump_stats(str(args.profile))
+            else:
+                result = scheduler.run_once()
+            cycle_seconds = time.perf_counter() - c0
+            timings = dict(result.timings)
+            timings["cycle"] = cycle_seconds
+            timings["cycle_cpu_all_threads"] = time.process_time() - p0
+            measured.append(timings)
+            binds.append(len(result.binds))
+            cache.flush()
+        keys = sorted({k for t in measured for k in t})
+        medians = {k: round(statistics.median(t.get(k, 0.0) for t in measured) * 1000, 2) for k in keys}
+        record = {
+            "suite": "serve-steady",
+            "nodes": args.nodes,
+            "running": args.running,
+            "new_per_cycle": args.new,
+            "cycles": args.cycles,
+            "binds_per_cycle": binds,
+            "median_ms": medians,
+            "max_cycle_ms": round(max(t["cycle"] for t in measured) * 1000, 2),
+            "median_watch_delivery_ms": round(statistics.median(apply_waits) * 1000, 2),
+            "target_cycle_ms": 100,
+            "status_writes": dict(cache.status.writes),
+        }
+        cache.stop()
+        return record
+    finally:
+        standin.stop()
+
+
+def main(argv: list[str]) -> int:
+    """Run one serve suite; print its record as JSON."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("suite", choices=SUITES)
+    parser.add_argument("--nodes", type=int, help="nodes (default 5,000; serve-bind 1,000)")
+    parser.add_argument("--running", type=int, default=50_000, help="running pods (default 50,000)")
+    parser.add_argument("--pending", type=int, default=10_000, help="serve-bind: pending pods (default 10,000)")
+    parser.add_argument("--new", type=int, default=500, help="serve-steady: pods arriving per cycle (default 500)")
+    parser.add_argument("--group-size", type=int, default=10, help="pods per PodGroup (default 10)")
+    parser.add_argument("--workers", type=int, default=16, help="bind threads (default 16)")
+    parser.add_argument("--cycles", type=int, default=10, help="serve-steady: measured cycles (default 10)")
+    parser.add_argument("--warmup", type=int, default=3, help="serve-steady: cycles before them (default 3)")
+    parser.add_argument("--out", type=Path, help="also write the record to this JSON file")
+    parser.add_argument("--profile", type=Path, help="serve-steady: write a cProfile .prof of the last cycle")
+    args = parser.parse_args(argv)
+    if args.nodes is None:
+        args.nodes = 1000 if args.suite == "serve-bind" else 5000
+    logging.basicConfig(level=logging.WARNING)
+    workdir = ROOT / "bench-results"
+    workdir.mkdir(exist_ok=True)
+    run = {"serve-startup": startup, "serve-bind": bind, "serve-steady": steady}[args.suite]
+    record = run(args, workdir)
+    text = json.dumps(record, indent=2, sort_keys=True)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    return 0

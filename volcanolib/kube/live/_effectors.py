@@ -1,0 +1,473 @@
+"""What the scheduler writes to the API server: binds, evictions, status, events.
+
+Binds and writes run on bounded thread pools, off the scheduling cycle; an
+eviction is issued in the cycle that decides it, so that a refusal (a
+PodDisruptionBudget's ``429``) keeps the victim in that very session.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
+
+from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.errors import CacheError
+from volcanolib.kube.live._client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeApi
+
+if TYPE_CHECKING:
+    from volcanolib.kube.live.cache import KubernetesCache
+
+__all__ = ["EventRecorder", "KubernetesBinder", "KubernetesEvictor", "KubernetesStatusUpdater", "Pool"]
+
+log = logging.getLogger("volcanolib.kube.live")
+
+PODGROUPS: Final = "/apis/scheduling.volcano.sh/v1beta1"
+#: Task statuses whose pods get a PodScheduled=False condition saying why they wait.
+_WAITING: Final = TaskStatus.PENDING | TaskStatus.ALLOCATED | TaskStatus.PIPELINED
+_READY_PHASES: Final = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+_WAITING_PHASES: Final = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
+
+
+def rfc3339(when: float) -> str:
+    """A Kubernetes timestamp (whole seconds, UTC)."""
+    return _dt.datetime.fromtimestamp(int(when), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Pool:
+    """A bounded thread pool that can be waited on: :meth:`flush` returns when all submitted work is done."""
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        self._pending = 0
+        self._idle = threading.Condition()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on a worker; an exception it raises is logged."""
+        with self._idle:
+            self._pending += 1
+        future = self._executor.submit(fn, *args)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[Any]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            log.error("background API call failed: %s: %s", type(exc).__name__, exc)
+        with self._idle:
+            self._pending -= 1
+            if not self._pending:
+                self._idle.notify_all()
+
+    @property
+    def pending(self) -> int:
+        """Calls submitted and not finished."""
+        return self._pending
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until no call is pending; return whether that happened within ``timeout``."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._pending, timeout)
+
+    def shutdown(self) -> None:
+        """Finish what was submitted and stop the workers."""
+        self._executor.shutdown(wait=True)
+
+
+class EventRecorder:
+    """Posts Kubernetes Events, each distinct one at most once per ``window`` seconds.
+
+    The official client has no event correlator: without one, a pending gang
+    would post the same ``Unschedulable`` event every cycle. An event whose
+    object, reason and message were posted less than ``window`` seconds ago
+    is dropped, and so is any event beyond ``rate`` per second (with a burst
+    of ``burst``).
+    """
+
+    def __init__(
+        self,
+        api: KubeApi,
+        pool: Pool,
+        component: str,
+        *,
+        window: float = 600.0,
+        rate: float = 50.0,
+        burst: int = 500,
+        may_write: Callable[[], bool] | None = None,
+    ) -> None:
+        self.api = api
+        self.pool = pool
+        self.component = component
+        self.window = window
+        self.rate = rate
+        self.burst = burst
+        self.may_write = may_write
+        self._posted: dict[tuple[str, str, str, str, str], float] = {}
+        self._tokens = float(burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+        #: Events dropped by the rate limit.
+        self.dropped = 0
+
+    def record(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> bool:
+        """Post an event about an object unless an identical one was posted lately; return whether it is posted."""
+        now = time.monotonic()
+        key = (kind, namespace, name, reason, message)
+        with self._lock:
+            last = self._posted.get(key)
+            if last is not None and now - last < self.window:
+                return False
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+            self._last = now
+            if self._tokens < 1:
+                self.dropped += 1
+                return False
+            self._tokens -= 1
+            if len(self._posted) > 100_000:
+                self._posted = {k: t for k, t in self._posted.items() if now - t < self.window}
+            self._posted[key] = now
+        self.pool.submit(self._post, kind, namespace, name, uid, type_, reason, message)
+        return True
+
+    def _post(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
+        if self.may_write is not None and not self.may_write():
+            return
+        now = rfc3339(time.time())
+        ns = namespace or "default"
+        involved: dict[str, Any] = {"kind": kind, "name": name}
+        if namespace:
+            involved["namespace"] = namespace
+        if uid:
+            involved["uid"] = uid
+        if kind == "PodGroup":
+            involved["apiVersion"] = "scheduling.volcano.sh/v1beta1"
+        elif kind == "Pod":
+            involved["apiVersion"] = "v1"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": ns},
+            "involvedObject": involved,
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
+        except ApiError as exc:
+            log.info("event %s on %s %s/%s not posted: %s", reason, kind, namespace, name, exc)
+
+
+class KubernetesBinder:
+    """Binds pods through the ``pods/binding`` subresource, on a bounded pool of threads.
+
+    :meth:`bind` returns at once: the cache has assumed every bind. A bind
+    the API server refuses (a ``409`` because the pod is bound already, a
+    deleted pod, any error) is handed back to the cache, which re-reads the
+    pod: a pod found bound keeps its node, any other goes back to Pending
+    with a ``FailedBinding`` event and a ``PodScheduled=False`` condition.
+    """
+
+    def __init__(self, cache: KubernetesCache, api: KubeApi, pool: Pool) -> None:
+        self.cache = cache
+        self.api = api
+        self.pool = pool
+
+    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
+        """Start binding every task to its ``node_name``; report no failure now."""
+        for task in tasks:
+            self.pool.submit(
+                self._bind_one, task.uid, task.namespace, task.name, task.node_name, task.creation_timestamp
+            )
+        return ()
+
+    def _bind_one(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
+        cache = self.cache
+        if cache.may_write is not None and not cache.may_write():
+            cache.bind_failed(uid, namespace, name, node, "this scheduler is not the leader", refresh=False)
+            return
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        except ApiError as exc:
+            cache.bind_failed(uid, namespace, name, node, str(exc))
+            return
+        cache.bound(uid, namespace, name, node, created)
+
+
+class KubernetesEvictor:
+    """Evicts pods as Volcano does, or through the Eviction API.
+
+    Volcano's way (the default): the pod gets the conditions ``Ready=False``
+    (reason ``Evict``) and ``DisruptionTarget=True`` (reason
+    ``PreemptionByScheduler``), then is deleted with its own grace period.
+    With ``eviction_api``, a ``policy/v1`` Eviction is posted instead, so the
+    API server enforces PodDisruptionBudgets: its ``429`` refuses the
+    eviction, the victim stays, and the refusal is reported.
+    """
+
+    def __init__(self, cache: KubernetesCache, api: KubeApi, *, eviction_api: bool = False) -> None:
+        self.cache = cache
+        self.api = api
+        self.eviction_api = eviction_api
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Evict one pod now.
+
+        :raises CacheError: when the API server refuses or cannot be reached
+            (the cache then keeps the task as it was).
+        """
+        cache = self.cache
+        if cache.may_write is not None and not cache.may_write():
+            raise CacheError("this scheduler is not the leader")
+        pod = f"/api/v1/namespaces/{task.namespace}/pods/{task.name}"
+        if self.eviction_api:
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": task.name, "namespace": task.namespace},
+                "deleteOptions": {"preconditions": {"uid": task.uid}},
+            }
+            try:
+                self.api.request("POST", f"{pod}/eviction", body=body)
+            except ApiError as exc:
+                if exc.status == 429:
+                    cache.eviction_refused(task, exc.message)
+                    raise CacheError(f"eviction refused by a PodDisruptionBudget: {exc.message}") from exc
+                raise
+            return
+        now = rfc3339(time.time())
+        scheduler = task.pod.scheduler_name if task.pod is not None else "volcano"
+        conditions = [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "Evict",
+                "message": f"Pod is evicted, because of {reason}",
+                "lastTransitionTime": now,
+            },
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": now,
+            },
+        ]
+        self.api.request(
+            "PATCH", f"{pod}/status", body={"status": {"conditions": conditions}}, content_type=STRATEGIC_MERGE_PATCH
+        )
+        self.api.request("DELETE", pod, body={"preconditions": {"uid": task.uid}})
+
+
+def pod_group_status(job: JobInfo) -> dict[str, Any]:
+    """A PodGroup's ``status`` as the API holds it: phase, conditions, counts."""
+    pg = job.pod_group
+    return {
+        "phase": str(pg.phase),
+        "conditions": [
+            {
+                "type": str(c.type),
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "transitionID": c.transition_id,
+                "lastTransitionTime": rfc3339(c.last_transition_time),
+            }
+            for c in pg.conditions
+        ],
+        "running": pg.running,
+        "succeeded": pg.succeeded,
+        "failed": pg.failed,
+    }
+
+
+def _comparable(status: dict[str, Any]) -> tuple[Any, ...]:
+    """A PodGroup status without the parts a rewrite does not need to change (condition times and ids)."""
+    conditions = tuple(
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in status.get("conditions") or ()
+    )
+    return (status.get("phase"), conditions, status.get("running"), status.get("succeeded"), status.get("failed"))
+
+
+class KubernetesStatusUpdater:
+    """Writes PodGroup status, Queue status and pod conditions, each only when it changes.
+
+    A PodGroup is patched (JSON merge patch of its ``status``) when its
+    phase, counts or conditions (type, status, reason, message) differ from
+    what the API server last showed or was last sent; a Queue's
+    ``status.allocated`` likewise (merge patch of ``queues/status``); a pod's
+    ``PodScheduled=False`` condition (strategic merge patch of
+    ``pods/status``, with a ``FailedScheduling`` event) when its reason or
+    message changes. Groups made in memory for pods without one are not
+    written. The writes run on a bounded pool, off the cycle.
+    """
+
+    def __init__(self, cache: KubernetesCache, api: KubeApi, pool: Pool) -> None:
+        self.cache = cache
+        self.api = api
+        self.pool = pool
+        self._groups: dict[str, tuple[Any, ...]] = {}
+        self._queues: dict[str, dict[str, str]] = {}
+        self._pods: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+        #: Writes sent so far, by kind (``podgroup``, ``queue``, ``pod``).
+        self.writes: dict[str, int] = {"podgroup": 0, "queue": 0, "pod": 0}
+
+    # ------------------------------------------------------------------ what the watches show
+
+    def observe_pod_group(self, key: str, status: dict[str, Any]) -> None:
+        """Note a PodGroup's status as the API server shows it."""
+        with self._lock:
+            self._groups[key] = _comparable(status)
+
+    def observe_queue(self, name: str, allocated: dict[str, Any]) -> None:
+        """Note a Queue's ``status.allocated`` as the API server shows it."""
+        with self._lock:
+            self._queues[name] = {str(k): str(v) for k, v in allocated.items()}
+
+    def forget_queue(self, name: str) -> None:
+        """A Queue was deleted."""
+        with self._lock:
+            self._queues.pop(name, None)
+
+    def observe_pod(self, task: TaskInfo, obj: dict[str, Any]) -> None:
+        """Note a pod's ``PodScheduled=False`` condition (or its absence) as the API server shows it."""
+        status = obj.get("status") or {}
+        found = ("", "")
+        for cond in status.get("conditions") or ():
+            if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                found = (str(cond.get("reason", "")), str(cond.get("message", "")))
+                break
+        with self._lock:
+            if found != ("", "") or task.uid in self._pods:
+                self._pods[task.uid] = found
+
+    def forget_pod(self, uid: str) -> None:
+        """A pod was deleted."""
+        with self._lock:
+            self._pods.pop(uid, None)
+
+    # ------------------------------------------------------------------ StatusUpdater
+
+    def update_pod_group(self, job: JobInfo) -> None:
+        """Patch the PodGroup's status if it differs from the last one seen or sent."""
+        key = job.uid
+        if key in self.cache.shadow_groups:
+            return
+        status = pod_group_status(job)
+        comparable = _comparable(status)
+        with self._lock:
+            if self._groups.get(key) == comparable:
+                return
+            self._groups[key] = comparable
+        pg = job.pod_group
+        self.pool.submit(self._write_pod_group, pg.namespace, pg.name, status)
+        if pg.phase in _READY_PHASES:
+            self.cache.post_event(
+                "PodGroup", pg.namespace, pg.name, pg.uid, "Normal", "Scheduled", "pod group is ready"
+            )
+
+    def _write_pod_group(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        if self.cache.may_write is not None and not self.cache.may_write():
+            return
+        path = f"{PODGROUPS}/namespaces/{namespace}/podgroups/{name}"
+        try:
+            self.api.request("PATCH", path, body={"status": status}, content_type=MERGE_PATCH)
+            self.writes["podgroup"] += 1
+        except ApiError as exc:
+            log.warning("PodGroup %s/%s status not written: %s", namespace, name, exc)
+            with self._lock:
+                self._groups.pop(f"{namespace}/{name}", None)  # written again next cycle
+
+    def update_queue(self, queue: QueueInfo) -> None:
+        """Patch the Queue's ``status.allocated`` if it differs from the last one seen or sent."""
+        with self._lock:
+            seen = self._queues.get(queue.name)
+            if seen is None:  # not a Queue object of the API server (the default queue before it exists)
+                return
+            allocated = queue.allocated.to_quantities()
+            if _same_quantities(seen, allocated):
+                return
+            self._queues[queue.name] = allocated
+        self.pool.submit(self._write_queue, queue.name, allocated)
+
+    def _write_queue(self, name: str, allocated: dict[str, str]) -> None:
+        if self.cache.may_write is not None and not self.cache.may_write():
+            return
+        path = f"{PODGROUPS}/queues/{name}/status"
+        try:
+            self.api.request("PATCH", path, body={"status": {"allocated": allocated}}, content_type=MERGE_PATCH)
+            self.writes["queue"] += 1
+        except ApiError as exc:
+            log.warning("Queue %s status not written: %s", name, exc)
+
+    def update_pod_conditions(self, job: JobInfo) -> None:
+        """Give each waiting pod of the job a ``PodScheduled=False`` condition saying why, when that changed."""
+        for task in job.tasks_in(_WAITING):
+            reason, message = job.task_scheduling_reason(task)
+            self.pod_condition(task, reason, message)
+
+    def pod_condition(self, task: TaskInfo, reason: str, message: str) -> None:
+        """Write ``PodScheduled=False`` with this reason and message, and a ``FailedScheduling`` event, if new."""
+        with self._lock:
+            if self._pods.get(task.uid) == (reason, message):
+                return
+            self._pods[task.uid] = (reason, message)
+        self.cache.post_event("Pod", task.namespace, task.name, task.uid, "Warning", "FailedScheduling", message)
+        self.pool.submit(self._write_pod, task.namespace, task.name, task.uid, reason, message)
+
+    def _write_pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        if self.cache.may_write is not None and not self.cache.may_write():
+            return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+        try:
+            self.api.request(
+                "PATCH", path, body={"status": {"conditions": [condition]}}, content_type=STRATEGIC_MERGE_PATCH
+            )
+            self.writes["pod"] += 1
+        except ApiError as exc:
+            log.info("pod %s/%s condition not written: %s", namespace, name, exc)
+            with self._lock:
+                self._pods.pop(uid, None)
+
+    def job_events(self, job: JobInfo) -> None:
+        """The PodGroup's ``Unschedulable`` event while it waits (posted again only when its message changes)."""
+        pg = job.pod_group
+        if job.uid in self.cache.shadow_groups or pg.phase not in _WAITING_PHASES or not job.tasks:
+            return
+        message = next((c.message for c in pg.conditions if str(c.type) == "Unschedulable"), "")
+        if message:
+            self.cache.post_event("PodGroup", pg.namespace, pg.name, pg.uid, "Warning", "Unschedulable", message)
+
+
+def _same_quantities(seen: dict[str, str], new: dict[str, str]) -> bool:
+    """Whether two quantity maps hold the same amounts (``"0"`` and a missing key alike)."""
+    from volcanolib.api.resource import Resource
+
+    try:
+        return Resource.from_list(seen) == Resource.from_list(new)
+    except Exception:  # an unreadable quantity in the API's copy: write ours
+        return False

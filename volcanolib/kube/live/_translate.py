@@ -1,0 +1,353 @@
+"""Watch events -> cache calls, one translator per kind.
+
+Each translator reads objects with the manifest loader's own readers (the
+same fields, defaults and errors as ``volcanolib simulate``), and applies them
+to an :class:`~volcanolib.cache.memory.InMemoryCache` with its ordinary
+methods. ``replace`` reconciles a complete list with what the translator
+knew (objects missing from the list are deleted), so a relist after a
+``410 Gone`` neither loses nor duplicates anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
+
+from volcanolib.api.task import GROUP_NAME_ANNOTATION, TaskInfo, TaskStatus, allocated_status
+from volcanolib.errors import ManifestError
+from volcanolib.kube._fields import Ref
+from volcanolib.kube._pods import PodReader, PriorityClassInfo
+from volcanolib.kube.loader import _node, _pod_group, _priority_class, _queue
+
+if TYPE_CHECKING:
+    from volcanolib.kube.live.cache import KubernetesCache
+
+__all__ = ["NodeTranslator", "PodGroupTranslator", "PodTranslator", "PriorityClassTranslator", "QueueTranslator"]
+
+log = logging.getLogger("volcanolib.kube.live")
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = _meta(obj)
+    namespace = meta.get("namespace")
+    name = str(meta.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
+
+
+class _Translator:
+    """Shared list reconciliation: ``replace`` = apply every item, delete the rest."""
+
+    kind = ""
+
+    def __init__(self, cache: KubernetesCache) -> None:
+        self.cache = cache
+        #: Objects applied, by ``namespace/name`` (or name): their resourceVersion.
+        self.known: dict[str, str] = {}
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        """Make the cache hold exactly ``items`` of this kind."""
+        with self.cache.lock:
+            seen = set()
+            for obj in items:
+                seen.add(_key(obj))
+                self.apply(obj)
+            for key in [k for k in self.known if k not in seen]:
+                self.delete(key)
+
+    def event(self, kind: str, obj: dict[str, Any]) -> None:
+        """Apply one watch event."""
+        with self.cache.lock:
+            if kind == "DELETED":
+                self.delete(_key(obj))
+            else:
+                self.apply(obj)
+
+    def ref(self, obj: dict[str, Any]) -> Ref:
+        meta = _meta(obj)
+        return Ref(None, "", self.kind, str(meta.get("name", "")), str(meta.get("namespace", "") or ""))
+
+    def unchanged(self, key: str, obj: dict[str, Any]) -> bool:
+        """Whether the object's resourceVersion is the one already applied (then it is skipped)."""
+        version = str(_meta(obj).get("resourceVersion", ""))
+        return bool(version) and self.known.get(key) == version
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    def bad(self, obj: dict[str, Any], exc: ManifestError) -> None:
+        log.warning("ignoring %s: %s", self.ref(obj).label, exc)
+
+
+class NodeTranslator(_Translator):
+    """Nodes: added, replaced when what the scheduler reads changes, removed."""
+
+    kind = "Node"
+
+    def __init__(self, cache: KubernetesCache) -> None:
+        super().__init__(cache)
+        self._seen: dict[str, tuple[Any, ...]] = {}
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        meta = _meta(obj)
+        status = obj.get("status") or {}
+        # Kubelets rewrite their Node every few seconds (heartbeats): only what the scheduler reads counts.
+        ready = [
+            c.get("status") for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Ready"
+        ]
+        signature = (
+            meta.get("labels"),
+            meta.get("annotations"),
+            obj.get("spec"),
+            status.get("allocatable"),
+            status.get("capacity"),
+            ready,
+            status.get("images"),
+        )
+        self.known[key] = str(meta.get("resourceVersion", ""))
+        if self._seen.get(key) == signature:
+            return
+        try:
+            info = _node(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self._seen[key] = signature
+        self.cache.add_node(info)
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self._seen.pop(key, None)
+        self.cache.delete_node(key)
+
+
+class QueueTranslator(_Translator):
+    """Queues, and the allocated resources their status last held."""
+
+    kind = "Queue"
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        if self.unchanged(key, obj):
+            return
+        try:
+            queue = _queue(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        status = obj.get("status") or {}
+        self.cache.status.observe_queue(key, status.get("allocated") or {})
+        self.cache.add_queue(queue)
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.cache.status.forget_queue(key)
+        self.cache.delete_queue(key)
+
+
+class PriorityClassTranslator(_Translator):
+    """PriorityClasses: for job priorities (the cache) and pod priorities (the pod reader)."""
+
+    kind = "PriorityClass"
+
+    def __init__(self, cache: KubernetesCache, reader: PodReader) -> None:
+        super().__init__(cache)
+        self.reader = reader
+        self.classes: dict[str, PriorityClassInfo] = {}
+        reader.priority_classes = self.classes
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        if self.unchanged(key, obj):
+            return
+        try:
+            pc = _priority_class(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        self.classes[key] = pc
+        self.cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
+        self._default()
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.classes.pop(key, None)
+        self.cache.delete_priority_class(key)
+        self._default()
+
+    def _default(self) -> None:
+        self.reader.global_default = next((pc for pc in self.classes.values() if pc.global_default), None)
+
+
+class PodGroupTranslator(_Translator):
+    """PodGroups (``scheduling.volcano.sh/v1beta1``): they replace any group made for pods without one.
+
+    A PodGroup some of whose pods name another scheduler belongs to that
+    scheduler (Volcano's, during a switch-over): it is kept out of the cache,
+    so this scheduler neither schedules it nor writes its status, until no
+    such pod is left.
+    """
+
+    kind = "PodGroup"
+
+    def __init__(self, cache: KubernetesCache) -> None:
+        super().__init__(cache)
+        #: The last object of every PodGroup, by ``namespace/name``.
+        self.objects: dict[str, dict[str, Any]] = {}
+        #: Groups of other schedulers: their pods of those schedulers, by pod key.
+        self.foreign: dict[str, set[str]] = {}
+        #: The group each pod of another scheduler names, by pod key.
+        self.foreign_pods: dict[str, str] = {}
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        self.objects[key] = obj
+        if self.unchanged(key, obj):
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        if key in self.foreign:
+            return
+        try:
+            pg = _pod_group(obj, self.ref(obj), self.cache.default_queue)
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self.cache.shadow_groups.discard(key)
+        self.cache.status.observe_pod_group(key, obj.get("status") or {})
+        self.cache.add_pod_group(pg)
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.objects.pop(key, None)
+        namespace, _, name = key.partition("/")
+        self.cache.delete_pod_group(namespace, name)
+
+    def note_pod(self, pod: str, group: str | None, foreign: bool) -> None:
+        """Note which group a pod names (``None``: none, or the pod is gone) and whether it is another scheduler's."""
+        previous = self.foreign_pods.pop(pod, None)
+        if previous is not None and (previous != group or not foreign):
+            members = self.foreign[previous]
+            members.discard(pod)
+            if not members:
+                del self.foreign[previous]
+                obj = self.objects.get(previous)
+                if obj is not None:  # this scheduler's again
+                    self.known.pop(previous, None)
+                    self.apply(obj)
+        if group is not None and foreign:
+            members = self.foreign.setdefault(group, set())
+            if not members and group in self.cache.pod_group_keys():
+                namespace, _, name = group.partition("/")
+                self.cache.delete_pod_group(namespace, name)
+            members.add(pod)
+            self.foreign_pods[pod] = group
+
+
+class PodTranslator(_Translator):
+    """Pods of the scheduler's names, and every pod placed on a node.
+
+    A pod that stops being of interest (another scheduler's pod that
+    finished) is deleted; one that becomes of interest (another scheduler's
+    pod once bound) is added, as Kubernetes' filtering informers do. A pod
+    whose task the cache holds as placed (a bind it has assumed) keeps that
+    place while the pod still shows no node: the bind has not been observed
+    yet. A pod of this scheduler without a PodGroup gets the group Volcano's
+    podgroup controller would make for it (kept in memory only).
+
+    :param names: the scheduler names whose pods are scheduled.
+    :param observe: called with each applied pod's task and object
+        (the status writer notes the pod's conditions).
+    :param forget: called with the uid of each pod removed.
+    :param groups: told which groups other schedulers' pods name.
+    """
+
+    kind = "Pod"
+
+    def __init__(
+        self,
+        cache: KubernetesCache,
+        reader: PodReader,
+        names: Collection[str],
+        observe: Callable[[TaskInfo, dict[str, Any]], None],
+        forget: Callable[[str], None],
+        groups: PodGroupTranslator,
+    ) -> None:
+        super().__init__(cache)
+        self.groups = groups
+        self.reader = reader
+        self.names = frozenset(names)
+        self.observe = observe
+        self.forget = forget
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        spec = obj.get("spec") or {}
+        cache = self.cache
+        meta = _meta(obj)
+        foreign = spec.get("schedulerName", "default-scheduler") not in self.names
+        annotations = meta.get("annotations")
+        group = annotations.get(GROUP_NAME_ANNOTATION) if isinstance(annotations, dict) else None
+        if foreign or key in self.groups.foreign_pods:
+            self.groups.note_pod(key, f"{meta.get('namespace') or 'default'}/{group}" if group else None, foreign)
+        if foreign and not spec.get("nodeName"):
+            if key in self.known:
+                self.delete(key)
+            return
+        uid = meta.get("uid")
+        old = cache.get_task(uid) if uid else None
+        if (
+            old is not None
+            and old.status is TaskStatus.BOUND
+            and old.node_name == spec.get("nodeName")
+            and (obj.get("status") or {}).get("phase") == "Pending"
+            and not meta.get("deletionTimestamp")
+            and self.known.get(key) == uid
+        ):
+            # The bind this cache assumed, now observed: what the scheduler reads of the pod is unchanged.
+            self.observe(old, obj)
+            return
+        reader = self.reader
+        try:
+            task = reader.read(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            task = None
+        if reader.foreign_grouped:
+            reader.foreign_grouped.clear()
+        if task is None:
+            if key in self.known:
+                self.delete(key)
+            return
+        old_uid = self.known.get(key)
+        if old_uid is not None and old_uid != task.uid:  # deleted and created again under the same name
+            self.delete(key)
+        old = cache.get_task(task.uid)
+        self.known[key] = task.uid
+        self.observe(task, obj)
+        if old is not None and not task.node_name and allocated_status(old.status):
+            return  # an assumed bind, not observed yet
+        if task.job:
+            generated = reader.generated.pop(task.job, None)
+            if generated is not None and task.job not in cache.pod_group_keys():
+                cache.shadow_groups.add(task.job)
+                cache.add_pod_group(generated)
+        cache.add_task(task)
+
+    def delete(self, key: str) -> None:
+        if key in self.groups.foreign_pods:
+            self.groups.note_pod(key, None, False)
+        uid = self.known.pop(key, None)
+        if uid is not None:
+            self.cache.delete_task(uid)
+            self.forget(uid)

@@ -1,0 +1,237 @@
+"""``volcanolib serve``: schedule a live cluster, in place of Volcano's scheduler.
+
+Lists and watches the cluster (:class:`~volcanolib.kube.live.cache.KubernetesCache`),
+runs a :class:`~volcanolib.scheduler.Scheduler` cycle every period, serves
+``/metrics`` and ``/healthz``, and optionally leads through a Lease. SIGTERM
+(or SIGINT) stops it after the current cycle, once the binds and status
+writes that cycle issued have been answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from volcanolib.errors import ConfigError
+
+__all__ = ["Server", "add_parser", "run"]
+
+log = logging.getLogger("volcanolib.kube.live")
+
+#: Set to ``1`` or ``true`` to evict through the Eviction API (PodDisruptionBudgets honoured).
+EVICTION_API_ENV = "VOLCANOLIB_EVICTION_API"
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not sep or not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (such as :8080), got {text!r}")
+    return host.strip("[]"), number
+
+
+def _period(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register the ``serve`` command on an argparse sub-parser collection."""
+    serve = sub.add_parser(
+        "serve",
+        help="schedule a live Kubernetes cluster (extra 'kube')",
+        description="Schedule the pods of a live Kubernetes cluster as Volcano's scheduler would: "
+        "same schedulerName, PodGroup and Queue objects, same configuration file.",
+    )
+    serve.add_argument(
+        "--kubeconfig", metavar="FILE", help="kubeconfig file (default: in-cluster, then ~/.kube/config)"
+    )
+    serve.add_argument("--conf", metavar="FILE", help="volcano-scheduler.conf, reloaded when it changes")
+    serve.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        action="append",
+        dest="scheduler_names",
+        help="schedule pods with this spec.schedulerName (repeatable; default volcano)",
+    )
+    serve.add_argument(
+        "--period", type=_period, default=1.0, metavar="SECONDS", help="seconds between cycles (default 1)"
+    )
+    serve.add_argument(
+        "--metrics-address",
+        type=_address,
+        default=("", 8080),
+        metavar="HOST:PORT",
+        help="where /metrics and /healthz are served (default :8080)",
+    )
+    serve.add_argument(
+        "--leader-elect", action="store_true", help="schedule only while holding a coordination.k8s.io Lease"
+    )
+    serve.add_argument(
+        "--lock-namespace",
+        metavar="NAMESPACE",
+        default="volcano-system",
+        help="namespace of the leader-election Lease (default volcano-system)",
+    )
+    parser: argparse.ArgumentParser = serve
+    return parser
+
+
+class Server:
+    """One ``volcanolib serve`` process, without the command line: for tests and embedding.
+
+    :param api: the connection.
+    :param conf: a volcano-scheduler.conf (reloaded when it changes), or
+        ``None`` for the default configuration.
+    :param scheduler_names: the ``spec.schedulerName`` values served.
+    :param period: seconds between the end of a cycle and the start of the next.
+    :param metrics_address: ``(host, port)`` for ``/metrics`` and ``/healthz``; ``None`` serves none.
+    :param leader_elect: schedule only while holding the Lease.
+    :param lock_namespace: the Lease's namespace.
+    :param lease: ``(lease_duration, renew_deadline, retry_period)`` in seconds.
+    :param cache_options: more keyword arguments for :class:`KubernetesCache`.
+    """
+
+    def __init__(
+        self,
+        api: Any,
+        *,
+        conf: str | None = None,
+        scheduler_names: tuple[str, ...] = ("volcano",),
+        period: float = 1.0,
+        metrics_address: tuple[str, int] | None = None,
+        leader_elect: bool = False,
+        lock_namespace: str = "volcano-system",
+        lease: tuple[float, float, float] = (15.0, 10.0, 2.0),
+        identity: str | None = None,
+        **cache_options: Any,
+    ) -> None:
+        from volcanolib.kube.live.cache import KubernetesCache
+        from volcanolib.kube.live.leader import LeaseElector
+        from volcanolib.kube.live.metrics import SchedulerMetrics
+        from volcanolib.scheduler import Scheduler
+
+        self.api = api
+        self.period = period
+        self.metrics = SchedulerMetrics()
+        self.metrics_address = metrics_address
+        self.elector: LeaseElector | None = None
+        if leader_elect:
+            name = scheduler_names[0] if len(scheduler_names) == 1 else "volcano"
+            duration, deadline, retry = lease
+            self.elector = LeaseElector(
+                api,
+                lock_namespace,
+                name,
+                identity=identity,
+                lease_duration=duration,
+                renew_deadline=deadline,
+                retry_period=retry,
+            )
+        cache_options.setdefault("eviction_api", os.environ.get(EVICTION_API_ENV, "").lower() in ("1", "true", "yes"))
+        self.cache = KubernetesCache(
+            api,
+            scheduler_names=scheduler_names,
+            may_write=self.elector.is_leader if self.elector is not None else None,
+            on_bound=self.metrics.observe_bound,
+            on_relist=lambda kind: self.metrics.relists.labels(kind).inc(),
+            on_failure=self.metrics.observe_failure,
+            **cache_options,
+        )
+        self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        self.healthy = threading.Event()
+        #: Cycles run so far.
+        self.cycles = 0
+        self.http: Any = None
+
+    def run(self, stop: threading.Event) -> int:
+        """Lead (if asked), list, then schedule every period until ``stop`` is set.
+
+        :returns: 0 after a requested stop, 1 when the Lease was lost.
+        """
+        from volcanolib.kube.live.metrics import serve_http
+
+        if self.metrics_address is not None:
+            self.http = serve_http(self.metrics, *self.metrics_address, self.healthy)
+        self.healthy.set()
+        code = 0
+        started = False
+        try:
+            if self.elector is not None:
+                self.elector.start()
+                if not self.elector.wait_leading(stop):
+                    return 0
+                self.metrics.leader.set(1)
+            self.cache.start()
+            started = True
+            while not self.cache.wait_ready(0.2):
+                if stop.is_set():
+                    return 0
+            self.metrics.ready.set(1)
+            log.info("cache ready: %d nodes, %d tasks", len(self.cache._nodes), len(self.cache._tasks))
+            while not stop.is_set():
+                if self.elector is not None and not self.elector.is_leader():
+                    log.error("leadership lost: stopping")
+                    code = 1
+                    break
+                try:
+                    result = self.scheduler.run_once()
+                except Exception:  # a failing cycle is reported; the next one starts afresh
+                    log.exception("scheduling cycle failed")
+                else:
+                    self.metrics.observe_cycle(result)
+                self.cycles += 1
+                stop.wait(self.period)
+        finally:
+            if started:
+                self.cache.stop()
+            if self.elector is not None:
+                self.elector.stop(release=code == 0)
+                self.metrics.leader.set(0)
+            self.healthy.clear()
+            if self.http is not None:
+                self.http.shutdown()
+                self.http.server_close()
+        return code
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``volcanolib serve`` until SIGTERM or SIGINT; return the exit status."""
+    from volcanolib.kube.live._client import load_api
+
+    if args.conf and not Path(args.conf).is_file():
+        raise ConfigError("no such file", source=args.conf)
+    names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
+    api = load_api(args.kubeconfig)
+    server = Server(
+        api,
+        conf=args.conf,
+        scheduler_names=names,
+        period=args.period,
+        metrics_address=args.metrics_address,
+        leader_elect=args.leader_elect,
+        lock_namespace=args.lock_namespace,
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    out.write(f"volcanolib serve: scheduling pods of {', '.join(names)}\n")
+    out.flush()
+    return server.run(stop)
