@@ -12,7 +12,8 @@ so callers may catch either::
     ├── PluginError                         a plugin misbehaved
     │   ├── PluginNotFoundError (LookupError)  no plugin or action of that name
     │   └── PluginConfigError (ValueError)     a plugin refused at load time
-    └── CacheError                          a cache operation failed
+    ├── CacheError                          a cache operation failed
+    └── MissingExtraError (ImportError)     an optional part needs an extra that is not installed
 
 Errors caused by user input (configuration, manifests, plugin arguments)
 carry enough context to be printed as a single line naming the file, the
@@ -25,6 +26,7 @@ __all__ = [
     "CacheError",
     "ConfigError",
     "ManifestError",
+    "MissingExtraError",
     "PluginConfigError",
     "PluginError",
     "PluginNotFoundError",
@@ -159,3 +161,23 @@ class PluginConfigError(PluginError, ValueError):
 
 class CacheError(VolcanolibError):
     """A cache operation (bind, evict, status update) failed."""
+
+
+class MissingExtraError(VolcanolibError, ImportError):
+    """An optional part of volcanolib needs a package that is not installed.
+
+    The message is one line: what needs it, the extra that installs it and
+    the command, e.g. ``--plot needs the 'plot' extra (matplotlib): pip
+    install 'volcanolib[plot]'``.
+
+    :param extra: the extra that installs the package (``cli``, ``plot``...).
+    :param package: the package it installs.
+    :param feature: what needs it, the subject of the sentence.
+    :param hint: what the user may do instead, if anything.
+    """
+
+    def __init__(self, extra: str, package: str, feature: str, *, hint: str | None = None) -> None:
+        self.extra = extra
+        self.package = package
+        message = f"{feature} needs the {extra!r} extra ({package}): pip install 'volcanolib[{extra}]'"
+        super().__init__(f"{message} ({hint})" if hint else message)

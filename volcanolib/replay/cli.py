@@ -42,7 +42,9 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="replay files (YAML or JSON), or trace files with --format")
     p.add_argument("--format", metavar="F", help="read the files as a trace of this format (e.g. openb)")
     p.add_argument("--nodes", metavar="FILE", help="the node list of a trace format")
-    p.add_argument("--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)")
+    p.add_argument(
+        "--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)"
+    )
     p.add_argument("--pod-startup", type=_seconds, metavar="S", help="delay from bind to Running (default 0s)")
     p.add_argument(
         "--termination-grace", type=_seconds, metavar="S", help="delay from eviction or deletion to gone (default 0s)"
@@ -67,7 +69,9 @@ def add_commands(sub: Any, run: Callable[[str], Callable[[argparse.Namespace, Te
     _workload_options(replay)
     replay.add_argument("--conf", metavar="FILE", help="a volcano-scheduler.conf (default: the file's, else built in)")
     replay.add_argument("--csv", metavar="DIR", help="write jobs.csv, pods.csv and series.csv into this directory")
-    replay.add_argument("--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file")
+    replay.add_argument(
+        "--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file"
+    )
     replay.set_defaults(handler=replay_command)
     compare = sub.add_parser(
         "compare",
@@ -105,30 +109,6 @@ def _options(args: argparse.Namespace, workload: Any) -> Any:
     )
 
 
-class _Progress:
-    """Simulated time done, on standard error while it is a terminal."""
-
-    def __init__(self, label: str, stream: TextIO) -> None:
-        self.label = label
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, done: float, total: float) -> None:
-        fraction = min(1.0, done / total) if total > 0 else 1.0
-        self.stream.write(f"\r{self.label}: {fraction:6.1%} of {total / 3600:.1f} h simulated")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
-def _progress(label: str) -> _Progress | None:
-    return _Progress(label, sys.stderr) if sys.stderr.isatty() else None
-
-
 def _config(path: str | None) -> Any:
     if path is None:
         return None
@@ -155,56 +135,50 @@ def _write_json(document: Any, target: str, out: TextIO) -> None:
 
 
 def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> None:
-    """The summary table(s) of the outputs module, or plain lines where it is not there yet."""
-    try:
-        from rich.console import Console
+    """The summary table of one replay, or the summaries side by side (rich, the ``cli`` extra)."""
+    from volcanolib._console import output
+    from volcanolib.replay import tables
 
-        from volcanolib.replay import tables
-    except ImportError:
-        for label, document in summaries:
-            summary = document["summary"]
-            out.write(f"{label}\n" if len(summaries) > 1 else "")
-            for key in ("jobs", "completed", "failed", "cancelled", "unfinished", "makespan", "sessions"):
-                out.write(f"  {key}: {summary[key]}\n")
-            for key in ("wait", "jct"):
-                values = ", ".join(f"{k} {v}" for k, v in summary[key].items())
-                out.write(f"  {key}: {values}\n")
-            util = ", ".join(f"{k} {v}" for k, v in summary["utilisation"].items())
-            out.write(f"  utilisation: {util}\n")
-        return
-    console = Console(file=out)
-    if len(summaries) == 1:
-        tables.render_summary(summaries[0][1], console)
-    else:
-        tables.render_comparison(summaries, console)
+    with output(out) as console:
+        if len(summaries) == 1:
+            tables.render_summary(summaries[0][1], console)
+        else:
+            tables.render_comparison(summaries, console)
 
 
 def _plot(runs: Sequence[tuple[str, Any]], target: str) -> None:
-    from volcanolib.errors import ManifestError
+    """Draw the runs (the ``plot`` extra; without it, one line naming the extra)."""
+    from volcanolib.replay.plot import plot
 
-    try:
-        from volcanolib.replay.plot import plot
-    except ImportError:
-        raise ManifestError("plotting is not available: install volcanolib[plot]", source=target) from None
     plot(runs, Path(target))
+
+
+def _check_extras(args: argparse.Namespace) -> None:
+    """Refuse before the run, not after it, what the missing extras could not write."""
+    if args.json != "-":
+        from volcanolib._console import require_rich
+
+        require_rich(hint="or use --json -")
+    if args.plot:
+        from volcanolib.replay.plot import require_matplotlib
+
+        require_matplotlib()
 
 
 def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib replay``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
 
+    _check_extras(args)
     if args.export:
         workload = _export(args)
     else:
         workload = _load(args)
     config = _config(args.conf)
-    progress = _progress("replay")
-    try:
-        record = run_replay(workload, config, _options(args, workload), progress=progress)
-    finally:
-        if progress is not None:
-            progress.close()
+    with console.progress("replay", sys.stderr) as report:
+        record = run_replay(workload, config, _options(args, workload), progress=report)
     document = summarise(record)
     if args.json:
         _write_json(document, args.json, out)
@@ -239,12 +213,14 @@ def _export(args: argparse.Namespace) -> Any:
 
 def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib compare``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.errors import ConfigError
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
 
     if len(args.conf) < 2:
         raise ConfigError("compare needs two or more configurations (--conf A --conf B)")
+    _check_extras(args)
     labels = _labels(args.conf)
     configs = [_config(path) for path in args.conf]
     workload = _load(args)
@@ -252,12 +228,8 @@ def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     runs = []
     summaries = []
     for label, config in zip(labels, configs, strict=True):
-        progress = _progress(label)
-        try:
-            record = run_replay(workload, config, options, progress=progress)
-        finally:
-            if progress is not None:
-                progress.close()
+        with console.progress(label, sys.stderr) as report:
+            record = run_replay(workload, config, options, progress=report)
         runs.append((label, record))
         summaries.append((label, summarise(record)))
     if args.json:

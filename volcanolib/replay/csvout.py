@@ -19,7 +19,7 @@ numbers are written as in the JSON document.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +30,12 @@ from volcanolib.replay.records import ReplayRecord
 __all__ = ["write_csv"]
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def _flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in row.items():
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, f"{prefix}{key}:"))
-        else:
-            out[prefix + key] = value
-    return out
-
-
-def _write(path: Path, header: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> Path:
+def _write(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
     try:
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(header)
-            writer.writerows([_cell(row.get(column)) for column in header] for row in rows)
+            writer.writerows(rows)  # None is written as an empty cell, a float as its repr
     except OSError as exc:
         raise VolcanolibError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     return path
@@ -71,10 +53,12 @@ def write_csv(record: ReplayRecord, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise VolcanolibError(f"{directory}: cannot create the directory: {exc.strerror or exc}") from exc
-    jobs = job_rows(record)
-    pods = [_flatten(row) for row in pod_rows(record, requests=True)]
-    resources = sorted({column for row in pods for column in row if column.startswith("request:")})
-    pod_header = [*POD_COLUMNS, "queue", *resources]
+    pods = pod_rows(record, requests=True)
+    resources = sorted({name for row in pods for name in row["request"]})
+    pod_table = (
+        [*(row[c] for c in POD_COLUMNS), row["queue"], *(row["request"].get(name) for name in resources)]
+        for row in pods
+    )
     data = series(record, capacity=True)
     columns: dict[str, list[Any]] = {
         "time": data["time"],
@@ -85,9 +69,8 @@ def write_csv(record: ReplayRecord, directory: Path) -> list[Path]:
         columns.update((f"{kind}:{name}", values) for name, values in data[kind].items())
     for queue, amounts in data["queue_allocated"].items():
         columns.update((f"queue:{queue}:{name}", values) for name, values in amounts.items())
-    samples = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
     return [
-        _write(directory / "jobs.csv", JOB_COLUMNS, jobs),
-        _write(directory / "pods.csv", pod_header, pods),
-        _write(directory / "series.csv", list(columns), samples),
+        _write(directory / "jobs.csv", JOB_COLUMNS, (list(row.values()) for row in job_rows(record))),
+        _write(directory / "pods.csv", [*POD_COLUMNS, "queue", *(f"request:{r}" for r in resources)], pod_table),
+        _write(directory / "series.csv", list(columns), zip(*columns.values(), strict=True)),
     ]

@@ -181,7 +181,7 @@ class _Job:
 
 
 class _Pod:
-    __slots__ = ("exit_code", "duration", "job", "native", "record", "state", "task", "token", "uid")
+    __slots__ = ("duration", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
 
     def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, timing: PodTiming) -> None:
         self.task = task
@@ -302,9 +302,9 @@ class _Replay:
                 for name, value in _native(node.allocatable).items():
                     capacity[name] = capacity.get(name, 0) + value
         self.capacity = _readable(capacity)
-        for queue in sorted(q.name for q in cache.queues()):
-            self.queue_allocated[queue] = {}
-        times = [t for t in wl.arrivals.values()]
+        for queue_name in sorted(q.name for q in cache.queues()):
+            self.queue_allocated[queue_name] = {}
+        times = list(wl.arrivals.values())
         times += [job.arrival for job in wl.jobs if job.arrival is not None]
         start = min(times) if times else 0.0
         self.now = start
@@ -332,6 +332,9 @@ class _Replay:
             else:
                 self.arrivals_left += 1
                 self.push(timed.arrival, _ARRIVE, ("job", timed))
+        for job in list(self.job_list):
+            if job.pods:  # a group whose pods had all finished before the start
+                self._check_bare(job)
         return start
 
     # ------------------------------------------------------------------ jobs and pods
@@ -398,6 +401,19 @@ class _Replay:
                 self._start(pod)
             else:
                 self.push(self.now + self.options.pod_startup, _START, (pod, pod.token))
+        elif status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):  # finished before the replay starts
+            pod.state = _DONE
+            record.node = task.node_name or None
+            record.phase = "Succeeded" if status is TaskStatus.SUCCEEDED else "Failed"
+            job.active -= 1
+            self.alive -= 1
+            job.succeeded += status is TaskStatus.SUCCEEDED
+        elif status is TaskStatus.RELEASING and task.node_name:  # being deleted: gone after the grace period
+            record.node = task.node_name
+            record.phase = "Deleted"
+            self._hold(pod, 1)
+            pod.state = _RELEASING
+            self.push(self.now + self.options.termination_grace, _GONE, pod)
         else:
             self.pending += 1
         return pod
@@ -564,7 +580,7 @@ class _Replay:
 
     def _check_bare(self, job: _Job) -> None:
         """A job of bare pods finishes when none of its pods is left to run or arrive."""
-        if job.finished or job.active or job.expected:
+        if job.controlled or job.finished or job.active or job.expected:
             return
         job.record.phase = "Completed" if job.succeeded >= job.record.min_available else "Failed"
         self._finish_job(job)

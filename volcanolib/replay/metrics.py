@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import attrs
+
 from volcanolib.api.resource import PODS, share
 from volcanolib.replay.records import JobRecord, PodRecord, ReplayRecord, Sample
 
@@ -32,6 +34,7 @@ __all__ = [
     "CANCELLED_PHASES",
     "COMPLETED_PHASES",
     "DIGITS",
+    "completion_times",
     "FAILED_PHASES",
     "JOB_COLUMNS",
     "POD_COLUMNS",
@@ -40,6 +43,7 @@ __all__ = [
     "job_rows",
     "percentile",
     "pod_rows",
+    "queue_names",
     "queue_shares",
     "resource_names",
     "series",
@@ -48,6 +52,7 @@ __all__ = [
     "summarise",
     "time_weights",
     "to_json",
+    "waits",
 ]
 
 #: Decimals kept in every float of the document (a microsecond for times).
@@ -132,13 +137,33 @@ def _jct(job: JobRecord) -> float | None:
 
 def _ended(job: JobRecord) -> bool:
     """Whether the job's completion time counts in the ``jct`` figures: it completed or failed."""
-    return job.finished is not None and (job.phase in COMPLETED_PHASES or job.phase in FAILED_PHASES)
+    return job.phase in COMPLETED_PHASES or job.phase in FAILED_PHASES
+
+
+def waits(jobs: Iterable[JobRecord]) -> list[float]:
+    """The waits of the jobs that started (``started - submitted``), in the jobs' order: the ``wait`` figures."""
+    return [w for w in map(_wait, jobs) if w is not None]
+
+
+def completion_times(jobs: Iterable[JobRecord]) -> list[float]:
+    """The completion times (``finished - submitted``) of the jobs that completed or failed: the ``jct`` figures.
+
+    A cancelled job's finish is when it was deleted, not a completion: it is left out.
+    """
+    return [job.finished - job.submitted for job in jobs if _ended(job) and job.finished is not None]
 
 
 def _distributions(jobs: Sequence[JobRecord]) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    waits = [w for w in map(_wait, jobs) if w is not None]
-    jcts = [j for j in (_jct(job) for job in jobs if _ended(job)) if j is not None]
-    return statistics(waits), statistics(jcts)
+    return statistics(waits(jobs)), statistics(completion_times(jobs))
+
+
+def _resource_names(samples: Iterable[Sample]) -> list[str]:
+    names: set[str] = set()
+    for sample in samples:
+        names.update(sample.capacity)
+        names.update(sample.allocated)
+    names.discard(PODS)
+    return sorted(names)
 
 
 def resource_names(record: ReplayRecord) -> list[str]:
@@ -147,12 +172,21 @@ def resource_names(record: ReplayRecord) -> list[str]:
     ``pods`` (how many pods a node admits) is left out, as Volcano leaves it
     out of shares.
     """
-    names: set[str] = set()
-    for sample in record.samples:
-        names.update(sample.capacity)
-        names.update(sample.allocated)
-    names.discard(PODS)
-    return sorted(names)
+    return _resource_names(record.samples)
+
+
+def _time_weights(record: ReplayRecord, samples: Sequence[Sample]) -> list[tuple[Sample, float]]:
+    out: list[tuple[Sample, float]] = []
+    start, end = record.start, record.end
+    for i, sample in enumerate(samples):
+        until = samples[i + 1].time if i + 1 < len(samples) else end
+        seconds = min(until, end) - max(sample.time, start)
+        if seconds > 0:
+            out.append((sample, seconds))
+    if not out and samples:
+        before = [s for s in samples if s.time <= end]
+        return [(before[-1] if before else samples[0], 1.0)]
+    return out
 
 
 def time_weights(record: ReplayRecord) -> list[tuple[Sample, float]]:
@@ -166,25 +200,45 @@ def time_weights(record: ReplayRecord) -> list[tuple[Sample, float]]:
     :returns: ``(sample, seconds)`` in time order; samples that hold for no
         time are left out.
     """
-    samples = sorted(record.samples, key=lambda s: s.time)
-    out: list[tuple[Sample, float]] = []
-    for i, sample in enumerate(samples):
-        begin = max(sample.time, record.start)
-        until = samples[i + 1].time if i + 1 < len(samples) else record.end
-        seconds = min(until, record.end) - begin
-        if seconds > 0:
-            out.append((sample, seconds))
-    if not out and samples:
-        before = [s for s in samples if s.time <= record.end]
-        return [(before[-1] if before else samples[0], 1.0)]
-    return out
+    return _time_weights(record, sorted(record.samples, key=_time))
 
 
-def _integrals(
-    weights: Sequence[tuple[Sample, float]], amounts: Callable[[Sample], Mapping[str, float]], names: Iterable[str]
-) -> dict[str, float]:
-    """Per name, the amount times the seconds it held, summed over the samples (0 where missing)."""
-    return {name: math.fsum(amounts(s).get(name, 0.0) * seconds for s, seconds in weights) for name in names}
+def _time(sample: Sample) -> float:
+    return sample.time
+
+
+def queue_names(record: ReplayRecord) -> list[str]:
+    """Every queue the replay knows, sorted: configured, named by a job, or holding resources in a sample."""
+    names = {q.name for q in record.queues}
+    names.update(job.queue for job in record.jobs)
+    for sample in record.samples:
+        names.update(sample.queue_allocated)
+    return sorted(names)
+
+
+@attrs.frozen
+class _Timeline:
+    """What every figure over time needs, worked out once per record."""
+
+    samples: list[Sample]  # in time order
+    weights: list[tuple[Sample, float]]  # as time_weights gives them
+    covered: float  # the seconds the weights add up to
+    resources: list[str]
+    queues: list[str]
+
+    @classmethod
+    def of(cls, record: ReplayRecord) -> _Timeline:
+        samples = sorted(record.samples, key=_time)
+        weights = _time_weights(record, samples)
+        covered = math.fsum(seconds for _, seconds in weights)
+        return cls(samples, weights, covered, _resource_names(samples), queue_names(record))
+
+    def integrals(self, amounts: Callable[[Sample], Mapping[str, float]]) -> dict[str, float]:
+        """Per resource, the amount times the seconds it held, summed over the samples (0 where missing)."""
+        return {
+            name: math.fsum(amounts(s).get(name, 0.0) * seconds for s, seconds in self.weights)
+            for name in self.resources
+        }
 
 
 def _capacity(sample: Sample) -> Mapping[str, float]:
@@ -204,6 +258,9 @@ def _of_queue(queue: str) -> Callable[[Sample], Mapping[str, float]]:
     return amounts
 
 
+_NOTHING: Final[Mapping[str, float]] = {}
+
+
 def share_over_time(sample: Sample, queue: str, names: Sequence[str]) -> float:
     """The queue's dominant-resource share of the cluster in one sample.
 
@@ -211,30 +268,51 @@ def share_over_time(sample: Sample, queue: str, names: Sequence[str]) -> float:
     cluster's allocatable amount (a resource the cluster lacks counts 1 when
     the queue holds some, as in Volcano's share).
     """
-    allocated = sample.queue_allocated.get(queue, {})
-    return max(
-        (share(allocated.get(name, 0.0), sample.capacity.get(name, 0.0)) for name in names),
-        default=0.0,
-    )
+    allocated = sample.queue_allocated.get(queue, _NOTHING)
+    if not allocated:
+        return 0.0
+    capacity = sample.capacity
+    return max((share(allocated.get(name, 0.0), capacity.get(name, 0.0)) for name in names), default=0.0)
 
 
-def _queue_names(record: ReplayRecord) -> list[str]:
-    names = {q.name for q in record.queues}
-    names.update(job.queue for job in record.jobs)
-    for sample in record.samples:
-        names.update(sample.queue_allocated)
-    return sorted(names)
+def _queue_shares(timeline: _Timeline) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    names = timeline.resources
+    for queue in timeline.queues:
+        held = math.fsum(share_over_time(s, queue, names) * seconds for s, seconds in timeline.weights)
+        out[queue] = held / timeline.covered if timeline.covered > 0 else None
+    return out
 
 
 def queue_shares(record: ReplayRecord) -> dict[str, float | None]:
     """Each queue's time-averaged dominant-resource share (:func:`share_over_time`); ``None`` without samples."""
-    weights = time_weights(record)
-    covered = math.fsum(seconds for _, seconds in weights)
-    names = resource_names(record)
-    out: dict[str, float | None] = {}
-    for queue in _queue_names(record):
-        held = math.fsum(share_over_time(s, queue, names) * seconds for s, seconds in weights)
-        out[queue] = held / covered if covered > 0 else None
+    return _queue_shares(_Timeline.of(record))
+
+
+def _deserved_shares(record: ReplayRecord, timeline: _Timeline) -> dict[str, tuple[float | None, str | None]]:
+    covered = timeline.covered
+    capacity = {
+        name: seconds / covered if covered > 0 else 0.0 for name, seconds in timeline.integrals(_capacity).items()
+    }
+    active = {job.queue for job in record.jobs}
+    out: dict[str, tuple[float | None, str | None]] = dict.fromkeys(timeline.queues, (None, None))
+    explicit_total = 0.0
+    by_weight: dict[str, int] = {}
+    for queue in record.queues:
+        if queue.deserved is not None:
+            dominant = max(
+                (share(amount, capacity.get(name, 0.0)) for name, amount in queue.deserved.items() if name != PODS),
+                default=0.0,
+            )
+            out[queue.name] = (min(dominant, 1.0), "deserved")
+            if queue.name in active:
+                explicit_total += min(dominant, 1.0)
+        elif queue.name in active:
+            by_weight[queue.name] = max(queue.weight, 0)
+    left = max(0.0, 1.0 - explicit_total)
+    weight_sum = sum(by_weight.values())
+    for name, weight in by_weight.items():
+        out[name] = (left * weight / weight_sum if weight_sum > 0 else 0.0, "weight")
     return out
 
 
@@ -249,33 +327,7 @@ def deserved_shares(record: ReplayRecord) -> dict[str, tuple[float | None, str |
     queue without ``deserved`` and without jobs deserves nothing it would
     use: ``(None, None)``, as does a queue the replay does not know.
     """
-    weights = time_weights(record)
-    covered = math.fsum(seconds for _, seconds in weights)
-    names = resource_names(record)
-    capacity = {
-        name: seconds / covered if covered > 0 else 0.0
-        for name, seconds in _integrals(weights, _capacity, names).items()
-    }
-    active = {job.queue for job in record.jobs}
-    out: dict[str, tuple[float | None, str | None]] = dict.fromkeys(_queue_names(record), (None, None))
-    explicit_total = 0.0
-    by_weight: dict[str, int] = {}
-    for queue in record.queues:
-        if queue.deserved is not None:
-            dominant = max(
-                (share(amount, capacity.get(name, 0.0)) for name, amount in queue.deserved.items() if name != PODS),
-                default=0.0,
-            )
-            out[queue.name] = (min(dominant, 1.0), "deserved")
-            if queue.name in active:
-                explicit_total += out[queue.name][0] or 0.0
-        elif queue.name in active:
-            by_weight[queue.name] = max(queue.weight, 0)
-    left = max(0.0, 1.0 - explicit_total)
-    weight_sum = sum(by_weight.values())
-    for name, weight in by_weight.items():
-        out[name] = (left * weight / weight_sum if weight_sum > 0 else 0.0, "weight")
-    return out
+    return _deserved_shares(record, _Timeline.of(record))
 
 
 def _jain(values: Sequence[float]) -> float | None:
@@ -347,6 +399,25 @@ def pod_rows(record: ReplayRecord, *, requests: bool = False) -> list[dict[str, 
     return rows
 
 
+def _series(timeline: _Timeline, *, capacity: bool) -> dict[str, Any]:
+    samples = timeline.samples
+
+    def columns(amounts: Callable[[Sample], Mapping[str, float]]) -> dict[str, list[float]]:
+        # Inline rounding (as _round): a long replay has hundreds of thousands of these.
+        return {name: [round(amounts(s).get(name, 0.0), DIGITS) + 0.0 for s in samples] for name in timeline.resources}
+
+    out: dict[str, Any] = {
+        "time": [round(s.time, DIGITS) + 0.0 for s in samples],
+        "pending_pods": [s.pending_pods for s in samples],
+        "running_pods": [s.running_pods for s in samples],
+        "allocated": columns(_allocated),
+    }
+    if capacity:
+        out["capacity"] = columns(_capacity)
+    out["queue_allocated"] = {queue: columns(_of_queue(queue)) for queue in timeline.queues}
+    return out
+
+
 def series(record: ReplayRecord, *, capacity: bool = False) -> dict[str, Any]:
     """The ``series`` of the document: one entry per sample, in time order, of every column.
 
@@ -357,30 +428,13 @@ def series(record: ReplayRecord, *, capacity: bool = False) -> dict[str, Any]:
     :param capacity: add ``capacity``, the allocatable resources, after
         ``allocated`` (as the CSV file has them).
     """
-    samples = sorted(record.samples, key=lambda s: s.time)
-    names = resource_names(record)
-
-    def columns(amounts: Callable[[Sample], Mapping[str, float]]) -> dict[str, list[float]]:
-        return {name: [_round(amounts(s).get(name, 0.0)) for s in samples] for name in names}
-
-    out: dict[str, Any] = {
-        "time": [_round(s.time) for s in samples],
-        "pending_pods": [s.pending_pods for s in samples],
-        "running_pods": [s.running_pods for s in samples],
-        "allocated": columns(_allocated),
-    }
-    if capacity:
-        out["capacity"] = columns(_capacity)
-    out["queue_allocated"] = {queue: columns(_of_queue(queue)) for queue in _queue_names(record)}
-    return out
+    return _series(_Timeline.of(record), capacity=capacity)
 
 
-def _utilisation(record: ReplayRecord) -> dict[str, float | None]:
-    weights = time_weights(record)
-    names = resource_names(record)
-    available = _integrals(weights, _capacity, names)
-    used = _integrals(weights, _allocated, names)
-    return {name: _round(used[name] / available[name]) if available[name] > 0 else None for name in names}
+def _utilisation(timeline: _Timeline) -> dict[str, float | None]:
+    available = timeline.integrals(_capacity)
+    used = timeline.integrals(_allocated)
+    return {name: _round(used[name] / available[name]) if available[name] > 0 else None for name in timeline.resources}
 
 
 def _timings(timings: Mapping[str, float]) -> dict[str, float]:
@@ -409,9 +463,10 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
     wait, jct = _distributions(jobs)
     finishes = [job.finished for job in jobs if job.finished is not None]
     makespan = max(finishes) - min(job.submitted for job in jobs) if finishes else None
-    shares = queue_shares(record)
-    deserved = deserved_shares(record)
-    by_queue: dict[str, list[JobRecord]] = {queue: [] for queue in _queue_names(record)}
+    timeline = _Timeline.of(record)
+    shares = _queue_shares(timeline)
+    deserved = _deserved_shares(record, timeline)
+    by_queue: dict[str, list[JobRecord]] = {queue: [] for queue in timeline.queues}
     for job in jobs:
         by_queue[job.queue].append(job)
     ratios = []
@@ -443,7 +498,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "wait": wait,
             "jct": jct,
             "makespan": _opt(makespan),
-            "utilisation": _utilisation(record),
+            "utilisation": _utilisation(timeline),
             "fairness": {"jain": _opt(_jain(ratios))},
             "sessions": record.sessions,
             "simulated_seconds": _round(record.end - record.start),
@@ -451,11 +506,61 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
         "queues": queues,
         "jobs": job_rows(record),
         "pods": pod_rows(record),
-        "series": series(record),
+        "series": _series(timeline, capacity=False),
         "timings": _timings(record.timings),
     }
 
 
+def _scalar(value: object) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+def _flat(value: object) -> bool:
+    """A scalar, or a mapping of scalars (a distribution): one line of JSON."""
+    if isinstance(value, dict):
+        return all(map(_scalar, value.values()))
+    return not isinstance(value, list)
+
+
+def _row(value: object) -> bool:
+    """A scalar, or a mapping of flat values (a job, a pod, a queue): one line of JSON inside a list."""
+    if isinstance(value, dict):
+        return all(map(_flat, value.values()))
+    return _scalar(value)
+
+
+def _layout(value: Any, indent: str, out: list[str]) -> None:
+    """Append ``value`` as JSON text, nested mappings and lists indented, flat values and rows on one line."""
+    inner = indent + "  "
+    if isinstance(value, dict) and not _flat(value):
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            out.append(f"\n{inner}{json.dumps(key)}: ")
+            _layout(item, inner, out)
+            out.append("," if i + 1 < len(value) else "")
+        out.append(f"\n{indent}}}")
+    elif isinstance(value, list) and not all(map(_scalar, value)):
+        if all(map(_row, value)):  # one row per line
+            out.append("[\n" + ",\n".join(inner + json.dumps(item, allow_nan=False) for item in value))
+        else:
+            out.append("[")
+            for i, item in enumerate(value):
+                out.append(f"\n{inner}")
+                _layout(item, inner, out)
+                out.append("," if i + 1 < len(value) else "")
+        out.append(f"\n{indent}]")
+    else:
+        out.append(json.dumps(value, allow_nan=False))
+
+
 def to_json(document: Mapping[str, Any]) -> str:
-    """The document as JSON text: keys in the document's order, two-space indent, a final newline."""
-    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+    """The document as JSON text, in the document's key order, ending with a newline.
+
+    Laid out for both people and programs: a mapping has one key per line,
+    indented by two spaces; a row (a job, a pod, a queue, a distribution)
+    or a list of numbers (a series) is on one line. Two equal documents give
+    the same bytes.
+    """
+    out: list[str] = []
+    _layout(dict(document), "", out)
+    return "".join(out) + "\n"

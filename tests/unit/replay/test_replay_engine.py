@@ -44,7 +44,9 @@ def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
 
 
-def pod(name: str, at: int | None, cpu: str, *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def pod(
+    name: str, at: int | None, cpu: str, *, annotations: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": "ns", "annotations": annotations or {}}
     if at is not None:
         meta["creationTimestamp"] = f"1970-01-01T00:{at // 60:02d}:{at % 60:02d}Z"
@@ -52,7 +54,11 @@ def pod(name: str, at: int | None, cpu: str, *, annotations: dict[str, str] | No
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}], **spec},
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
     }
 
 
@@ -239,7 +245,7 @@ def test_samples_follow_allocation(tmp_path: Path) -> None:
     ]
     record = run_replay(load_workload([write(tmp_path, objects)]))
     steps = [(s.time, s.pending_pods, s.running_pods, s.allocated.get("cpu", 0.0)) for s in record.samples]
-    assert steps == [(0.0, 1, 0, 0.0), (0.0, 0, 1, 3.0)][1:] + [(10.0, 1, 1, 3.0), (30.0, 0, 1, 2.0), (60.0, 0, 0, 0.0)]
+    assert steps == [*[(0.0, 1, 0, 0.0), (0.0, 0, 1, 3.0)][1:], (10.0, 1, 1, 3.0), (30.0, 0, 1, 2.0), (60.0, 0, 0, 0.0)]
     assert record.samples[-1].capacity["cpu"] == 4.0
 
 
@@ -363,7 +369,7 @@ def test_replay_command_writes_json_and_csv(tmp_path: Path, capsys: pytest.Captu
     doc = json.loads(out.read_text())
     assert doc["summary"]["jobs"] == 16 and doc["summary"]["cancelled"] == 1
     assert (tmp_path / "csv" / "pods.csv").is_file()
-    assert "jobs" in capsys.readouterr().out
+    assert "Jobs: 16" in capsys.readouterr().out
 
 
 def test_replay_command_bad_input_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -400,3 +406,41 @@ def test_compare_command_runs_each_configuration(tmp_path: Path) -> None:
     assert [r["name"] for r in runs] == ["volcano-scheduler.conf", "binpack.conf"]
     assert all(r["summary"]["jobs"] == 16 for r in runs)
     assert main(["compare", "--conf", str(EXAMPLE / "binpack.conf"), str(EXAMPLE / "workload.yaml")]) == 2
+
+
+def test_pods_finished_or_terminating_at_the_start(tmp_path: Path) -> None:
+    done = pod("done", None, "1", nodeName="n1")
+    done["status"] = {"phase": "Succeeded"}
+    done["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
+    going = pod("going", None, "4", nodeName="n1")
+    going["status"] = {"phase": "Running"}
+    going["metadata"]["deletionTimestamp"] = "1970-01-01T00:00:00Z"
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ns"},
+        "spec": {"minMember": 1},
+    }
+    waiting = pod("waiting", 5, "4", annotations={"volcanolib.io/duration": "10s"})
+    objects = [node("n1", cpu="4"), group, done, going, waiting]
+    record = run_replay(load_workload([write(tmp_path, objects)]), options=ReplayOptions(termination_grace=20))
+    assert by_name(record, "ns/done")[0].phase == "Succeeded"
+    assert next(j for j in record.jobs if j.name == "ns/pg").phase == "Completed"
+    gone = by_name(record, "ns/going")[0]
+    assert (gone.phase, gone.finished) == ("Deleted", 25.0)
+    assert by_name(record, "ns/waiting")[0].bound == 25.0
+    assert record.end == 35.0
+
+
+def test_the_python_example_of_the_docs_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    page = (ROOT / "docs" / "replay.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
+    assert len(blocks) == 1
+    monkeypatch.chdir(ROOT)
+    exec(compile(blocks[0], "docs/replay.md", "exec"), {})
+    simulated, pods, sessions = capsys.readouterr().out.split()
+    assert float(simulated) > 3600 and int(pods) > 16 and float(sessions) > 0
