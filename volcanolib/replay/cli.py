@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from volcanolib._console import progress
+
 __all__ = ["add_commands"]
 
 
@@ -105,30 +107,6 @@ def _options(args: argparse.Namespace, workload: Any) -> Any:
     )
 
 
-class _Progress:
-    """Simulated time done, on standard error while it is a terminal."""
-
-    def __init__(self, label: str, stream: TextIO) -> None:
-        self.label = label
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, done: float, total: float) -> None:
-        fraction = min(1.0, done / total) if total > 0 else 1.0
-        self.stream.write(f"\r{self.label}: {fraction:6.1%} of {total / 3600:.1f} h simulated")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
-def _progress(label: str) -> _Progress | None:
-    return _Progress(label, sys.stderr) if sys.stderr.isatty() else None
-
-
 def _config(path: str | None) -> Any:
     if path is None:
         return None
@@ -195,12 +173,8 @@ def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     else:
         workload = _load(args)
     config = _config(args.conf)
-    progress = _progress("replay")
-    try:
-        record = run_replay(workload, config, _options(args, workload), progress=progress)
-    finally:
-        if progress is not None:
-            progress.close()
+    with progress("replay", sys.stderr) as report:
+        record = run_replay(workload, config, _options(args, workload), progress=report)
     document = summarise(record)
     if args.json:
         _write_json(document, args.json, out)
@@ -249,12 +223,8 @@ def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     runs = []
     summaries = []
     for label, config in zip(labels, configs, strict=True):
-        progress = _progress(label)
-        try:
-            record = run_replay(workload, config, options, progress=progress)
-        finally:
-            if progress is not None:
-                progress.close()
+        with progress(label, sys.stderr) as report:
+            record = run_replay(workload, config, options, progress=report)
         runs.append((label, record))
         summaries.append((label, summarise(record)))
     if args.json:
