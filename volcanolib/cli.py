@@ -263,7 +263,7 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 
 
 #: Commands that run one scenario; run as the program, they do so without the cyclic collector.
-_ONE_SCENARIO = frozenset({"simulate", "explain", "replay", "compare"})
+_ONE_SCENARIO = frozenset({"simulate", "explain"})
 _COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins}
 
 

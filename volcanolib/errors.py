@@ -119,7 +119,9 @@ class TraceError(ManifestError):
     row: int | None = None
     column: str | None = None
 
-    def __init__(self, message: str, *, source: str | None = None, row: int | None = None, column: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, source: str | None = None, row: int | None = None, column: str | None = None
+    ) -> None:
         super().__init__(
             message,
             source=source,

@@ -13,6 +13,7 @@ from volcanolib.controllers.job import (
     JobController,
     JobState,
     JobStatus,
+    PodCounts,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "JobController",
     "JobState",
     "JobStatus",
+    "PodCounts",
 ]

@@ -26,14 +26,38 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, final
 
 import attrs
 
-from volcanolib.controllers._lifecycle import Lifecycle, Policy, read_lifecycle
+from volcanolib.controllers._lifecycle import Policy, read_lifecycle
+from volcanolib.controllers._pods import POD_PHASES, PodEntry
+from volcanolib.controllers._states import (
+    ABORTED,
+    ABORTING,
+    COMPLETED,
+    COMPLETING,
+    PENDING,
+    RESTARTING,
+    RUNNING,
+    TERMINATED,
+    TERMINATING,
+    JobData,
+    PodCounts,
+    Request,
+    StatusFn,
+    Timer,
+    alive_check,
+    pending_fn,
+    restart_check,
+    running_fn,
+    stay,
+    to,
+    to_restarting,
+)
 from volcanolib.kube import _fields as f
-from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
+from volcanolib.kube.jobs import TaskSpec, parse_job, pod_group_manifest, pod_manifest
 
 __all__ = [
     "Change",
@@ -46,36 +70,6 @@ __all__ = [
     "JobStatus",
     "PodCounts",
 ]
-
-# Job phases.
-PENDING: Final = "Pending"
-RUNNING: Final = "Running"
-RESTARTING: Final = "Restarting"
-COMPLETING: Final = "Completing"
-COMPLETED: Final = "Completed"
-ABORTING: Final = "Aborting"
-ABORTED: Final = "Aborted"
-TERMINATING: Final = "Terminating"
-TERMINATED: Final = "Terminated"
-FAILED: Final = "Failed"
-#: Every job phase, in the order of the reference's state table.
-PHASES: Final = (
-    PENDING,
-    RUNNING,
-    RESTARTING,
-    COMPLETING,
-    COMPLETED,
-    ABORTING,
-    ABORTED,
-    TERMINATING,
-    TERMINATED,
-    FAILED,
-)
-#: The phases a job never leaves on its own (Aborted leaves on ResumeJob).
-FINISHED_PHASES: Final = frozenset({COMPLETED, FAILED, TERMINATED, ABORTED})
-
-# Pod phases.
-_POD_PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 # Request events: the policy events plus the controller's internal ones.
 POD_PENDING: Final = "PodPending"
@@ -157,18 +151,6 @@ Change = CreatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus
 
 
 @attrs.frozen
-class PodCounts:
-    """Pods by phase; ``terminating`` are pods being deleted, counted in no phase."""
-
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
-
-
-@attrs.frozen
 class JobState:
     """What the controller knows of one job.
 
@@ -198,66 +180,6 @@ class JobState:
     deleted: bool = False
 
 
-@attrs.define(eq=False)
-class _Pod:
-    name: str
-    task: str
-    index: int
-    uid: str
-    version: int
-    phase: str = "Pending"
-    deleting: bool = False
-    out_of_sync: bool = False
-
-
-@attrs.frozen
-class _Request:
-    event: str
-    task: str = ""
-    pod: str = ""
-    pod_uid: str = ""
-    version: int = 0
-    exit_code: int = 0
-    action: str = ""
-
-
-@attrs.define(eq=False)
-class _Timer:
-    due: float
-    seq: int
-    job: _Job
-    key: str
-    action: str
-    request: _Request
-    cancelled: bool = False
-
-    def __lt__(self, other: _Timer) -> bool:
-        return (self.due, self.seq) < (other.due, other.seq)
-
-
-@attrs.define(eq=False)
-class _Job:
-    spec: JobSpec
-    life: Lifecycle
-    phase: str = ""
-    version: int = 0
-    retry_count: int = 0
-    status: PodCounts = PodCounts()
-    task_status: dict[str, dict[str, int]] = attrs.Factory(dict)
-    pods: dict[str, _Pod] = attrs.Factory(dict)
-    pg_exists: bool = False
-    pg_phase: str = ""
-    delayed: dict[str, _Timer] = attrs.Factory(dict)
-    deleted: bool = False
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.spec.namespace, self.spec.name)
-
-
-_StatusFn = Callable[[_Job], str | None]
-
-
 @final
 class JobController:
     """Volcano's job controller for ``batch.volcano.sh/v1alpha1`` Jobs.
@@ -269,19 +191,29 @@ class JobController:
 
     :param scheduler_name: the scheduler name given to pods whose template and Job name none.
     :param default_queue: the queue of a Job that names none.
+    :param priority_classes: PriorityClass values by name; they order a Job's
+        tasks when its PodGroup's ``minResources`` is computed.
     """
 
-    def __init__(self, *, scheduler_name: str = "volcano", default_queue: str = "default") -> None:
+    def __init__(
+        self,
+        *,
+        scheduler_name: str = "volcano",
+        default_queue: str = "default",
+        priority_classes: Mapping[str, int] | None = None,
+    ) -> None:
         self.scheduler_name = scheduler_name
         self.default_queue = default_queue
-        self._jobs: dict[tuple[str, str], _Job] = {}
-        self._groups: dict[tuple[str, str], _Job] = {}
+        self.priority_classes = dict(priority_classes or {})
+        self._jobs: dict[tuple[str, str], JobData] = {}
+        self._groups: dict[tuple[str, str], JobData] = {}
         self._owners: dict[tuple[str, str], tuple[str, str]] = {}
         self._attempts: dict[tuple[str, str], int] = {}
-        self._timers: list[_Timer] = []
+        self._timers: list[Timer] = []
         self._seq = 0
         self._out: list[Change] = []
-        self._queue: deque[tuple[_Job, _Request]] = deque()
+        self._queue: deque[tuple[JobData, Request]] = deque()
+        self._queued: set[tuple[JobData, Request]] = set()
 
     # ------------------------------------------------------------------ events in
 
@@ -296,21 +228,25 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name exists and is not deleted.
         """
-        js = parse_job(job, priority_classes=None, scheduler_name=self.scheduler_name)
+        js = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
         if not f.string((job.get("spec") or {}).get("queue"), js.ref, "spec.queue"):
             js = attrs.evolve(js, queue=self.default_queue)
         life = read_lifecycle(job, js)
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
             js.ref.fail("a Job of that name already exists")
-        state = _Job(js, life)
+        state = JobData(js, life)
         if old is not None:
             # pods of the deleted incarnation still terminating keep their names taken
-            state.pods = {n: p for n, p in old.pods.items() if p.deleting}
+            for pod in old.pods:
+                if pod.deleting:
+                    # an old incarnation's pod: its events only sync (Volcano compares the job uid)
+                    pod.out_of_sync = True
+                    state.pods.add(pod)
             self._groups.pop((js.namespace, old.spec.pod_group_name), None)
         self._jobs[state.key] = state
         self._groups[(js.namespace, js.pod_group_name)] = state
-        return self._run(state, _Request(OUT_OF_SYNC), now)
+        return self._run(state, Request(OUT_OF_SYNC), now)
 
     def delete(self, namespace: str, name: str, *, now: float) -> list[Change]:
         """The user deleted the Job: Kubernetes' garbage collector removes its pods and PodGroup.
@@ -325,9 +261,9 @@ class JobController:
             timer.cancelled = True
         job.delayed.clear()
         out: list[Change] = []
-        for pod in job.pods.values():
+        for pod in job.pods:
             if not pod.deleting:
-                pod.deleting = pod.out_of_sync = True
+                job.pods.mark_deleting(pod, out_of_sync=True)
                 out.append(DeletePod(namespace, pod.name, "JobDeleted"))
         if job.pg_exists:
             job.pg_exists = False
@@ -346,7 +282,7 @@ class JobController:
                 f"unknown command action {action!r} (expected one of {', '.join(sorted(COMMAND_ACTIONS))})"
             )
         job = self._jobs[(namespace, name)]
-        return self._run(job, _Request(COMMAND_ISSUED, action=action), now)
+        return self._run(job, Request(COMMAND_ISSUED, action=action), now)
 
     def pod_group_phase(self, namespace: str, name: str, phase: str, *, now: float) -> list[Change]:
         """The scheduler moved a job's PodGroup to ``phase``; once admitted (Inqueue, Running, ...) pods are made.
@@ -359,7 +295,7 @@ class JobController:
             return []
         job.pg_phase = phase
         # PodGroup events carry no task and job version 0
-        return self._run(job, _Request(UNKNOWN if phase == UNKNOWN else ""), now)
+        return self._run(job, Request(UNKNOWN if phase == UNKNOWN else ""), now)
 
     def pod_phase(
         self,
@@ -378,25 +314,44 @@ class JobController:
         :returns: the writes; nothing for a pod this controller does not know.
         :raises ValueError: for a phase that is not a pod phase.
         """
-        if phase not in _POD_PHASES:
-            raise ValueError(f"unknown pod phase {phase!r} (expected one of {', '.join(_POD_PHASES)})")
+        if phase not in POD_PHASES:
+            raise ValueError(f"unknown pod phase {phase!r} (expected one of {', '.join(POD_PHASES)})")
         found = self._pod(namespace, pod)
         if found is None:
             return []
         job, p = found
-        old, p.phase = p.phase, phase
-        request = _Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version)
+        old = p.phase
+        job.pods.set_phase(p, phase)
+        event = OUT_OF_SYNC
+        code = 0
         if p.out_of_sync or old == phase:
             pass
         elif phase == "Pending":
-            request = attrs.evolve(request, event=POD_PENDING)
+            event = POD_PENDING
         elif phase == "Running":
-            request = attrs.evolve(request, event=POD_RUNNING)
+            event = POD_RUNNING
         elif phase == "Failed":
-            request = attrs.evolve(request, event=POD_FAILED, exit_code=exit_code or 0)
+            event, code = POD_FAILED, exit_code or 0
         elif phase == "Succeeded" and self._task_completed(job, p.task):
-            request = attrs.evolve(request, event=TASK_COMPLETED)
+            event = TASK_COMPLETED
+        request = Request(event, p.task, p.name, p.uid, p.version, code)
         return self._run(job, request, now)
+
+    def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
+        """A pod of a job is being deleted by someone else (an eviction with a grace period): it counts as terminating.
+
+        Optional: call it when the pod gets its deletion timestamp, then
+        :meth:`pod_deleted` when it is gone. Without it the pod counts by its
+        phase until it is gone.
+
+        :returns: the writes; nothing for a pod this controller does not know or already deletes.
+        """
+        found = self._pod(namespace, pod)
+        if found is None or found[1].deleting:
+            return []
+        job, p = found
+        job.pods.mark_deleting(p, out_of_sync=False)
+        return self._run(job, Request(OUT_OF_SYNC, p.task, p.name, p.uid, p.version), now)
 
     def pod_deleted(self, namespace: str, pod: str, *, now: float, evicted: bool = False) -> list[Change]:
         """A pod of a job is gone.
@@ -411,11 +366,11 @@ class JobController:
         if found is None:
             return []
         job, p = found
-        del job.pods[pod]
+        job.pods.remove(pod)
         if job.deleted:
             return []
         event = OUT_OF_SYNC if p.out_of_sync else POD_EVICTED
-        return self._run(job, _Request(event, p.task, p.name, p.uid, p.version), now)
+        return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
 
     def tick(self, *, now: float) -> list[Change]:
         """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first."""
@@ -448,13 +403,7 @@ class JobController:
         :raises KeyError: when no Job of that name was submitted.
         """
         job = self._jobs[(namespace, name)]
-        counts = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
-        terminating = 0
-        for pod in job.pods.values():
-            if pod.deleting:
-                terminating += 1
-            else:
-                counts[pod.phase] += 1
+        pods = job.pods
         return JobState(
             namespace=namespace,
             name=name,
@@ -462,11 +411,11 @@ class JobController:
             retry_count=job.retry_count,
             version=job.version,
             min_available=job.spec.min_available,
-            pending=counts["Pending"],
-            running=counts["Running"],
-            succeeded=counts["Succeeded"],
-            failed=counts["Failed"],
-            terminating=terminating,
+            pending=pods.count("Pending"),
+            running=pods.count("Running"),
+            succeeded=pods.count("Succeeded"),
+            failed=pods.count("Failed"),
+            terminating=pods.terminating,
             status=job.status,
             deleted=job.deleted,
         )
@@ -481,29 +430,33 @@ class JobController:
 
     # ------------------------------------------------------------------ request processing
 
-    def _pod(self, namespace: str, pod: str) -> tuple[_Job, _Pod] | None:
+    def _pod(self, namespace: str, pod: str) -> tuple[JobData, PodEntry] | None:
         owner = self._owners.get((namespace, pod))
         job = self._jobs.get(owner) if owner else None
         p = job.pods.get(pod) if job else None
         return (job, p) if job is not None and p is not None else None
 
-    def _run(self, job: _Job, request: _Request, now: float) -> list[Change]:
+    def _run(self, job: JobData, request: Request, now: float) -> list[Change]:
         self._enqueue(job, request)
         return self._drain(now)
 
-    def _enqueue(self, job: _Job, request: _Request) -> None:
+    def _enqueue(self, job: JobData, request: Request) -> None:
         # identical requests still waiting are merged into one
-        if (job, request) not in self._queue:
-            self._queue.append((job, request))
+        item = (job, request)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.append(item)
 
     def _drain(self, now: float) -> list[Change]:
         while self._queue:
-            job, request = self._queue.popleft()
+            item = self._queue.popleft()
+            self._queued.discard(item)
+            job, request = item
             self._process(job, request, now)
         out, self._out = self._out, []
         return out
 
-    def _process(self, job: _Job, req: _Request, now: float) -> None:
+    def _process(self, job: JobData, req: Request, now: float) -> None:
         """One request: cancel delayed actions it ends, resolve the policy, act or wait."""
         if job.deleted:
             return
@@ -517,7 +470,7 @@ class JobController:
         if action != SYNC_JOB:
             self._cleanup_delayed(job, action, req)
 
-    def _apply_policies(self, job: _Job, req: _Request) -> tuple[str, float]:
+    def _apply_policies(self, job: JobData, req: Request) -> tuple[str, float]:
         """The action for a request: command, internal event, stale version, task policies, job policies."""
         if req.action:
             return req.action, 0.0
@@ -534,18 +487,18 @@ class JobController:
 
     # ------------------------------------------------------------------ delayed actions
 
-    def _add_delayed(self, job: _Job, req: _Request, action: str, due: float) -> None:
+    def _add_delayed(self, job: JobData, req: Request, action: str, due: float) -> None:
         key = req.pod
         current = job.delayed.get(key)
         if current is not None and current.action == action:
             return  # the same action is already waiting: its timer is not reset
         # a different action replaces the entry, but the old timer still fires (as in Volcano)
         self._seq += 1
-        timer = _Timer(due, self._seq, job, key, action, req)
+        timer = Timer(due, self._seq, job, key, action, req)
         job.delayed[key] = timer
         heapq.heappush(self._timers, timer)
 
-    def _clean_pod_delayed(self, job: _Job, req: _Request) -> None:
+    def _clean_pod_delayed(self, job: JobData, req: Request) -> None:
         timer = job.delayed.get(req.pod)
         if timer is None or not req.pod:
             return
@@ -556,7 +509,7 @@ class JobController:
             timer.cancelled = True
             del job.delayed[req.pod]
 
-    def _cleanup_delayed(self, job: _Job, action: str, req: _Request) -> None:
+    def _cleanup_delayed(self, job: JobData, action: str, req: Request) -> None:
         """After an action ran, cancel the delayed actions of the same scope."""
         for key, timer in list(job.delayed.items()):
             same = (
@@ -574,45 +527,45 @@ class JobController:
 
     # ------------------------------------------------------------------ the state machine
 
-    def _execute(self, job: _Job, action: str, req: _Request, now: float) -> None:
+    def _execute(self, job: JobData, action: str, req: Request, now: float) -> None:
         """Run ``action`` in the state of the job's phase (an empty phase is Pending)."""
         phase = job.phase or PENDING
         if phase in (PENDING, RUNNING):
             if action == RESTART_JOB:
-                self._kill(job, soft=False, fn=_to_restarting, now=now, reason=action)
+                self._kill(job, soft=False, fn=to_restarting, now=now, reason=action)
             elif action in _TARGETED:
-                self._kill_target(job, action, req, fn=_to_restarting, now=now)
+                self._kill_target(job, action, req, fn=to_restarting, now=now)
             elif action == ABORT_JOB:
-                self._kill(job, soft=True, fn=_to(ABORTING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(ABORTING), now=now, reason=action)
             elif action == COMPLETE_JOB:
-                self._kill(job, soft=True, fn=_to(COMPLETING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(COMPLETING), now=now, reason=action)
             elif action == TERMINATE_JOB:
-                self._kill(job, soft=True, fn=_to(TERMINATING), now=now, reason=action)
+                self._kill(job, soft=True, fn=to(TERMINATING), now=now, reason=action)
             else:
-                self._sync(job, _pending_fn if phase == PENDING else _running_fn, now)
+                self._sync(job, pending_fn if phase == PENDING else running_fn, now)
         elif phase == RESTARTING:
             if action in _TARGETED:
-                self._kill_target(job, action, req, fn=_restart_check, now=now)
+                self._kill_target(job, action, req, fn=restart_check, now=now)
             elif action in _JOB_ACTIONS:
                 # in Restarting, AbortJob and TerminateJob only kill the pods again
-                self._kill(job, soft=False, fn=_restart_check, now=now, reason=action)
+                self._kill(job, soft=False, fn=restart_check, now=now, reason=action)
             else:
-                self._sync(job, _restart_check, now)
+                self._sync(job, restart_check, now)
         elif phase in (ABORTING, ABORTED):
             if action == RESUME_JOB:
-                self._kill(job, soft=True, fn=_to_restarting, now=now, reason=action)
+                self._kill(job, soft=True, fn=to_restarting, now=now, reason=action)
             else:
                 self._kill(
-                    job, soft=True, fn=_alive_check(ABORTED) if phase == ABORTING else _stay, now=now, reason=action
+                    job, soft=True, fn=alive_check(ABORTED) if phase == ABORTING else stay, now=now, reason=action
                 )
         elif phase == COMPLETING:
-            self._kill(job, soft=True, fn=_alive_check(COMPLETED), now=now, reason=action)
+            self._kill(job, soft=True, fn=alive_check(COMPLETED), now=now, reason=action)
         elif phase == TERMINATING:
-            self._kill(job, soft=True, fn=_alive_check(TERMINATED), now=now, reason=action)
+            self._kill(job, soft=True, fn=alive_check(TERMINATED), now=now, reason=action)
         else:  # Completed, Failed, Terminated
-            self._kill(job, soft=True, fn=_stay, now=now, reason=action)
+            self._kill(job, soft=True, fn=stay, now=now, reason=action)
 
-    def _write_status(self, job: _Job, phase: str | None, retry_count: int | None = None) -> None:
+    def _write_status(self, job: JobData, phase: str | None, retry_count: int | None = None) -> None:
         """Write the job's phase and retry count; a phase change is followed by a sync pass."""
         new_phase = job.phase if phase is None else phase
         new_retry = job.retry_count if retry_count is None else retry_count
@@ -622,23 +575,23 @@ class JobController:
         job.phase, job.retry_count = new_phase, new_retry
         self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry))
         if changed:
-            self._enqueue(job, _Request(OUT_OF_SYNC))
+            self._enqueue(job, Request(OUT_OF_SYNC))
 
-    def _apply_fn(self, job: _Job, fn: _StatusFn) -> None:
+    def _apply_fn(self, job: JobData, fn: StatusFn) -> None:
         before = job.retry_count
         phase = fn(job)
         retry = job.retry_count
         job.retry_count = before
         self._write_status(job, phase, retry)
 
-    def _ensure_pod_group(self, job: _Job, now: float) -> None:
+    def _ensure_pod_group(self, job: JobData, now: float) -> None:
         if not job.pg_exists:
             job.pg_exists = True
             job.pg_phase = ""
             self._groups[(job.spec.namespace, job.spec.pod_group_name)] = job
             self._out.append(CreatePodGroup(pod_group_manifest(job.spec, f.format_timestamp(now))))
 
-    def _sync(self, job: _Job, fn: _StatusFn, now: float) -> None:
+    def _sync(self, job: JobData, fn: StatusFn, now: float) -> None:
         """SyncJob: make the PodGroup, and once it is admitted the missing pods; recount; maybe change phase."""
         if job.phase == "":
             self._write_status(job, PENDING)
@@ -646,53 +599,42 @@ class JobController:
         if job.pg_phase in _NOT_ADMITTED:
             self._apply_fn(job, fn)  # on the stored counters
             return
-        spec = job.spec
-        counts = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
-        task_status: dict[str, dict[str, int]] = {}
-        terminating = 0
-        missing: list[tuple[TaskSpec, int]] = []
-        for task in spec.tasks:
-            for index in range(task.replicas):
-                pod = job.pods.get(task.pod_name(spec.name, index))
-                if pod is None:
-                    missing.append((task, index))
-                elif pod.deleting:
-                    terminating += 1
-                else:
-                    counts[pod.phase] += 1
-                    per_task = task_status.setdefault(task.name, {})
-                    per_task[pod.phase] = per_task.get(pod.phase, 0) + 1
-        ready: dict[str, bool] = {}
-        for task, index in missing:
-            if task.name not in ready:
-                ready[task.name] = self._depends_on_met(job, task)
-            if ready[task.name]:
-                self._create_pod(job, task, index, now)
-                counts["Pending"] += 1
-                per_task = task_status.setdefault(task.name, {})
-                per_task["Pending"] = per_task.get("Pending", 0) + 1
+        tasks = job.spec.tasks
+        ready: dict[int, bool] = {}
+        missing = job.pods.missing()
+        stamp = f.format_timestamp(now) if missing else ""
+        for pos, index in missing:
+            task = tasks[pos]
+            if pos not in ready:
+                ready[pos] = self._depends_on_met(job, task)
+            if ready[pos]:
+                self._create_pod(job, task, index, stamp)
+        pods = job.pods
         job.status = PodCounts(
-            counts["Pending"], counts["Running"], counts["Succeeded"], counts["Failed"], terminating, counts["Unknown"]
+            pods.count("Pending"),
+            pods.count("Running"),
+            pods.count("Succeeded"),
+            pods.count("Failed"),
+            pods.terminating,
+            pods.count("Unknown"),
         )
-        job.task_status = task_status
+        job.task_status = pods.task_status()
         self._apply_fn(job, fn)
 
-    def _create_pod(self, job: _Job, task: TaskSpec, index: int, now: float) -> None:
+    def _create_pod(self, job: JobData, task: TaskSpec, index: int, created: str) -> None:
         spec = job.spec
-        manifest = pod_manifest(
-            spec, task, index, f.format_timestamp(now), version=job.version, retry_count=job.retry_count
-        )
+        manifest = pod_manifest(spec, task, index, created, version=job.version, retry_count=job.retry_count)
         name = manifest["metadata"]["name"]
         attempt = self._attempts.get((spec.namespace, name), 0)
         self._attempts[(spec.namespace, name)] = attempt + 1
         uid = str(uuid.uuid5(_UID_SPACE, f"{spec.namespace}/{name}/{attempt}"))
         manifest["metadata"]["uid"] = uid
-        job.pods[name] = _Pod(name, task.name, index, uid, job.version)
+        job.pods.add(PodEntry(name, task.name, index, uid, job.version))
         self._owners[(spec.namespace, name)] = job.key
         self._out.append(CreatePod(manifest))
-        self._enqueue(job, _Request(POD_PENDING, task.name, name, uid, job.version))
+        self._enqueue(job, Request(POD_PENDING, task.name, name, uid, job.version))
 
-    def _depends_on_met(self, job: _Job, task: TaskSpec) -> bool:
+    def _depends_on_met(self, job: JobData, task: TaskSpec) -> bool:
         """A task's ``dependsOn``: all named tasks ready (any one with ``iteration: any`` and several names)."""
         if not task.depends_on:
             return True
@@ -702,37 +644,29 @@ class JobController:
             return any(ready)
         return all(ready)
 
-    def _task_ready(self, job: _Job, task: TaskSpec) -> bool:
+    def _task_ready(self, job: JobData, task: TaskSpec) -> bool:
         """At least ``minAvailable`` of the task's pods Succeeded or Running (a running pod counts as ready)."""
-        done = 0
-        for index in range(task.replicas):
-            pod = job.pods.get(task.pod_name(job.spec.name, index))
-            if pod is not None and pod.phase in ("Succeeded", "Running"):
-                done += 1
-        return done >= task.min_available
+        return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
-    def _task_completed(self, job: _Job, task: str) -> bool:
+    def _task_completed(self, job: JobData, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
         replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
-        return sum(1 for p in job.pods.values() if p.task == task and p.phase == "Succeeded") >= replicas
+        return job.pods.task_count(task, "Succeeded") >= replicas
 
-    def _delete_pod(self, job: _Job, pod: _Pod, reason: str) -> None:
-        pod.deleting = pod.out_of_sync = True
+    def _delete_pod(self, job: JobData, pod: PodEntry, reason: str) -> None:
+        job.pods.mark_deleting(pod, out_of_sync=True)
         self._out.append(DeletePod(job.spec.namespace, pod.name, reason))
 
-    def _kill(self, job: _Job, *, soft: bool, fn: _StatusFn, now: float, reason: str) -> None:
+    def _kill(self, job: JobData, *, soft: bool, fn: StatusFn, now: float, reason: str) -> None:
         """KillJob: version+1, delete the pods (Soft keeps finished ones), zero the counters, delete the PodGroup."""
         last_retry = job.retry_count >= job.life.max_retry - 1
         retain = _RETAIN_SOFT if soft or last_retry else frozenset()
         job.version += 1
-        terminating = 0
-        for pod in job.pods.values():
-            if pod.deleting:
-                terminating += 1
-            elif pod.phase not in retain:
-                self._delete_pod(job, pod, reason or SYNC_JOB)
-                terminating += 1
-        job.status = PodCounts(terminating=terminating)
+        for phase in POD_PHASES:
+            if phase not in retain:
+                for pod in job.pods.live(phase):
+                    self._delete_pod(job, pod, reason or SYNC_JOB)
+        job.status = PodCounts(terminating=job.pods.terminating)
         job.task_status = {}
         self._apply_fn(job, fn)
         if job.pg_exists:
@@ -740,12 +674,12 @@ class JobController:
             job.pg_phase = ""
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
-    def _kill_target(self, job: _Job, action: str, req: _Request, *, fn: _StatusFn, now: float) -> None:
+    def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
         """KillTarget: delete the pods of one task or one pod (finished ones too); the PodGroup stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
-            targets = [p for p in job.pods.values() if req.task and p.task == req.task]
+            targets = [p for p in job.pods if req.task and p.task == req.task]
         else:
             pod = job.pods.get(req.pod) if req.pod else None
             targets = [pod] if pod is not None else []
@@ -759,7 +693,7 @@ class JobController:
         self._apply_fn(job, fn)
 
 
-def _matches(policy: Policy, req: _Request) -> bool:
+def _matches(policy: Policy, req: Request) -> bool:
     """Whether a policy applies to a request (PodPending matches only a policy with a timeout)."""
     if (
         policy.events
@@ -769,70 +703,3 @@ def _matches(policy: Policy, req: _Request) -> bool:
     ):
         return True
     return policy.exit_code is not None and policy.exit_code == req.exit_code
-
-
-# Status functions: given the job after a pass, the phase to move to (None: stay).
-
-
-def _stay(job: _Job) -> str | None:
-    return None
-
-
-def _to(phase: str) -> _StatusFn:
-    def fn(job: _Job) -> str | None:
-        return phase
-
-    return fn
-
-
-def _to_restarting(job: _Job) -> str | None:
-    job.retry_count += 1
-    return RESTARTING
-
-
-def _alive_check(phase: str) -> _StatusFn:
-    """Move to ``phase`` once no pod is terminating, pending or running."""
-
-    def fn(job: _Job) -> str | None:
-        s = job.status
-        return phase if s.terminating == 0 and s.pending == 0 and s.running == 0 else None
-
-    return fn
-
-
-def _pending_fn(job: _Job) -> str | None:
-    """Pending -> Running once running + succeeded + failed reach minAvailable (failed pods count)."""
-    s = job.status
-    return RUNNING if job.spec.min_available <= s.running + s.succeeded + s.failed else None
-
-
-def _running_fn(job: _Job) -> str | None:
-    """Running -> Completed / Failed / Pending, in the reference's order."""
-    s, spec = job.status, job.spec
-    total = spec.replicas
-    if total == 0:
-        return None
-    min_success = job.life.min_success
-    if min_success is not None and s.succeeded >= min_success:
-        return COMPLETED
-    if s.succeeded + s.failed == total:
-        if spec.min_available >= sum(t.min_available for t in spec.tasks):
-            for task in spec.tasks:
-                counted = job.task_status.get(task.name)
-                if counted is not None and counted.get("Succeeded", 0) < task.min_available:
-                    return FAILED
-        if min_success is not None and s.succeeded < min_success:
-            return FAILED
-        return COMPLETED if s.succeeded >= spec.min_available else FAILED
-    if s.pending > total - spec.min_available:
-        return PENDING
-    return None
-
-
-def _restart_check(job: _Job) -> str | None:
-    """Restarting -> Failed when the retries are used up, -> Pending once enough pods are not terminating."""
-    if job.retry_count >= job.life.max_retry:
-        return FAILED
-    if job.spec.replicas - job.status.terminating >= job.spec.min_available:
-        return PENDING
-    return None

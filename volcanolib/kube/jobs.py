@@ -20,7 +20,9 @@ What the controller and its admission webhook do, and this module repeats:
   has none, and the annotations and labels of section 8.2 of Volcano's
   controller (``scheduling.k8s.io/group-name``, ``volcano.sh/task-spec``,
   ``volcano.sh/template-uid`` = ``<job>-<task>``, ``volcano.sh/task-index``,
-  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...).
+  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...), plus the Job's
+  ``volcanolib.io/duration`` and ``volcanolib.io/exit-code`` where the
+  template has none of that name.
 
 A PodGroup or pod that already exists (a cluster dump holds the Job *and*
 what the controller made for it) is not made again, as the controller
@@ -32,10 +34,12 @@ Deliberate difference: the controller creates the pods only once the
 scheduler has admitted the PodGroup (phase Inqueue); here they exist from
 the start, so a simulation does not spend a cycle waiting for them.
 
-Not done yet: a task's ``dependsOn`` (the controller creates its pods once
-the tasks it names are running); its pods are made with the others', and
-:attr:`JobExpansion.depends_on_ignored` names such tasks so that the loader
-warns.
+``simulate`` does not follow a task's ``dependsOn`` (the controller creates
+its pods once the tasks it names are running): its pods are made with the
+others', and :attr:`JobExpansion.depends_on_ignored` names such tasks so that
+the loader warns. :mod:`volcanolib.controllers.job`, which runs the Job's
+lifecycle over time, builds its PodGroups and pods with
+:func:`pod_group_manifest` and :func:`pod_manifest` from here.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 _COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _COPIED_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+#: volcanolib's annotations that a Job's pods inherit from the Job (``cancel-after`` stays with the Job).
+INHERITED_ANNOTATIONS: Final = ("volcanolib.io/duration", "volcanolib.io/exit-code")
 _ACTIVE_PHASES: Final = frozenset({"", "Pending", "Running"})
 
 
@@ -396,7 +402,10 @@ def pod_manifest(
     :returns: the manifest, Pending, without a uid.
     """
     name, namespace = js.name, js.namespace
-    annotations = {str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()}
+    # volcanolib's runtime and exit code on the Job apply to every pod whose template does not
+    # set them; Volcano copies no other Job annotation but those below.
+    annotations = {k: js.annotations[k] for k in INHERITED_ANNOTATIONS if k in js.annotations}
+    annotations.update({str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()})
     labels = {str(k): str(v) for k, v in (task.template_meta.get("labels") or {}).items()}
     annotations.update(
         {

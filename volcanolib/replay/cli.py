@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from volcanolib._console import progress
-
 __all__ = ["add_commands"]
 
 
@@ -44,7 +42,9 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="replay files (YAML or JSON), or trace files with --format")
     p.add_argument("--format", metavar="F", help="read the files as a trace of this format (e.g. openb)")
     p.add_argument("--nodes", metavar="FILE", help="the node list of a trace format")
-    p.add_argument("--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)")
+    p.add_argument(
+        "--period", type=_period, metavar="S", help="seconds between sessions (default: the file's, else 1s)"
+    )
     p.add_argument("--pod-startup", type=_seconds, metavar="S", help="delay from bind to Running (default 0s)")
     p.add_argument(
         "--termination-grace", type=_seconds, metavar="S", help="delay from eviction or deletion to gone (default 0s)"
@@ -69,7 +69,9 @@ def add_commands(sub: Any, run: Callable[[str], Callable[[argparse.Namespace, Te
     _workload_options(replay)
     replay.add_argument("--conf", metavar="FILE", help="a volcano-scheduler.conf (default: the file's, else built in)")
     replay.add_argument("--csv", metavar="DIR", help="write jobs.csv, pods.csv and series.csv into this directory")
-    replay.add_argument("--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file")
+    replay.add_argument(
+        "--export", metavar="FILE", help="write the objects read (e.g. a converted trace) as a replay file"
+    )
     replay.set_defaults(handler=replay_command)
     compare = sub.add_parser(
         "compare",
@@ -133,7 +135,7 @@ def _write_json(document: Any, target: str, out: TextIO) -> None:
 
 
 def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> None:
-    """The summary table(s): rich on a terminal, plain lines in a file or a pipe."""
+    """The summary table of one replay, or the summaries side by side (rich, the ``cli`` extra)."""
     from volcanolib._console import output
     from volcanolib.replay import tables
 
@@ -145,6 +147,7 @@ def _render(summaries: Sequence[tuple[str, dict[str, Any]]], out: TextIO) -> Non
 
 
 def _plot(runs: Sequence[tuple[str, Any]], target: str) -> None:
+    """Draw the runs (the ``plot`` extra; without it, one line naming the extra)."""
     from volcanolib.replay.plot import plot
 
     plot(runs, Path(target))
@@ -164,6 +167,7 @@ def _check_extras(args: argparse.Namespace) -> None:
 
 def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib replay``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
 
@@ -173,7 +177,7 @@ def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     else:
         workload = _load(args)
     config = _config(args.conf)
-    with progress("replay", sys.stderr) as report:
+    with console.progress("replay", sys.stderr) as report:
         record = run_replay(workload, config, _options(args, workload), progress=report)
     document = summarise(record)
     if args.json:
@@ -209,6 +213,7 @@ def _export(args: argparse.Namespace) -> Any:
 
 def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``volcanolib compare``; the exit status."""
+    from volcanolib import _console as console
     from volcanolib.errors import ConfigError
     from volcanolib.replay.engine import run_replay
     from volcanolib.replay.metrics import summarise
@@ -223,7 +228,7 @@ def compare_command(args: argparse.Namespace, out: TextIO) -> int:
     runs = []
     summaries = []
     for label, config in zip(labels, configs, strict=True):
-        with progress(label, sys.stderr) as report:
+        with console.progress(label, sys.stderr) as report:
             record = run_replay(workload, config, options, progress=report)
         runs.append((label, record))
         summaries.append((label, summarise(record)))

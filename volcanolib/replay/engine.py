@@ -181,7 +181,7 @@ class _Job:
 
 
 class _Pod:
-    __slots__ = ("exit_code", "duration", "job", "native", "record", "state", "task", "token", "uid")
+    __slots__ = ("duration", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
 
     def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, timing: PodTiming) -> None:
         self.task = task
@@ -302,9 +302,9 @@ class _Replay:
                 for name, value in _native(node.allocatable).items():
                     capacity[name] = capacity.get(name, 0) + value
         self.capacity = _readable(capacity)
-        for queue in sorted(q.name for q in cache.queues()):
-            self.queue_allocated[queue] = {}
-        times = [t for t in wl.arrivals.values()]
+        for queue_name in sorted(q.name for q in cache.queues()):
+            self.queue_allocated[queue_name] = {}
+        times = list(wl.arrivals.values())
         times += [job.arrival for job in wl.jobs if job.arrival is not None]
         start = min(times) if times else 0.0
         self.now = start

@@ -276,7 +276,9 @@ class _Reader:
 
     def _add_scenario(self, data: Mapping[str, Any], source: str) -> None:
         if "objects" not in data:
-            raise ManifestError("not a replay file (no 'objects' key) nor a Kubernetes object (no 'kind')", source=source)
+            raise ManifestError(
+                "not a replay file (no 'objects' key) nor a Kubernetes object (no 'kind')", source=source
+            )
         for key in data:
             if key not in FILE_KEYS:
                 raise ManifestError(f"unknown key {key!r} (expected one of {', '.join(FILE_KEYS)})", source=source)
@@ -308,7 +310,9 @@ class _Reader:
             for key, value in replay.items():
                 if key not in SETTING_KEYS:
                     raise ManifestError(
-                        f"unknown setting (expected one of {', '.join(SETTING_KEYS)})", source=source, field=f"replay.{key}"
+                        f"unknown setting (expected one of {', '.join(SETTING_KEYS)})",
+                        source=source,
+                        field=f"replay.{key}",
                     )
                 try:
                     seconds = parse_duration(value)
@@ -347,26 +351,27 @@ class _Reader:
                     ref.fail("missing required field: metadata.name", "metadata.name")
                 ref.name = name
                 ref.namespace = f.string(meta.get("namespace"), ref, "metadata.namespace") or "default"
-                key = (ref.namespace, name)
-                if key in seen_jobs:
-                    ref.fail(f"duplicate object: already defined at {seen_jobs[key].location or 'an earlier object'}")
-                seen_jobs[key] = ref
+                job_key = (ref.namespace, name)
+                if job_key in seen_jobs:
+                    first = seen_jobs[job_key].location or "an earlier object"
+                    ref.fail(f"duplicate object: already defined at {first}")
+                seen_jobs[job_key] = ref
                 raw_jobs.append((obj, ref))
                 continue
             loader.add(obj, source=source, where=where)
             if isinstance(obj, dict) and obj.get("kind") in ("Pod", "PodGroup"):
-                meta = obj.get("metadata")
-                if not isinstance(meta, dict):
+                pmeta = obj.get("metadata")
+                if not isinstance(pmeta, dict):
                     continue
                 kind = str(obj["kind"])
-                ref = Ref(source, where, kind, str(meta.get("name") or ""), str(meta.get("namespace") or "default"))
+                pref = Ref(source, where, kind, str(pmeta.get("name") or ""), str(pmeta.get("namespace") or "default"))
                 if kind == "PodGroup":
-                    declared.add((ref.namespace, ref.name))
-                annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
-                object_timings[(kind, ref.namespace, ref.name)] = pod_timing(annotations, ref)
-                if meta.get("creationTimestamp") not in (None, ""):
-                    stamp = f.timestamp(meta["creationTimestamp"], ref, "metadata.creationTimestamp")
-                    timed[(kind, ref.namespace, ref.name)] = stamp
+                    declared.add((pref.namespace, pref.name))
+                object_annotations = f.string_map(pmeta.get("annotations"), pref, "metadata.annotations")
+                object_timings[(kind, pref.namespace, pref.name)] = pod_timing(object_annotations, pref)
+                if pmeta.get("creationTimestamp") not in (None, ""):
+                    created = f.timestamp(pmeta["creationTimestamp"], pref, "metadata.creationTimestamp")
+                    timed[(kind, pref.namespace, pref.name)] = created
         cluster = loader.load()
         warnings = list(self.warnings) + cluster.warnings
         classes = {pc.name: pc.value for pc in cluster.priority_classes}
@@ -396,25 +401,25 @@ class _Reader:
         jobs: list[TimedJob] = []
         for obj, ref in raw_jobs:
             expansion = expand_job(obj, ref, priority_classes=classes, scheduler_name=scheduler_name)
-            meta = obj["metadata"]
-            stamp_raw = meta.get("creationTimestamp")
+            job_meta = obj["metadata"]
+            stamp_raw = job_meta.get("creationTimestamp")
             arrival = None
             if stamp_raw not in (None, ""):
                 arrival = f.timestamp(stamp_raw, ref, "metadata.creationTimestamp")
-            annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
-            job_timing = pod_timing(annotations, ref)
+            job_annotations = f.string_map(job_meta.get("annotations"), ref, "metadata.annotations")
+            job_timing = pod_timing(job_annotations, ref)
             task_timings: dict[str, PodTiming] = {}
             spec = f.mapping(obj.get("spec"), ref, "spec")
             for i, raw in enumerate(f.seq(spec.get("tasks"), ref, "spec.tasks")):
-                task = f.mapping(raw, ref, f"spec.tasks[{i}]")
-                name = f.string(task.get("name"), ref, f"spec.tasks[{i}].name") or f"default{i}"
-                template = f.mapping(task.get("template"), ref, f"spec.tasks[{i}].template")
+                task_spec = f.mapping(raw, ref, f"spec.tasks[{i}]")
+                task_name = f.string(task_spec.get("name"), ref, f"spec.tasks[{i}].name") or f"default{i}"
+                template = f.mapping(task_spec.get("template"), ref, f"spec.tasks[{i}].template")
                 tmeta = f.mapping(template.get("metadata"), ref, f"spec.tasks[{i}].template.metadata")
                 field = f"spec.tasks[{i}].template.metadata.annotations"
                 tann = f.string_map(tmeta.get("annotations"), ref, field)
-                task_timings[name] = pod_timing(tann, ref, field, inherited=job_timing)
-            pg = expansion.pod_group
-            min_available = int(pg["spec"]["minMember"]) if pg is not None else len(expansion.pods)
+                task_timings[task_name] = pod_timing(tann, ref, field, inherited=job_timing)
+            manifest = expansion.pod_group
+            min_available = int(manifest["spec"]["minMember"]) if manifest is not None else len(expansion.pods)
             jobs.append(
                 TimedJob(
                     manifest=obj,
@@ -431,7 +436,9 @@ class _Reader:
         queue_names = {"default"} | {q.name for q in cluster.queues}
         for job in jobs:
             if job.queue not in queue_names:
-                message = f"Job {job.namespace}/{job.name}: queue {job.queue!r} does not exist: the job is not scheduled"
+                message = (
+                    f"Job {job.namespace}/{job.name}: queue {job.queue!r} does not exist: the job is not scheduled"
+                )
                 warnings.append(message)
 
         config = None
@@ -439,7 +446,9 @@ class _Reader:
             source, block = self.scheduler_block
             if not isinstance(block, (str, dict)):
                 raise ManifestError(
-                    f"expected volcano-scheduler.conf text or a mapping, got {block!r}", source=source, field="scheduler"
+                    f"expected volcano-scheduler.conf text or a mapping, got {block!r}",
+                    source=source,
+                    field="scheduler",
                 )
             config = parse_config(block, source=f"{source}: scheduler")
             warnings.extend(config.warnings)

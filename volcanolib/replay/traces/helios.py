@@ -138,10 +138,10 @@ def _time(row: Row, column: str, *, required: bool) -> float | None:
             row.fail("missing value", column)
         return None
     try:
-        seconds = float(raw)
+        float(raw)
     except ValueError:
         pass
-    else:
+    else:  # seconds since the epoch
         return row.seconds(column)
     text = raw[:-1] + "+00:00" if raw[-1:] in "Zz" else raw
     try:

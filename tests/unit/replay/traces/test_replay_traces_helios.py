@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,17 +103,6 @@ def test_the_runtime_comes_from_the_times_when_duration_is_absent_and_times_may_
     assert jobs["job-8"]["metadata"]["annotations"]["volcanolib.io/duration"] == "60s"
 
 
-def with_cell(tmp_path: Path, row: int, column: str, value: str) -> Path:
-    lines = LOG.read_text().splitlines()
-    header = lines[0].split(",")
-    cells = lines[row - 1].split(",")
-    cells[header.index(column)] = value
-    lines[row - 1] = ",".join(cells)
-    path = tmp_path / "cluster_log.csv"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.mark.parametrize(
     ("row", "column", "value", "message"),
     [
@@ -141,9 +131,9 @@ def with_cell(tmp_path: Path, row: int, column: str, value: str) -> Path:
     ],
 )
 def test_a_bad_row_names_the_file_row_and_column(
-    tmp_path: Path, row: int, column: str, value: str, message: str
+    with_cell: Callable[[Path, int, str, str], Path], row: int, column: str, value: str, message: str
 ) -> None:
-    path = with_cell(tmp_path, row, column, value)
+    path = with_cell(LOG, row, column, value)
     with pytest.raises(TraceError) as info:
         read_helios([path], NODES)
     assert str(info.value) == f"{path}: row {row}: column {column}: {message}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,18 +165,6 @@ def test_an_unknown_gpu_model_is_a_warning(tmp_path: Path, caplog: pytest.LogCap
 # ------------------------------------------------------------------- bad input
 
 
-def with_cell(tmp_path: Path, row: int, column: str, value: str) -> Path:
-    """The test pod list with one cell changed (``row`` counts the header as 1)."""
-    lines = PODS.read_text().splitlines()
-    header = lines[0].split(",")
-    cells = lines[row - 1].split(",")
-    cells[header.index(column)] = value
-    lines[row - 1] = ",".join(cells)
-    path = tmp_path / "pods.csv"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.mark.parametrize(
     ("row", "column", "value", "message"),
     [
@@ -197,9 +186,9 @@ def with_cell(tmp_path: Path, row: int, column: str, value: str) -> Path:
     ],
 )
 def test_a_bad_row_names_the_file_row_and_column(
-    tmp_path: Path, row: int, column: str, value: str, message: str
+    with_cell: Callable[[Path, int, str, str], Path], row: int, column: str, value: str, message: str
 ) -> None:
-    path = with_cell(tmp_path, row, column, value)
+    path = with_cell(PODS, row, column, value)
     with pytest.raises(TraceError) as info:
         read_openb([path], NODES)
     assert str(info.value) == f"{path}: row {row}: column {column}: {message}"

@@ -44,7 +44,7 @@ def job(name: str, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def tf_job(**spec: Any) -> dict[str, Any]:
-    """The reference's worked example: ps x1 and worker x2, PodEvicted -> RestartJob, worker TaskCompleted -> CompleteJob."""
+    """The worked example of §10: ps x1, worker x2; PodEvicted -> RestartJob; worker TaskCompleted -> CompleteJob."""
     return job(
         "tf",
         task("ps", 1),
@@ -85,6 +85,10 @@ class Harness:
                 meta = change.manifest["metadata"]
                 name = meta["name"]
                 assert name not in self.pods, f"pod {name} created while it exists"
+                group = self.groups.get(meta["annotations"]["scheduling.k8s.io/group-name"])
+                assert group is not None and group["status"]["phase"] not in ("", "Pending"), (
+                    f"pod {name} created before its PodGroup was admitted"
+                )
                 self.pods[name] = copy.deepcopy(change.manifest)
                 self.created.append((name, meta["annotations"]["volcano.sh/job-version"], meta["uid"]))
             elif isinstance(change, CreatePodGroup):
@@ -114,6 +118,7 @@ class Harness:
         names = [pod_group] if pod_group else list(self.groups)
         out: list[Change] = []
         for name in names:
+            self.groups[name]["status"]["phase"] = phase
             out += self.apply(self.ctrl.pod_group_phase(NS, name, phase, now=self.now))
         return out
 
@@ -133,7 +138,7 @@ class Harness:
         assert pod in self.pods
         if self.grace:
             self.deleting.add(pod)
-            return []
+            return self.apply(self.ctrl.pod_terminating(NS, pod, now=self.now))
         del self.pods[pod]
         return self.apply(self.ctrl.pod_deleted(NS, pod, now=self.now, evicted=True))
 
