@@ -23,8 +23,8 @@ def test_every_output_of_one_replay_agrees(tmp_path: Path, capsys: pytest.Captur
     document = json.loads((tmp_path / "r.json").read_text())
     summary = document["summary"]
     assert table.startswith(
-        f"{summary['jobs']} jobs: {summary['completed']} completed, {summary['failed']} failed, "
-        f"{summary['cancelled']} cancelled, {summary['unfinished']} unfinished\n"
+        f"Jobs: {summary['jobs']} ({summary['completed']} completed, {summary['failed']} failed, "
+        f"{summary['cancelled']} cancelled, {summary['unfinished']} unfinished)\n"
     )
     for name, value in summary["utilisation"].items():
         assert f"  {name} " in table and f"{100 * value:.1f}%" in table

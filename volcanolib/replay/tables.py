@@ -53,8 +53,8 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     """The lines and tables of :func:`render_summary`."""
     s = summary["summary"]
     blocks: list[Block] = [
-        f"{s['jobs']} job{'' if s['jobs'] == 1 else 's'}: {s['completed']} completed, {s['failed']} failed, "
-        f"{s['cancelled']} cancelled, {s['unfinished']} unfinished",
+        f"Jobs: {s['jobs']} ({s['completed']} completed, {s['failed']} failed, "
+        f"{s['cancelled']} cancelled, {s['unfinished']} unfinished)",
         f"Simulated: {duration(s['simulated_seconds'])} in {s['sessions']} sessions, "
         f"makespan {duration(s['makespan'])}",
         "",
