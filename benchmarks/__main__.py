@@ -9,6 +9,8 @@ Examples::
     python -m benchmarks W1 L --format yaml,block,json   # the generator's flow YAML, kubectl's block YAML, JSON
     python -m benchmarks W1 S --profile w1.prof
     python -m benchmarks ordering             # compiled dispatch against pm.hook
+    python -m benchmarks replay-day --jobs 5000,10000,20000   # replay a synthetic day (benchmarks/replay.py)
+    python -m benchmarks replay-openb         # replay a synthetic trace of the openb trace's size
 
 Each workload runs in its own interpreter: the file is generated into
 benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
@@ -43,6 +45,8 @@ from benchmarks.workloads import (
 )
 
 SIZES = ("S", "M", "L")
+#: Suites run by :mod:`benchmarks.replay`, which has its own options.
+REPLAY_SUITES = ("replay-day", "replay-openb")
 
 
 def _split(text: str) -> list[str]:
@@ -58,6 +62,11 @@ def _profile_path(base: Path, label: str, many: bool) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run what it names, print the results and write them as JSON."""
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] and args_list[0] in REPLAY_SUITES:  # replay-day, replay-openb: their own options
+        from benchmarks import replay
+
+        return replay.main(args_list)
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -1,6 +1,6 @@
 """Write the argument tables of docs/configuration.md from the declarations (run after changing an argument).
 
-Every built-in action, and every plugin of volcanolib and volcanolib-contrib,
+Every action and every plugin of volcanolib and volcanolib-contrib
 declares its arguments (``volcanolib.framework.arguments``); this script
 rewrites the text between the ``BEGIN generated`` and ``END generated``
 markers of the page with one section per action or plugin. A test checks
@@ -17,6 +17,7 @@ from volcanolib.framework.arguments import argument_table, declared_arguments
 from volcanolib.framework.registry import (
     BUILTIN_ACTIONS,
     BUILTIN_PLUGINS,
+    CONTRIB_ACTIONS,
     CONTRIB_DISTRIBUTION,
     CONTRIB_PLUGINS,
     Registry,
@@ -34,11 +35,14 @@ def _declaration(owner: type[Any], what: str) -> type[Any]:
 
 
 def action_sections(registry: Registry) -> str:
-    """One section per built-in action: its heading and its table."""
+    """One section per action of both distributions: its heading, where it comes from when contrib, its table."""
     out = []
     for name in sorted(BUILTIN_ACTIONS):
         table = argument_table(_declaration(registry.action_class(name), "action"))
         out.append(f"### {name}\n\n{table}")
+    for name in sorted(CONTRIB_ACTIONS):
+        table = argument_table(_declaration(registry.action_class(name), "action"))
+        out.append(f"### {name}\n\nShipped by `{CONTRIB_DISTRIBUTION}`. ([{name}](actions.md#{name}))\n\n{table}")
     return "\n".join(out)
 
 

@@ -29,6 +29,7 @@ from volcanolib.errors import (
     CacheError,
     ConfigError,
     ManifestError,
+    MissingExtraError,
     PluginConfigError,
     PluginError,
     PluginNotFoundError,
@@ -46,7 +47,7 @@ from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
 from volcanolib.framework.status import Code, Event, Status, Vote
-from volcanolib.framework.victims import VictimOrder
+from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
 __version__ = "0.1.0"
@@ -63,10 +64,13 @@ __all__ = [
     "ConfigError",
     "CycleResult",
     "Event",
+    "EvictionContext",
+    "EvictionKind",
     "Evictor",
     "InMemoryCache",
     "JobInfo",
     "ManifestError",
+    "MissingExtraError",
     "Mode",
     "NoArguments",
     "Node",

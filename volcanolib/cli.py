@@ -6,11 +6,17 @@
     volcanolib check FILE... [--seed N] [--quiet]
     volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N]
     volcanolib plugins [--json]
+    volcanolib replay FILE... [--conf FILE] [--format F --nodes FILE] [--json FILE] [--csv DIR] [--plot FILE] ...
+    volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
 
 Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
 that cannot be read or parsed, a missing or invalid field, a duplicate
 object, an unknown plugin or action), reported as one line on standard
 error. Warnings go to standard error too, so ``--json`` output stays clean.
+
+Tables are drawn by rich (the ``cli`` extra); without it, a command that
+would print them exits 2 with one line naming the extra, while ``--json``
+and ``check`` need nothing beyond the runtime.
 """
 
 from __future__ import annotations
@@ -134,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
         "and the hooks each plugin implements.",
     )
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    from volcanolib.replay.cli import add_commands as add_replay_commands
+
+    add_replay_commands(sub)
     return parser
 
 
@@ -150,10 +159,13 @@ def _process_started() -> float | None:
 
 def _simulate(args: argparse.Namespace, out: TextIO) -> int:
     """Load, run, write; with ``--timings`` every phase is timed, from ``args.started`` to the output written."""
+    from volcanolib._console import require_rich
     from volcanolib._gc import gc_paused
     from volcanolib.sim.report import write_result
     from volcanolib.sim.runner import load_scenario, run_scenario
 
+    if not args.json:
+        require_rich()  # before the run, not after it
     loading = time.perf_counter()
     scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
     running = time.perf_counter()
@@ -193,13 +205,15 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, out: TextIO) -> int:
+    from volcanolib._console import require_rich, write
     from volcanolib.sim.explain import explain
-    from volcanolib.sim.report import format_explanation
+    from volcanolib.sim.report import explanation_blocks
     from volcanolib.sim.runner import load_scenario, run_scenario
 
+    require_rich()  # before the run, not after it
     scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
     result = run_scenario(scenario, seed=args.seed)
-    out.write(format_explanation(explain(result, args.pod_group), max_nodes=args.max_nodes))
+    write(out, explanation_blocks(explain(result, args.pod_group), max_nodes=args.max_nodes))
     return 0
 
 
@@ -237,36 +251,14 @@ def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _plugins(args: argparse.Namespace, out: TextIO) -> int:
-    from volcanolib.sim.report import table
-
     plugins, actions = _plugin_rows()
     if args.json:
         out.write(json.dumps({"plugins": plugins, "actions": actions}, sort_keys=True, indent=2) + "\n")
         return 0
-    lines = [f"Plugins ({len(plugins)})"]
-    lines += table(
-        ("NAME", "DISTRIBUTION", "HOOKS"),
-        (
-            (
-                p["name"],
-                p["distribution"] or "-",
-                f"BROKEN: {p['error']}" if p["broken"] else ", ".join(p["hooks"]) or "-",
-            )
-            for p in plugins
-        ),
-    )
-    lines += ["", f"Actions ({len(actions)})"]
-    lines += table(
-        ("NAME", "DISTRIBUTION", "CLASS"),
-        (
-            (a["name"], a["distribution"] or "-", f"BROKEN: {a['error']}" if a["broken"] else a["target"])
-            for a in actions
-        ),
-    )
-    broken = [row["name"] for row in (*plugins, *actions) if row["broken"]]
-    if broken:
-        lines += ["", f"Broken ({len(broken)}): {', '.join(broken)}; a configuration naming one of them is refused."]
-    out.write("\n".join(lines) + "\n")
+    from volcanolib._console import write
+    from volcanolib.sim.report import plugin_blocks
+
+    write(out, plugin_blocks(plugins, actions))
     return 0
 
 
@@ -293,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     handler = _setup_logging(sys.stderr)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        return (getattr(args, "handler", None) or _COMMANDS[args.command])(args, sys.stdout)
     except VolcanolibError as exc:
         message = " ".join(str(exc).split("\n"))
         sys.stderr.write(f"{PROG}: error: {message}\n")

@@ -6,12 +6,14 @@ so callers may catch either::
     VolcanolibError
     ├── ConfigError (ValueError)            a bad scheduler configuration
     ├── ManifestError (ValueError)          a bad Kubernetes manifest / scenario
-    │   └── QuantityError                   a bad resource quantity
+    │   ├── QuantityError                   a bad resource quantity
+    │   └── TraceError                      a bad row of a trace file (file, row, column)
     ├── ResourceError (ArithmeticError)     resource arithmetic below zero
     ├── PluginError                         a plugin misbehaved
     │   ├── PluginNotFoundError (LookupError)  no plugin or action of that name
     │   └── PluginConfigError (ValueError)     a plugin refused at load time
-    └── CacheError                          a cache operation failed
+    ├── CacheError                          a cache operation failed
+    └── MissingExtraError (ImportError)     an optional part needs an extra that is not installed
 
 Errors caused by user input (configuration, manifests, plugin arguments)
 carry enough context to be printed as a single line naming the file, the
@@ -24,11 +26,13 @@ __all__ = [
     "CacheError",
     "ConfigError",
     "ManifestError",
+    "MissingExtraError",
     "PluginConfigError",
     "PluginError",
     "PluginNotFoundError",
     "QuantityError",
     "ResourceError",
+    "TraceError",
     "VolcanolibError",
 ]
 
@@ -100,6 +104,34 @@ class QuantityError(ManifestError):
     """A Kubernetes resource quantity (``"500m"``, ``"2Gi"``) cannot be parsed."""
 
 
+class TraceError(ManifestError):
+    """A row of a trace file (a CSV table such as the openb pod list) is invalid.
+
+    The message names the file, the row (1-based, the header being row 1) and
+    the column: ``pods.csv: row 12: column deletion_time: before creation_time``.
+
+    :param message: what is wrong.
+    :param source: the file name.
+    :param row: the 1-based row number, counting the header as row 1.
+    :param column: the offending column, if one is.
+    """
+
+    row: int | None = None
+    column: str | None = None
+
+    def __init__(
+        self, message: str, *, source: str | None = None, row: int | None = None, column: str | None = None
+    ) -> None:
+        super().__init__(
+            message,
+            source=source,
+            obj=f"row {row}" if row is not None else None,
+            field=f"column {column}" if column else None,
+        )
+        self.row = row
+        self.column = column
+
+
 class ResourceError(VolcanolibError, ArithmeticError):
     """Resource arithmetic would go below zero, or mixes incompatible values."""
 
@@ -129,3 +161,23 @@ class PluginConfigError(PluginError, ValueError):
 
 class CacheError(VolcanolibError):
     """A cache operation (bind, evict, status update) failed."""
+
+
+class MissingExtraError(VolcanolibError, ImportError):
+    """An optional part of volcanolib needs a package that is not installed.
+
+    The message is one line: what needs it, the extra that installs it and
+    the command, e.g. ``--plot needs the 'plot' extra (matplotlib): pip
+    install 'volcanolib[plot]'``.
+
+    :param extra: the extra that installs the package (``cli``, ``plot``...).
+    :param package: the package it installs.
+    :param feature: what needs it, the subject of the sentence.
+    :param hint: what the user may do instead, if anything.
+    """
+
+    def __init__(self, extra: str, package: str, feature: str, *, hint: str | None = None) -> None:
+        self.extra = extra
+        self.package = package
+        message = f"{feature} needs the {extra!r} extra ({package}): pip install 'volcanolib[{extra}]'"
+        super().__init__(f"{message} ({hint})" if hint else message)

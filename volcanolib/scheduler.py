@@ -225,19 +225,21 @@ class Scheduler:
         """A session on the current configuration, not yet open."""
         return self._new_session(self.cache)
 
-    def _new_session(self, cache: Cache) -> Session:
+    def _new_session(self, cache: Cache, seed: int | None = None) -> Session:
         self._cycle += 1
         return Session(
             cache,
             self.config,
             self.tables,
             self.host.plugins,
-            seed=self.seed + self._cycle - 1,
+            seed=self.seed + self._cycle - 1 if seed is None else seed,
             uid=f"cycle-{self._cycle}",
             clock=self.clock,
         )
 
-    def run_once(self, *, before_actions: Callable[[Session], Any] | None = None) -> CycleResult:
+    def run_once(
+        self, *, before_actions: Callable[[Session], Any] | None = None, seed: int | None = None
+    ) -> CycleResult:
         """Run one cycle: open a session, run the actions in order, close it.
 
         A scheduler given a configuration file first checks the file and
@@ -248,15 +250,18 @@ class Scheduler:
         rest of the cycle goes on.
 
         :param before_actions: called with the open session before the first action.
+        :param seed: seeds this cycle's tie-breaks (by default the scheduler's
+            seed plus the number of cycles run before); a cycle given the
+            same cache state and seed decides the same.
         """
         self.reload_config()
         with gc_paused(self.pause_gc):
-            return self._cycle_once(before_actions)
+            return self._cycle_once(before_actions, seed)
 
-    def _cycle_once(self, before_actions: Callable[[Session], Any] | None) -> CycleResult:
+    def _cycle_once(self, before_actions: Callable[[Session], Any] | None, seed: int | None = None) -> CycleResult:
         timings: dict[str, float] = {}
         ledger = _BindLedger(self.cache)
-        ssn = self._new_session(ledger)
+        ssn = self._new_session(ledger, seed)
         start = time.perf_counter()
         ssn.load(self.cache.snapshot())
         t1 = time.perf_counter()

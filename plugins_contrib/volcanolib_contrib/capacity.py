@@ -48,7 +48,7 @@ from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
-from volcanolib.framework.victims import VictimOrder
+from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib_contrib._resources import (
     greater_partly_with_relevant_dimensions,
     intersects,
@@ -214,7 +214,7 @@ class CapacityPlugin:
 
     Hooks: ``queue_order``, ``victim_queue_order`` (hierarchical),
     ``allocatable``, ``job_enqueueable`` (which also reserves the admitted
-    job's minimum), ``preemptive``, ``reclaimable`` and the allocate /
+    job's minimum), ``preemptive``, ``reclaimable``, ``unified_evictable`` and the allocate /
     deallocate events. After :meth:`on_session_open`, :attr:`queue_attrs`
     holds the queues' state and :meth:`queue_view` describes one.
     """
@@ -544,15 +544,12 @@ class CapacityPlugin:
         victims: list[TaskInfo] = []
         allocations: dict[str, Resource] = {}
         for candidate in VictimOrder(ssn, reclaimer).sorted(reclaimees):
-            victim_job = ssn.jobs.get(candidate.job)
-            attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
-            if attr is None:
+            found = self._running_total(ssn, candidate, allocations)
+            if found is None:
                 continue
+            attr, allocated = found
             if not intersects(candidate.resreq, reclaimer.init_resreq, ignore_pods=True):
                 continue
-            allocated = allocations.get(attr.name)
-            if allocated is None:
-                allocated = allocations[attr.name] = attr.allocated.clone()
             if not attr.guarantee.less_equal(allocated.clone().sub_unchecked(candidate.resreq), _ZERO):
                 continue
             if not _has_relevant_deserved(candidate, attr.deserved):
@@ -587,6 +584,57 @@ class CapacityPlugin:
             allocated.sub_unchecked(candidate.resreq)
             for ancestor_allocated in touched:
                 ancestor_allocated.sub_unchecked(candidate.resreq)
+            victims.append(candidate)
+        return victims
+
+    def _running_total(
+        self, ssn: Session, candidate: TaskInfo, allocations: dict[str, Resource]
+    ) -> tuple[QueueAttr, Resource] | None:
+        """The candidate's queue and its allocated total less the victims chosen so far; ``None`` when unknown."""
+        victim_job = ssn.jobs.get(candidate.job)
+        attr = self.queue_attrs.get(victim_job.queue) if victim_job is not None else None
+        if attr is None:
+            return None
+        allocated = allocations.get(attr.name)
+        if allocated is None:
+            allocated = allocations[attr.name] = attr.allocated.clone()
+        return attr, allocated
+
+    @hookimpl
+    def unified_evictable(
+        self, ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo]:
+        """For ``gangreclaim``: the candidates their queues may give up, in the given order.
+
+        ``gangpreempt`` gets every candidate (capacity does not filter
+        preemption). For ``gangreclaim``, walking the candidates with a
+        running total per victim queue (victims already chosen subtracted):
+        a candidate is skipped when its queue would fall below its
+        guarantee; it is a victim when its queue's deserved does not cover
+        any of its resources, or when the queue is above deserved on one of
+        its resources. Unlike ``reclaimable``, neither the reclaimer's
+        resources nor the ancestors are checked, as in Volcano.
+
+        .. versionadded:: 0.2
+        """
+        if context.kind is EvictionKind.GANG_PREEMPT:
+            return candidates
+        if not self.ready:
+            return []
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+        for candidate in candidates:
+            found = self._running_total(ssn, candidate, allocations)
+            if found is None:
+                continue
+            attr, allocated = found
+            if not attr.guarantee.less_equal(allocated.clone().sub_unchecked(candidate.resreq), _ZERO):
+                continue
+            if _has_relevant_deserved(candidate, attr.deserved) and not greater_partly_with_relevant_dimensions(
+                allocated, attr.deserved, candidate.resreq
+            ):
+                continue
+            allocated.sub_unchecked(candidate.resreq)
             victims.append(candidate)
         return victims
 

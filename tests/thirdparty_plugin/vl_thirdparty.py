@@ -8,6 +8,7 @@ under several entry-point names can populate several tiers:
   ``unresolvable``: node names that fail as Unschedulable-and-unresolvable.
 - ``scores``: node name -> score.
 - ``victims``: task names to accept, ``"none"`` for an empty list; absent: abstain.
+- ``victimPriority``: ``victim_tasks`` names the tasks of this priority; absent: abstain.
 - ``vote``: ``permit`` / ``reject`` / ``abstain`` for pipelined and enqueueable.
 - ``ready``, ``starving``, ``overused``, ``allocatable``, ``valid``: booleans.
 - ``raiseIn``: the name of a hook that raises RuntimeError.
@@ -89,6 +90,14 @@ class Scripted:
     @hookimpl
     def reclaimable(self, reclaimer: Any, reclaimees: Any) -> Any:
         return self._victims("reclaimable", reclaimees)
+
+    @hookimpl
+    def victim_tasks(self, tasks: Any) -> Any:
+        self._enter("victim_tasks")
+        wanted = self.args.get("victimPriority")
+        if wanted is None:
+            return None
+        return [t for t in tasks if t.priority == wanted]
 
     def _vote(self, hook: str) -> Vote:
         self._enter(hook)

@@ -50,6 +50,7 @@ __all__ = [
     "one_node",
     "plugin_failure",
     "tier_decides",
+    "union_per_tier",
     "vote_per_tier",
     "weighted_sum",
 ]
@@ -86,6 +87,7 @@ class Rule(enum.Enum):
     ANY_TRUE = "any_true"
     ALL_TRUE = "all_true"
     TIER_DECIDES = "tier_decides"
+    UNION_PER_TIER = "union_per_tier"
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -497,6 +499,31 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
     return victims
 
 
+def union_per_tier(table: Table) -> Callable[[Sequence[Any]], list[Any]]:
+    """Victims chosen by plugins: within a tier the lists are joined; the first tier that names any decides.
+
+    An abstention (``None``) or an empty list adds nothing; a task named by
+    several plugins appears once, where it was first named (tier order,
+    then each plugin's order). Empty when no tier names any (Volcano's
+    VictimTasks, whose set has no order; this one is deterministic).
+    """
+    tiers = tuple(tuple(fn for _, fn in tier) for tier in table if tier)
+
+    def victims(candidates: Sequence[Any]) -> list[Any]:
+        for tier in tiers:
+            chosen: dict[int, Any] = {}
+            for fn in tier:
+                result = fn(candidates)
+                if result:
+                    for task in result:
+                        chosen.setdefault(id(task), task)
+            if chosen:
+                return list(chosen.values())
+        return []
+
+    return victims
+
+
 # ---------------------------------------------------------------------------- booleans and votes
 
 
@@ -612,4 +639,5 @@ BUILDERS: Final[Mapping[Rule, Callable[[Table], Callable[..., Any]]]] = {
     Rule.ANY_TRUE: any_true,
     Rule.ALL_TRUE: all_true,
     Rule.TIER_DECIDES: tier_decides,
+    Rule.UNION_PER_TIER: union_per_tier,
 }

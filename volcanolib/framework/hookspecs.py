@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.nodeclass import NodeClassKey
     from volcanolib.framework.session import Session
     from volcanolib.framework.status import Event, Status, Vote
+    from volcanolib.framework.victims import EvictionContext
 
 __all__ = ["HOOK_NAMES", "NAME", "SPECS", "HookSpec", "Phase", "Rule"]
 
@@ -395,6 +396,45 @@ def reclaimable(ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo
     """Which of ``reclaimees`` (tasks of other queues) ``reclaimer`` may evict.
 
     :returns: the acceptable victims; ``[]`` for none; no opinion is ``None``.
+    """
+    raise NotImplementedError
+
+
+@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER)
+def unified_evictable(
+    ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
+) -> Sequence[TaskInfo] | None:
+    """Which of ``candidates`` a gang-aware action may evict (Volcano's UnifiedEvictable).
+
+    Called by ``gangpreempt`` and ``gangreclaim`` once per preemptor job and
+    candidate domain, with every candidate victim in the action's bundle
+    order (cheapest bundles first): a plugin that keeps running totals while
+    it walks the list (queue usage, say) sees the preferred victims first.
+    Only plugins that implement this hook filter victims for those actions;
+    ``preemptable`` and ``reclaimable`` are not consulted there. Every
+    plugin sees the full candidate list.
+
+    :param context: what is being decided: ``kind`` (gang preempt or gang
+        reclaim), the preemptor ``job``, and the ``domain`` searched.
+    :param candidates: the candidate victims, in the action's order.
+    :returns: the acceptable victims; ``[]`` means none (and ends the tier
+        with no victims); no opinion is ``None``. The action keeps a bundle
+        that must go whole only when every task of it is returned.
+    """
+    raise NotImplementedError
+
+
+@_hookspec(Phase.EVICTION, Rule.UNION_PER_TIER, switch="enabledVictim")
+def victim_tasks(ssn: Session, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
+    """Which running tasks should be evicted to be scheduled again (rescheduling).
+
+    Called once per session by the ``shuffle`` action, with every Running
+    task of the session's jobs.
+
+    :param tasks: the Running tasks, in job then task order of the snapshot.
+    :returns: the tasks to evict; no opinion is ``None`` (or ``[]``). Within
+        a tier the answers are joined; the first tier that names any task
+        decides, and the action evicts them all.
     """
     raise NotImplementedError
 

@@ -408,6 +408,16 @@ class Placement:
             return errors
         return self._choose_node(task, feasible)
 
+    def choose_among(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
+        """The node allocate would pick among ``feasible`` nodes (see :meth:`choose`), without a nominated node.
+
+        Nodes where the task fits idle resources now win over nodes where
+        it would be pipelined; ``None`` when the task fits neither way on any.
+
+        .. versionadded:: 0.2
+        """
+        return self._choose_node(task, feasible)
+
     def _choose_node(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The best feasible node: nodes where the task fits idle resources win over pipelining."""
         idle: list[NodeInfo] = []

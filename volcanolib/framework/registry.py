@@ -34,6 +34,7 @@ __all__ = [
     "BUILTIN_ACTIONS",
     "BUILTIN_PLUGINS",
     "CONTRIB_DISTRIBUTION",
+    "CONTRIB_ACTIONS",
     "CONTRIB_PLUGINS",
     "Action",
     "Plugin",
@@ -73,7 +74,9 @@ BUILTIN_ACTIONS: Final[Mapping[str, str]] = {
 }
 CONTRIB_DISTRIBUTION: Final = "volcanolib-contrib"
 #: Plugins shipped by the ``volcanolib-contrib`` distribution, named in errors when it is missing.
-CONTRIB_PLUGINS: Final = frozenset({"capacity", "nodeorder", "overcommit", "predicates"})
+CONTRIB_PLUGINS: Final = frozenset({"capacity", "nodeorder", "overcommit", "predicates", "sla"})
+#: Actions shipped by the ``volcanolib-contrib`` distribution, named in errors when it is missing.
+CONTRIB_ACTIONS: Final = frozenset({"gangpreempt", "gangreclaim", "shuffle"})
 #: How to install ``volcanolib-contrib``: no package index serves it, it is built from a source checkout.
 CONTRIB_INSTALL: Final = "from a volcanolib source checkout: pip install -e ./plugins_contrib"
 
@@ -228,13 +231,17 @@ class Registry:
     def action_class(self, name: str) -> type[Any]:
         """The class of an installed action.
 
-        :raises PluginNotFoundError: naming the installed actions.
+        :raises PluginNotFoundError: naming the installed actions, and the
+            distribution to install when the action is a contrib one.
         :raises PluginConfigError: when the action's module cannot be imported.
         """
         provider = self._actions.get(name)
         if provider is None:
             installed = ", ".join(self._actions) or "none"
-            hint = _did_you_mean(name, self._actions)
+            if name in CONTRIB_ACTIONS:
+                hint = f"; it is provided by the {CONTRIB_DISTRIBUTION} distribution ({CONTRIB_INSTALL})"
+            else:
+                hint = _did_you_mean(name, self._actions)
             raise PluginNotFoundError(f"unknown action {name!r}{hint}; installed actions: {installed}")
         return self._load(provider, "action")  # type: ignore[no-any-return]
 

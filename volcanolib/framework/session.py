@@ -44,6 +44,7 @@ from volcanolib.framework.status import Code, Event, Status
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache
+    from volcanolib.framework.victims import EvictionContext
 
 __all__ = ["Session", "compare_tasks_by_name"]
 
@@ -158,6 +159,10 @@ class Session:
     preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
     #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
     reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``unified_evictable``: the victims a gang-aware action may evict, from the first deciding tier, or ``None``.
+    unified_evictable: Callable[[EvictionContext, Sequence[TaskInfo]], list[TaskInfo] | None]
+    #: ``victim_tasks``: the running tasks the first naming tier wants rescheduled (empty when none).
+    victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]]
     #: ``preemptive``: whether tasks of a queue may reclaim from other queues.
     preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool]
     #: ``overused``: whether a queue must stop receiving resources.
@@ -281,6 +286,13 @@ class Session:
 
     def _table(self, hook: str) -> combine.Table:
         return bind(self, hook, self._tables.get(hook, ()))
+
+    def implemented(self, hook: str) -> bool:
+        """Whether some plugin of the configuration takes part in ``hook`` (implements it, its switch on).
+
+        .. versionadded:: 0.2
+        """
+        return any(self._tables.get(hook, ()))
 
     def order_by_key(self, hook: str) -> bool:
         """Whether every plugin taking part in an order hook (``job_order``, ``task_order`` ...) gives keys."""

@@ -22,11 +22,14 @@ key where one exists. Both give the same order; the choice is internal.
 
 from __future__ import annotations
 
+import enum
 import functools
 import heapq
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
+
+import attrs
 
 from volcanolib.errors import PluginError, ResourceError
 
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["VictimOrder", "VictimQueue", "make_room", "validate_victims"]
+__all__ = ["EvictionContext", "EvictionKind", "VictimOrder", "VictimQueue", "make_room", "validate_victims"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,31 @@ _MISSING: Final = object()
 
 #: ``(job part, task key)`` of the composite victim key; see :meth:`VictimOrder._key_parts`.
 _KeyParts = tuple[Callable[["TaskInfo"], Any], Callable[["TaskInfo"], Any]]
+
+
+class EvictionKind(enum.Enum):
+    """Which action asks :func:`~volcanolib.framework.hookspecs.unified_evictable` (Volcano's EvictionKind).
+
+    .. versionadded:: 0.2
+    """
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@attrs.frozen
+class EvictionContext:
+    """What a gang-aware eviction decides about, passed to ``unified_evictable``.
+
+    .. versionadded:: 0.2
+    """
+
+    #: The action asking.
+    kind: EvictionKind
+    #: The job that needs room.
+    job: JobInfo
+    #: The domain whose nodes are searched (``""``: the whole cluster).
+    domain: str = ""
 
 
 def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:

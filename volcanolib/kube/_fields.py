@@ -228,3 +228,46 @@ def _seconds(value: _dt.datetime) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=_dt.timezone.utc)
     return (value - _EPOCH).total_seconds()
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(value: Any, ref: Ref, field: str) -> float | None:
+    """A Go duration (``90s``, ``1h30m``, ``250ms``) or a number of seconds, in seconds; absent is ``None``.
+
+    A negative duration is refused.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            pos, seconds = 0, 0.0
+            while pos < len(text):
+                match = _DURATION_PART.match(text, pos)
+                if match is None:
+                    ref.fail(f"expected a duration such as '90s' or '1h30m', got {value!r}", field)
+                seconds += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+                pos = match.end()
+            if not text:
+                ref.fail("expected a duration such as '90s' or '1h30m', got ''", field)
+    else:
+        ref.fail(f"expected a duration such as '90s' or '1h30m', got {_type_name(value)}", field)
+    if not math.isfinite(seconds) or seconds < 0:
+        ref.fail(f"expected a non-negative duration, got {value!r}", field)
+    return seconds
+
+
+def format_timestamp(seconds: float) -> str:
+    """Seconds since the epoch as an RFC 3339 time (``1970-01-01T00:01:30Z``), the inverse of :func:`timestamp`."""
+    moment = _EPOCH + _dt.timedelta(seconds=seconds)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    return text + "Z"

@@ -20,7 +20,9 @@ What the controller and its admission webhook do, and this module repeats:
   has none, and the annotations and labels of section 8.2 of Volcano's
   controller (``scheduling.k8s.io/group-name``, ``volcano.sh/task-spec``,
   ``volcano.sh/template-uid`` = ``<job>-<task>``, ``volcano.sh/task-index``,
-  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...).
+  ``volcano.sh/job-name``, ``volcano.sh/queue-name``, ...), plus the Job's
+  ``volcanolib.io/duration`` and ``volcanolib.io/exit-code`` where the
+  template has none of that name.
 
 A PodGroup or pod that already exists (a cluster dump holds the Job *and*
 what the controller made for it) is not made again, as the controller
@@ -32,10 +34,12 @@ Deliberate difference: the controller creates the pods only once the
 scheduler has admitted the PodGroup (phase Inqueue); here they exist from
 the start, so a simulation does not spend a cycle waiting for them.
 
-Not done yet: a task's ``dependsOn`` (the controller creates its pods once
-the tasks it names are running); its pods are made with the others', and
-:attr:`JobExpansion.depends_on_ignored` names such tasks so that the loader
-warns.
+``simulate`` does not follow a task's ``dependsOn`` (the controller creates
+its pods once the tasks it names are running): its pods are made with the
+others', and :attr:`JobExpansion.depends_on_ignored` names such tasks so that
+the loader warns. :mod:`volcanolib.controllers.job`, which runs the Job's
+lifecycle over time, builds its PodGroups and pods with
+:func:`pod_group_manifest` and :func:`pod_manifest` from here.
 """
 
 from __future__ import annotations
@@ -50,7 +54,16 @@ from volcanolib.kube import _fields as f
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import pod_request
 
-__all__ = ["JobExpansion", "expand_job"]
+__all__ = [
+    "JobExpansion",
+    "JobSpec",
+    "TaskSpec",
+    "expand_job",
+    "job_ref",
+    "parse_job",
+    "pod_group_manifest",
+    "pod_manifest",
+]
 
 API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 DEFAULT_TASK_SPEC: Final = "default"
@@ -69,6 +82,8 @@ NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 _COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _COPIED_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+#: volcanolib's annotations that a Job's pods inherit from the Job (``cancel-after`` stays with the Job).
+INHERITED_ANNOTATIONS: Final = ("volcanolib.io/duration", "volcanolib.io/exit-code")
 _ACTIVE_PHASES: Final = frozenset({"", "Pending", "Running"})
 
 
@@ -83,22 +98,137 @@ class JobExpansion:
     #: Manifests of the pods that do not exist yet.
     pods: list[dict[str, Any]]
     #: Tasks with a ``dependsOn`` whose pods were made here all the same (the job
-    #: controller would wait for the tasks they name; replay does not yet).
+    #: controller would wait for the tasks they name; simulate does not).
     depends_on_ignored: tuple[str, ...] = ()
 
 
 @attrs.frozen
-class _Task:
+class TaskSpec:
+    """One task of a Job, after the admission webhook's defaults."""
+
+    #: Position in ``spec.tasks``.
     index: int
+    #: The task name (``default<index>`` when the manifest has none).
     name: str
     replicas: int
+    #: ``minAvailable``, defaulting to ``replicas``.
     min_available: int
     template_meta: Mapping[str, Any]
     template_spec: Mapping[str, Any]
     topology_policy: str
+    #: The requests of one pod of the task.
     request: Resource
+    #: The value of the template's PriorityClass (0 when it has none).
     priority: int
-    depends_on: bool = False
+    #: The tasks named by ``dependsOn.name``.
+    depends_on: tuple[str, ...] = ()
+    #: ``dependsOn.iteration`` (``any``, ``all`` or empty).
+    iteration: str = ""
+    #: The task as written, for what only the job controller reads (policies, maxRetry).
+    raw: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def pod_name(self, job: str, index: int) -> str:
+        """The name of the pod of this task at ``index``: ``<job>-<task>-<index>``."""
+        return f"{job}-{self.name}-{index}"
+
+
+@attrs.frozen
+class JobSpec:
+    """A Job manifest read and defaulted as Volcano's admission webhook does."""
+
+    name: str
+    namespace: str
+    uid: str
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+    queue: str
+    #: The scheduler name given to pods whose template names none.
+    scheduler_name: str
+    priority_class_name: str
+    #: ``spec.minAvailable``, defaulting to the sum of the tasks' ``minAvailable``.
+    min_available: int
+    tasks: tuple[TaskSpec, ...]
+    #: ``status.state.phase`` as written (empty for a new Job).
+    phase: str
+    #: ``status.version`` and ``status.retryCount`` as written.
+    version: int
+    retry_count: int
+    #: ``metadata.creationTimestamp`` as written (``None`` when absent).
+    creation_timestamp: Any
+    #: Where the manifest came from, for errors.
+    ref: Ref = attrs.field(eq=False, repr=False)
+
+    @property
+    def pod_group_name(self) -> str:
+        """``<job>-<uid>``, or ``<job>`` for a Job without a uid (which the controller also accepts)."""
+        return f"{self.name}-{self.uid}" if self.uid else self.name
+
+    @property
+    def replicas(self) -> int:
+        """The replicas of all tasks."""
+        return sum(t.replicas for t in self.tasks)
+
+
+def job_ref(job: Mapping[str, Any]) -> Ref:
+    """A :class:`Ref` naming a Job manifest that came from no file."""
+    raw_meta = job.get("metadata")
+    names = raw_meta if isinstance(raw_meta, dict) else {}
+    return Ref(None, "", "Job", str(names.get("name") or ""), str(names.get("namespace") or "default"))
+
+
+def parse_job(
+    job: Mapping[str, Any],
+    ref: Ref | None = None,
+    *,
+    priority_classes: Mapping[str, int] | None = None,
+    scheduler_name: str = "volcano",
+) -> JobSpec:
+    """Read a Job manifest and apply the admission webhook's defaults.
+
+    :param job: the Job manifest.
+    :param ref: where the manifest came from, for errors.
+    :param priority_classes: PriorityClass values by name (orders tasks for ``minResources``).
+    :param scheduler_name: the scheduler name given to pods when neither the
+        template nor the Job names one (the admission webhook's default).
+    :raises ManifestError: naming the field, when the Job is malformed or
+        Volcano's admission would refuse it.
+    """
+    if ref is None:
+        ref = job_ref(job)
+    meta = f.mapping(job.get("metadata"), ref, "metadata")
+    spec = f.mapping(job.get("spec"), ref, "spec")
+    status = f.mapping(job.get("status"), ref, "status")
+    tasks = _tasks(spec, ref, priority_classes or {})
+    total_replicas = sum(t.replicas for t in tasks)
+    if total_replicas > MAX_JOB_PODS:
+        ref.fail(f"{total_replicas} replicas: volcanolib expands at most {MAX_JOB_PODS} pods per Job", "spec.tasks")
+    min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0, minimum=0)
+    if min_available == 0:
+        min_available = sum(t.min_available for t in tasks)
+    if min_available > total_replicas:
+        ref.fail(
+            f"{min_available} is more than the {total_replicas} replicas of the job's tasks "
+            "(Volcano's admission refuses this Job)",
+            "spec.minAvailable",
+        )
+    state = f.mapping(status.get("state"), ref, "status.state")
+    return JobSpec(
+        name=ref.name,
+        namespace=ref.namespace,
+        uid=f.string(meta.get("uid"), ref, "metadata.uid"),
+        annotations=f.string_map(meta.get("annotations"), ref, "metadata.annotations"),
+        labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
+        queue=f.string(spec.get("queue"), ref, "spec.queue") or "default",
+        scheduler_name=f.string(spec.get("schedulerName"), ref, "spec.schedulerName") or scheduler_name,
+        priority_class_name=f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName"),
+        min_available=min_available,
+        tasks=tuple(tasks),
+        phase=f.string(state.get("phase"), ref, "status.state.phase"),
+        version=f.integer(status.get("version"), ref, "status.version", 0),
+        retry_count=f.integer(status.get("retryCount"), ref, "status.retryCount", 0),
+        creation_timestamp=meta.get("creationTimestamp"),
+        ref=ref,
+    )
 
 
 def expand_job(
@@ -122,96 +252,74 @@ def expand_job(
     :raises ManifestError: naming the field, when the Job is malformed or
         Volcano's admission would refuse it.
     """
-    if ref is None:
-        raw_meta = job.get("metadata")
-        names = raw_meta if isinstance(raw_meta, dict) else {}
-        ref = Ref(None, "", "Job", str(names.get("name") or ""), str(names.get("namespace") or "default"))
-    meta = f.mapping(job.get("metadata"), ref, "metadata")
-    spec = f.mapping(job.get("spec"), ref, "spec")
-    status = f.mapping(job.get("status"), ref, "status")
-    name, namespace = ref.name, ref.namespace
-    uid = f.string(meta.get("uid"), ref, "metadata.uid")
-    annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
-    labels = f.string_map(meta.get("labels"), ref, "metadata.labels")
-    queue = f.string(spec.get("queue"), ref, "spec.queue") or "default"
-    job_scheduler = f.string(spec.get("schedulerName"), ref, "spec.schedulerName") or scheduler_name
-    job_class = f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName")
-    classes = priority_classes or {}
-    tasks = _tasks(spec, ref, classes)
-    total_replicas = sum(t.replicas for t in tasks)
-    if total_replicas > MAX_JOB_PODS:
-        ref.fail(f"{total_replicas} replicas: volcanolib expands at most {MAX_JOB_PODS} pods per Job", "spec.tasks")
-    min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0, minimum=0)
-    if min_available == 0:
-        min_available = sum(t.min_available for t in tasks)
-    if min_available > total_replicas:
-        ref.fail(
-            f"{min_available} is more than the {total_replicas} replicas of the job's tasks "
-            "(Volcano's admission refuses this Job)",
-            "spec.minAvailable",
-        )
-
-    state = f.mapping(status.get("state"), ref, "status.state")
-    phase = f.string(state.get("phase"), ref, "status.state.phase")
-    active = phase in _ACTIVE_PHASES
-    version = f.integer(status.get("version"), ref, "status.version", 0)
-    retries = f.integer(status.get("retryCount"), ref, "status.retryCount", 0)
-
-    pg_name = f"{name}-{uid}" if uid else name
+    js = parse_job(job, ref, priority_classes=priority_classes, scheduler_name=scheduler_name)
+    name, namespace = js.name, js.namespace
+    active = js.phase in _ACTIVE_PHASES
+    pg_name = js.pod_group_name
     existing = next((n for n in (pg_name, name) if f"{namespace}/{n}" in existing_groups), None)
-    created = meta.get("creationTimestamp")
     pod_group: dict[str, Any] | None = None
     if existing is not None:
         pg_name = existing
     elif active:
-        owner = {"apiVersion": API_VERSION, "kind": "Job", "name": name, "uid": uid, "controller": True}
-        pg_meta: dict[str, Any] = {
-            "name": pg_name,
-            "namespace": namespace,
-            "annotations": dict(annotations),
-            "labels": dict(labels),
-            "ownerReferences": [owner],
-        }
-        if created is not None:
-            pg_meta["creationTimestamp"] = created
-        pg_spec: dict[str, Any] = {
-            "minMember": min_available,
-            "minTaskMember": {t.name: t.min_available for t in tasks},
-            "queue": queue,
-            "minResources": _min_resources(tasks, min_available).to_quantities(),
-        }
-        if job_class:
-            pg_spec["priorityClassName"] = job_class
-        pod_group = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": pg_meta,
-            "spec": pg_spec,
-            "status": {"phase": "Pending"},
-        }
+        pod_group = pod_group_manifest(js, js.creation_timestamp)
 
     pods: list[dict[str, Any]] = []
     depends_on_ignored: list[str] = []
     if active:
-        for task in tasks:
+        for task in js.tasks:
             made = len(pods)
             for index in range(task.replicas):
-                pod_name = f"{name}-{task.name}-{index}"
+                pod_name = task.pod_name(name, index)
                 if (namespace, pod_name) in existing_pods:
                     continue
                 pods.append(
-                    _pod(job, task, index, pod_name, pg_name, queue, job_scheduler, job_class, version, retries)
+                    pod_manifest(js, task, index, js.creation_timestamp, version=js.version, retry_count=js.retry_count)
                 )
+                pods[-1]["metadata"]["annotations"][GROUP_NAME_KEY] = pg_name
             if task.depends_on and len(pods) > made:
                 depends_on_ignored.append(task.name)
     return JobExpansion(pg_name, pod_group, pods, tuple(depends_on_ignored))
 
 
-def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> list[_Task]:
+def pod_group_manifest(js: JobSpec, created: Any = None) -> dict[str, Any]:
+    """The PodGroup the job controller makes for a Job, in API form.
+
+    :param js: the Job.
+    :param created: its ``metadata.creationTimestamp`` (none when ``None``).
+    :returns: the manifest, with ``status.phase`` Pending (not yet admitted).
+    """
+    owner = {"apiVersion": API_VERSION, "kind": "Job", "name": js.name, "uid": js.uid, "controller": True}
+    pg_meta: dict[str, Any] = {
+        "name": js.pod_group_name,
+        "namespace": js.namespace,
+        "annotations": dict(js.annotations),
+        "labels": dict(js.labels),
+        "ownerReferences": [owner],
+    }
+    if created is not None:
+        pg_meta["creationTimestamp"] = created
+    pg_spec: dict[str, Any] = {
+        "minMember": js.min_available,
+        "minTaskMember": {t.name: t.min_available for t in js.tasks},
+        "queue": js.queue,
+        "minResources": _min_resources(list(js.tasks), js.min_available).to_quantities(),
+    }
+    if js.priority_class_name:
+        pg_spec["priorityClassName"] = js.priority_class_name
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": pg_meta,
+        "spec": pg_spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> list[TaskSpec]:
     raw_tasks = f.seq(spec.get("tasks"), ref, "spec.tasks")
     if not raw_tasks:
         ref.fail("missing required field: a Job needs at least one task", "spec.tasks")
-    tasks: list[_Task] = []
+    tasks: list[TaskSpec] = []
     names: set[str] = set()
     for i, raw in enumerate(raw_tasks):
         field = f"spec.tasks[{i}]"
@@ -229,8 +337,9 @@ def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> lis
         template_spec = f.mapping(template.get("spec"), ref, f"{field}.template.spec")
         class_name = f.string(template_spec.get("priorityClassName"), ref, f"{field}.template.spec.priorityClassName")
         depends_on = f.mapping(task.get("dependsOn"), ref, f"{field}.dependsOn")
+        depends_names = f.seq(depends_on.get("name"), ref, f"{field}.dependsOn.name")
         tasks.append(
-            _Task(
+            TaskSpec(
                 index=i,
                 name=task_name,
                 replicas=replicas,
@@ -240,13 +349,15 @@ def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> lis
                 topology_policy=f.string(task.get("topologyPolicy"), ref, f"{field}.topologyPolicy"),
                 request=pod_request(template_spec, ref, f"{field}.template.spec"),
                 priority=classes.get(class_name, 0) if class_name else 0,
-                depends_on=bool(f.seq(depends_on.get("name"), ref, f"{field}.dependsOn.name")),
+                depends_on=tuple(f.string(n, ref, f"{field}.dependsOn.name[{k}]") for k, n in enumerate(depends_names)),
+                iteration=f.string(depends_on.get("iteration"), ref, f"{field}.dependsOn.iteration"),
+                raw=task,
             )
         )
     return tasks
 
 
-def _min_resources(tasks: list[_Task], min_available: int) -> Resource:
+def _min_resources(tasks: list[TaskSpec], min_available: int) -> Resource:
     """The requests of the first ``min_available`` pods, as the controller counts them."""
     ordered = sorted(tasks, key=lambda t: -t.priority)
     total = Resource()
@@ -271,45 +382,51 @@ def _min_resources(tasks: list[_Task], min_available: int) -> Resource:
     return total
 
 
-def _pod(
-    job: Mapping[str, Any],
-    task: _Task,
+def pod_manifest(
+    js: JobSpec,
+    task: TaskSpec,
     index: int,
-    pod_name: str,
-    pg_name: str,
-    queue: str,
-    scheduler_name: str,
-    job_class: str,
+    created: Any = None,
+    *,
     version: int,
-    retries: int,
+    retry_count: int,
 ) -> dict[str, Any]:
-    meta = job["metadata"]
-    name = str(meta["name"])
-    namespace = str(meta.get("namespace") or "default")
-    job_annotations = meta.get("annotations") or {}
-    job_labels = meta.get("labels") or {}
-    annotations = {str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()}
+    """The pod the job controller makes for one task index, in API form.
+
+    :param js: the Job.
+    :param task: the task.
+    :param index: the pod's index in the task.
+    :param created: the pod's ``metadata.creationTimestamp`` (none when ``None``).
+    :param version: the job version stamped on the pod (``volcano.sh/job-version``).
+    :param retry_count: the retry count stamped on the pod (``volcano.sh/job-retry-count``).
+    :returns: the manifest, Pending, without a uid.
+    """
+    name, namespace = js.name, js.namespace
+    # volcanolib's runtime and exit code on the Job apply to every pod whose template does not
+    # set them; Volcano copies no other Job annotation but those below.
+    annotations = {k: js.annotations[k] for k in INHERITED_ANNOTATIONS if k in js.annotations}
+    annotations.update({str(k): str(v) for k, v in (task.template_meta.get("annotations") or {}).items()})
     labels = {str(k): str(v) for k, v in (task.template_meta.get("labels") or {}).items()}
     annotations.update(
         {
             TASK_INDEX_KEY: str(index),
             TASK_SPEC_KEY: task.name,
-            GROUP_NAME_KEY: pg_name,
+            GROUP_NAME_KEY: js.pod_group_name,
             JOB_NAME_KEY: name,
-            QUEUE_NAME_KEY: queue,
+            QUEUE_NAME_KEY: js.queue,
             JOB_VERSION_KEY: str(version),
             TEMPLATE_UID_KEY: f"{name}-{task.name}",
-            RETRY_COUNT_KEY: str(retries),
+            RETRY_COUNT_KEY: str(retry_count),
         }
     )
     if task.topology_policy:
         annotations[NUMA_POLICY_KEY] = task.topology_policy
     for key in _COPIED_ANNOTATIONS:
-        if key in job_annotations:
-            annotations[key] = str(job_annotations[key])
+        if key in js.annotations:
+            annotations[key] = js.annotations[key]
     for key in _JDB_KEYS:
-        if key in job_annotations:
-            annotations[key] = str(job_annotations[key])
+        if key in js.annotations:
+            annotations[key] = js.annotations[key]
             break
     labels.update(
         {
@@ -317,32 +434,26 @@ def _pod(
             JOB_NAME_KEY: name,
             TASK_SPEC_KEY: task.name,
             JOB_NAMESPACE_KEY: namespace,
-            QUEUE_NAME_KEY: queue,
+            QUEUE_NAME_KEY: js.queue,
         }
     )
     for key in _COPIED_LABELS:
-        if key in job_labels:
-            labels[key] = str(job_labels[key])
+        if key in js.labels:
+            labels[key] = js.labels[key]
     spec = dict(task.template_spec)
     if not spec.get("schedulerName"):
-        spec["schedulerName"] = scheduler_name
-    if not spec.get("priorityClassName") and job_class:
-        spec["priorityClassName"] = job_class
+        spec["schedulerName"] = js.scheduler_name
+    if not spec.get("priorityClassName") and js.priority_class_name:
+        spec["priorityClassName"] = js.priority_class_name
     pod_meta: dict[str, Any] = {
-        "name": pod_name,
+        "name": task.pod_name(name, index),
         "namespace": namespace,
         "annotations": annotations,
         "labels": labels,
         "ownerReferences": [
-            {
-                "apiVersion": API_VERSION,
-                "kind": "Job",
-                "name": name,
-                "uid": str(meta.get("uid") or ""),
-                "controller": True,
-            }
+            {"apiVersion": API_VERSION, "kind": "Job", "name": name, "uid": js.uid, "controller": True}
         ],
     }
-    if meta.get("creationTimestamp") is not None:
-        pod_meta["creationTimestamp"] = meta["creationTimestamp"]
+    if created is not None:
+        pod_meta["creationTimestamp"] = created
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec, "status": {"phase": "Pending"}}

@@ -28,6 +28,7 @@ from volcanolib.framework.status import Code, Status, Vote
 if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
+    from volcanolib.framework.victims import EvictionContext
 
 __all__ = [
     "NOT_ENOUGH_PODS_OF_TASK",
@@ -183,6 +184,16 @@ class GangPlugin:
     def reclaimable(self, ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
         """The same rule as :meth:`preemptable`, for reclaim across queues."""
         return self._above_minimum(ssn, reclaimees)
+
+    @hookimpl
+    def unified_evictable(
+        self, ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo]:
+        """Every candidate: gang-aware actions keep gangs whole through their own bundles.
+
+        .. versionadded:: 0.2
+        """
+        return candidates
 
     # ------------------------------------------------------------------ session close
 

@@ -1,7 +1,10 @@
 """Showing results: tables for a person, JSON for a program.
 
 :func:`to_json` is byte-stable: the same result always gives the same text
-(keys sorted, no timings unless asked for).
+(keys sorted, no timings unless asked for). The tables are drawn by rich
+(the ``cli`` extra) through :mod:`volcanolib._console`: styled and wrapped on
+a terminal, plain lines in a file or a pipe; ``format_*`` give the plain
+text, ``*_blocks`` the lines and tables to draw.
 """
 
 from __future__ import annotations
@@ -11,12 +14,24 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from volcanolib._console import Block, TableSpec, render_text, write
 from volcanolib.api.resource import Resource
 from volcanolib.errors import VolcanolibError
 from volcanolib.sim.explain import Explanation
 from volcanolib.sim.runner import CheckOutcome, SimulationResult
 
-__all__ = ["format_check", "format_explanation", "format_result", "format_timings", "table", "to_json", "write_result"]
+__all__ = [
+    "explanation_blocks",
+    "format_check",
+    "format_explanation",
+    "format_result",
+    "format_timings",
+    "plugin_blocks",
+    "result_blocks",
+    "table",
+    "to_json",
+    "write_result",
+]
 
 _MAX_PODS_PER_NODE = 6
 
@@ -26,33 +41,26 @@ def to_json(result: SimulationResult, *, timings: bool = False) -> str:
     return json.dumps(result.to_dict(timings=timings), sort_keys=True, indent=2) + "\n"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, indent: str = "  ") -> list[str]:
-    """Left-aligned columns separated by two spaces; the last column is not padded."""
-    text_rows = [[str(cell) for cell in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in text_rows:
-        for i, cell in enumerate(row[:-1]):
-            widths[i] = max(widths[i], len(cell))
-    lines = []
-    for row in [list(headers), *text_rows]:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + row[-1:]
-        lines.append((indent + "  ".join(cells)).rstrip())
-    return lines
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], *, right: Iterable[int] = (), indent: int = 2
+) -> TableSpec:
+    """A table of text cells for :mod:`volcanolib._console`, drawn by rich (``right``: columns aligned right)."""
+    return TableSpec(tuple(headers), tuple(tuple(str(c) for c in row) for row in rows), frozenset(right), indent)
 
 
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _section(title: str, count: int, body: list[str]) -> list[str]:
-    return [f"{title} ({count})", *(body or ["  none"]), ""]
+def _section(title: str, count: int, body: TableSpec | None) -> list[Block]:
+    return [f"{title} ({count})", body if body is not None and body.rows else "  none", ""]
 
 
-def format_result(result: SimulationResult, *, timings: bool = False) -> str:
-    """The result as tables: binds per node, evictions, pipelined pods, pod groups, pending reasons."""
+def result_blocks(result: SimulationResult) -> list[Block]:
+    """The lines and tables of :func:`format_result` (without the timings)."""
     scenario = result.scenario
     cluster = scenario.cluster
-    lines = [
+    blocks: list[Block] = [
         f"Scenario: {scenario.name}",
         f"Cluster: {_plural(len(cluster.nodes), 'node')}, {_plural(len(cluster.tasks), 'pod')}, "
         f"{_plural(len(result.pod_groups), 'pod group')}, {_plural(len(cluster.queues), 'queue')} listed",
@@ -70,40 +78,42 @@ def format_result(result: SimulationResult, *, timings: bool = False) -> str:
         if len(pods) > _MAX_PODS_PER_NODE:
             shown += f" and {len(pods) - _MAX_PODS_PER_NODE} more"
         rows.append((node, len(pods), shown))
-    lines += _section("Binds", len(result.binds), table(("NODE", "COUNT", "PODS"), rows) if rows else [])
-    lines += _section(
-        "Evictions",
-        len(result.evictions),
-        table(("POD",), [(p,) for p in result.evictions]) if result.evictions else [],
-    )
-    lines += _section(
-        "Pipelined",
-        len(result.pipelined),
-        table(("POD", "NODE"), result.pipelined.items()) if result.pipelined else [],
-    )
+    blocks += _section("Binds", len(result.binds), table(("NODE", "COUNT", "PODS"), rows))
+    blocks += _section("Evictions", len(result.evictions), table(("POD",), [(p,) for p in result.evictions]))
+    blocks += _section("Pipelined", len(result.pipelined), table(("POD", "NODE"), result.pipelined.items()))
     group_rows = [
         (uid, r.queue, r.phase.value, f"{r.scheduled}/{r.min_member}") for uid, r in result.pod_groups.items()
     ]
-    lines += _section(
-        "Pod groups",
-        len(group_rows),
-        table(("POD GROUP", "QUEUE", "PHASE", "SCHEDULED/MIN"), group_rows) if group_rows else [],
+    blocks += _section(
+        "Pod groups", len(group_rows), table(("POD GROUP", "QUEUE", "PHASE", "SCHEDULED/MIN"), group_rows)
     )
-    lines += _section(
-        "Pending",
-        len(result.unschedulable),
-        table(("POD GROUP", "REASON"), result.unschedulable.items()) if result.unschedulable else [],
+    blocks += _section(
+        "Pending", len(result.unschedulable), table(("POD GROUP", "REASON"), result.unschedulable.items())
     )
     if result.plugin_errors:
-        lines += _section("Plugin errors", len(result.plugin_errors), [f"  {e}" for e in result.plugin_errors])
-    text = "\n".join(lines).rstrip("\n") + "\n"
+        blocks += [f"Plugin errors ({len(result.plugin_errors)})", *(f"  {e}" for e in result.plugin_errors), ""]
+    return blocks[:-1]  # no blank line at the end
+
+
+def format_result(result: SimulationResult, *, timings: bool = False) -> str:
+    """The result as tables: binds per node, evictions, pipelined pods, pod groups, pending reasons.
+
+    Plain text, as ``volcanolib simulate`` writes it to a file or a pipe
+    (:mod:`volcanolib._console`); it needs rich (the ``cli`` extra).
+
+    :raises MissingExtraError: rich is not installed.
+    """
+    text = render_text(result_blocks(result))
     return text + "\n" + format_timings(result.timings) if timings else text
+
+
+def _timing_blocks(timings: Mapping[str, float]) -> list[Block]:
+    return ["Timings (seconds)", table(("STEP", "SECONDS"), ((k, f"{v:.6f}") for k, v in timings.items()), right=(1,))]
 
 
 def format_timings(timings: Mapping[str, float]) -> str:
     """The ``Timings (seconds)`` table that ends ``format_result(..., timings=True)``."""
-    rows = table(("STEP", "SECONDS"), ((k, f"{v:.6f}") for k, v in timings.items()))
-    return "\n".join(["Timings (seconds)", *rows]) + "\n"
+    return render_text(_timing_blocks(timings))
 
 
 #: Stands for the timings in the JSON text until they are known; not valid in any name.
@@ -130,7 +140,10 @@ def write_result(
     final timings.
     """
     if not timings:
-        out.write(to_json(result) if as_json else format_result(result))
+        if as_json:
+            out.write(to_json(result))
+        else:
+            write(out, result_blocks(result))
         return
     begin = time.perf_counter()
     if as_json:
@@ -140,7 +153,7 @@ def write_result(
         head, tail = text.split(f"\n  {json.dumps('timings')}: {json.dumps(_TIMINGS_MARK)}", 1)
         out.write(head)
     else:
-        out.write(format_result(result) + "\n")
+        write(out, [*result_blocks(result), ""])
     out.flush()
     end = time.perf_counter()
     total = result.timings.pop("total", None)
@@ -153,7 +166,7 @@ def write_result(
         shown = json.dumps({k: round(v, 6) for k, v in result.timings.items()}, sort_keys=True, indent=2)
         out.write(f"\n  {json.dumps('timings')}: " + shown.replace("\n", "\n  ") + tail)
     else:
-        out.write(format_timings(result.timings))
+        write(out, _timing_blocks(result.timings))
 
 
 def format_check(outcome: CheckOutcome) -> str:
@@ -196,56 +209,86 @@ def _quantities_text(value: Mapping[Any, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
 
 
-def format_explanation(exp: Explanation, *, max_nodes: int = 20, max_pods: int = 10) -> str:
-    """Why a PodGroup is pending: its state, the scheduler's reason, per pod per node, the queue's view.
-
-    :param max_nodes: node rows shown per pod (0: all).
-    :param max_pods: distinct pending pods shown (0: all).
-    """
+def explanation_blocks(exp: Explanation, *, max_nodes: int = 20, max_pods: int = 10) -> list[Block]:
+    """The lines and tables of :func:`format_explanation`."""
     report = exp.report
     head = f"PodGroup {exp.pod_group}"
     if report is not None:
         pods = _plural(report.scheduled, "pod")
         head += f" (queue {report.queue}): {report.phase.value}, {pods} scheduled, minMember {report.min_member}"
-    lines = [head]
+    blocks: list[Block] = [head]
     if exp.reason:
-        lines.append(f"Scheduler's reason (last session): {exp.reason}")
+        blocks.append(f"Scheduler's reason (last session): {exp.reason}")
     elif not exp.pods:
-        lines.append("Nothing is pending.")
-    for note in exp.notes:
-        lines.append(note)
+        blocks.append("Nothing is pending.")
+    blocks.extend(exp.notes)
     if exp.pods:
-        lines += ["", "Pending pods, checked node by node on the cluster as the scenario left it:"]
+        blocks += ["", "Pending pods, checked node by node on the cluster as the scenario left it:"]
     shown_pods = exp.pods[:max_pods] if max_pods else exp.pods
     for pod in shown_pods:
         similar = f" (and {_plural(pod.similar, 'more pod')} like it)" if pod.similar else ""
-        lines.append(f"  {pod.pod}{similar}: requests {pod.request.describe(readable=True)}")
-        lines.append(f"    {pod.summary}")
+        blocks.append(f"  {pod.pod}{similar}: requests {pod.request.describe(readable=True)}")
+        blocks.append(f"    {pod.summary}")
         rows = [(n.node, n.plugin or "-", n.reason) for n in pod.nodes]
-        if max_nodes and len(rows) > max_nodes:
-            hidden = len(rows) - max_nodes
-            rows = rows[:max_nodes]
-            lines += table(("NODE", "PLUGIN", "REASON"), rows, indent="    ")
-            lines.append(f"    ... {_plural(hidden, 'more node')} (--max-nodes 0 shows all)")
-        elif rows:
-            lines += table(("NODE", "PLUGIN", "REASON"), rows, indent="    ")
+        hidden = len(rows) - max_nodes if max_nodes and len(rows) > max_nodes else 0
+        if rows:
+            blocks.append(table(("NODE", "PLUGIN", "REASON"), rows[: len(rows) - hidden], indent=4))
+        if hidden:
+            blocks.append(f"    ... {_plural(hidden, 'more node')} (--max-nodes 0 shows all)")
     if len(shown_pods) < len(exp.pods):
-        lines.append(f"  ... {_plural(len(exp.pods) - len(shown_pods), 'more distinct pending pod')}")
+        blocks.append(f"  ... {_plural(len(exp.pods) - len(shown_pods), 'more distinct pending pod')}")
     if exp.queue_views:
-        lines.append("")
-        lines.append(f"Queue {exp.queue}, as the plugins see it:")
+        blocks.append("")
+        blocks.append(f"Queue {exp.queue}, as the plugins see it:")
         for plugin, view in exp.queue_views:
-            lines.append(f"  {plugin}:")
-            lines += _view_lines(view)
-    return "\n".join(lines) + "\n"
+            blocks.append(f"  {plugin}:")
+            blocks += _view_lines(view)
+    return blocks
 
 
-def plugins_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Rows of ``volcanolib plugins``: name, distribution, hooks."""
-    return table(
-        ("NAME", "DISTRIBUTION", "HOOKS"),
-        (
-            (r["name"], r["distribution"] or "-", ", ".join(r["hooks"]) if r.get("hooks") else r.get("error", "-"))
-            for r in rows
+def format_explanation(exp: Explanation, *, max_nodes: int = 20, max_pods: int = 10) -> str:
+    """Why a PodGroup is pending: its state, the scheduler's reason, per pod per node, the queue's view.
+
+    Plain text, as ``volcanolib explain`` writes it to a file or a pipe; it
+    needs rich (the ``cli`` extra).
+
+    :param max_nodes: node rows shown per pod (0: all).
+    :param max_pods: distinct pending pods shown (0: all).
+    :raises MissingExtraError: rich is not installed.
+    """
+    return render_text(explanation_blocks(exp, max_nodes=max_nodes, max_pods=max_pods))
+
+
+def plugin_blocks(plugins: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]]) -> list[Block]:
+    """The tables of ``volcanolib plugins``: plugins (name, distribution, hooks), actions, and the broken ones.
+
+    :param plugins: rows with ``name``, ``distribution``, ``hooks``, ``broken`` and, when broken, ``error``.
+    :param actions: rows with ``name``, ``distribution``, ``target``, ``broken`` and, when broken, ``error``.
+    """
+    blocks: list[Block] = [
+        f"Plugins ({len(plugins)})",
+        table(
+            ("NAME", "DISTRIBUTION", "HOOKS"),
+            (
+                (
+                    p["name"],
+                    p["distribution"] or "-",
+                    f"BROKEN: {p['error']}" if p["broken"] else ", ".join(p["hooks"]) or "-",
+                )
+                for p in plugins
+            ),
         ),
-    )
+        "",
+        f"Actions ({len(actions)})",
+        table(
+            ("NAME", "DISTRIBUTION", "CLASS"),
+            (
+                (a["name"], a["distribution"] or "-", f"BROKEN: {a['error']}" if a["broken"] else a["target"])
+                for a in actions
+            ),
+        ),
+    ]
+    broken = [row["name"] for row in (*plugins, *actions) if row["broken"]]
+    if broken:
+        blocks += ["", f"Broken ({len(broken)}): {', '.join(broken)}; a configuration naming one of them is refused."]
+    return blocks

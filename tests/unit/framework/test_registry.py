@@ -14,6 +14,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG
 from volcanolib.framework.registry import (
     BUILTIN_ACTIONS,
     BUILTIN_PLUGINS,
+    CONTRIB_ACTIONS,
     CONTRIB_PLUGINS,
     PluginHost,
     Provider,
@@ -31,6 +32,7 @@ def test_static_tables_match_entry_points() -> None:
     assert _entry_points("volcanolib.plugins", "volcanolib") == dict(BUILTIN_PLUGINS)
     assert _entry_points("volcanolib.actions", "volcanolib") == dict(BUILTIN_ACTIONS)
     assert set(_entry_points("volcanolib.plugins", "volcanolib-contrib")) == set(CONTRIB_PLUGINS)
+    assert set(_entry_points("volcanolib.actions", "volcanolib-contrib")) == set(CONTRIB_ACTIONS)
 
 
 def test_third_party_plugin_is_discovered_with_its_distribution() -> None:

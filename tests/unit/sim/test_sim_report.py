@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from volcanolib import ManifestError, Registry
+from volcanolib._console import render_text
 from volcanolib.sim import check_scenario, explain, simulate
 from volcanolib.sim.report import format_check, format_explanation, format_result, table, to_json, write_result
 
@@ -39,8 +40,9 @@ def cluster(o: Objects, conf: dict[str, Any] | None = None, **keys: Any) -> dict
     }
 
 
-def test_table_aligns_columns() -> None:
-    assert table(("A", "BB"), [("xxx", "y"), ("z", "long text")]) == ["  A    BB", "  xxx  y", "  z    long text"]
+def test_table_aligns_columns_and_numbers_right() -> None:
+    text = render_text([table(("A", "BB", "N"), [("xxx", "y", 5), ("z", "long text", 12)], right=(2,))])
+    assert text == "  A    BB          N\n  xxx  y           5\n  z    long text  12\n"
 
 
 def test_result_tables(objects: Objects, write: Write, registry: Registry) -> None:

@@ -1,0 +1,156 @@
+"""A job's pods as the job controller's cache holds them, with the counts kept up to date.
+
+Every change of a pod goes through :class:`PodIndex`, so that the counts by
+phase, the per-task counts and the set of missing pod slots never need a
+walk over all pods: a sync pass costs the pods it creates, not the job's
+size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import attrs
+
+__all__ = ["POD_PHASES", "PodEntry", "PodIndex"]
+
+#: The pod phases the controller counts.
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@attrs.define(eq=False)
+class PodEntry:
+    """One pod of a job."""
+
+    name: str
+    task: str
+    #: The index of the pod in its task.
+    index: int
+    uid: str
+    #: The job version stamped on the pod.
+    version: int
+    phase: str = "Pending"
+    #: Being deleted (it has a deletion timestamp): it counts as terminating.
+    deleting: bool = False
+    #: Deleted by the controller itself (Volcano's out-of-sync marker): its events only sync.
+    out_of_sync: bool = False
+
+
+class PodIndex:
+    """The pods of one job, indexed by name, by phase and by task.
+
+    :param tasks: the job's tasks as ``(name, replicas)``, in spec order.
+    """
+
+    def __init__(self, tasks: Sequence[tuple[str, int]]) -> None:
+        self._tasks = {name: (pos, replicas) for pos, (name, replicas) in enumerate(tasks)}
+        self._pods: dict[str, PodEntry] = {}
+        #: Pods not being deleted, by phase.
+        self._live: dict[str, dict[str, PodEntry]] = {phase: {} for phase in POD_PHASES}
+        self.terminating = 0
+        #: Per task, pods by phase: every pod, and the pods not being deleted.
+        self._task_all: dict[str, dict[str, int]] = {}
+        self._task_live: dict[str, dict[str, int]] = {}
+        #: (task position, index) of the expected pods that do not exist.
+        self._missing: set[tuple[int, int]] = {
+            (pos, index) for pos, (_, replicas) in enumerate(tasks) for index in range(replicas)
+        }
+
+    def __iter__(self) -> Iterator[PodEntry]:
+        return iter(self._pods.values())
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def get(self, name: str) -> PodEntry | None:
+        """The pod of that name, or ``None``."""
+        return self._pods.get(name)
+
+    def _slot(self, pod: PodEntry) -> tuple[int, int] | None:
+        found = self._tasks.get(pod.task)
+        if found is None or pod.index >= found[1]:
+            return None
+        return (found[0], pod.index)
+
+    def _bump(self, table: dict[str, dict[str, int]], pod: PodEntry, by: int) -> None:
+        counts = table.setdefault(pod.task, {})
+        counts[pod.phase] = counts.get(pod.phase, 0) + by
+
+    def add(self, pod: PodEntry) -> None:
+        """Add a pod (its name must be free)."""
+        self._pods[pod.name] = pod
+        self._bump(self._task_all, pod, 1)
+        if pod.deleting:
+            self.terminating += 1
+        else:
+            self._live[pod.phase][pod.name] = pod
+            self._bump(self._task_live, pod, 1)
+        slot = self._slot(pod)
+        if slot is not None and slot in self._missing:
+            self._missing.discard(slot)
+            if not self._missing:
+                self._missing = set()  # a set never shrinks: an emptied one would still cost its old size to scan
+
+    def set_phase(self, pod: PodEntry, phase: str) -> None:
+        """Move a pod to another phase."""
+        self._bump(self._task_all, pod, -1)
+        if not pod.deleting:
+            del self._live[pod.phase][pod.name]
+            self._bump(self._task_live, pod, -1)
+        pod.phase = phase
+        self._bump(self._task_all, pod, 1)
+        if not pod.deleting:
+            self._live[phase][pod.name] = pod
+            self._bump(self._task_live, pod, 1)
+
+    def mark_deleting(self, pod: PodEntry, *, out_of_sync: bool) -> None:
+        """The pod is being deleted (by the controller when ``out_of_sync``)."""
+        pod.out_of_sync = pod.out_of_sync or out_of_sync
+        if pod.deleting:
+            return
+        pod.deleting = True
+        del self._live[pod.phase][pod.name]
+        self._bump(self._task_live, pod, -1)
+        self.terminating += 1
+
+    def remove(self, name: str) -> PodEntry | None:
+        """Remove a pod that is gone; returns it, or ``None`` when there is none of that name."""
+        pod = self._pods.pop(name, None)
+        if pod is None:
+            return None
+        self._bump(self._task_all, pod, -1)
+        if pod.deleting:
+            self.terminating -= 1
+        else:
+            del self._live[pod.phase][pod.name]
+            self._bump(self._task_live, pod, -1)
+        slot = self._slot(pod)
+        if slot is not None:
+            self._missing.add(slot)
+        return pod
+
+    def live(self, phase: str) -> list[PodEntry]:
+        """The pods in ``phase`` that are not being deleted, oldest first."""
+        return list(self._live[phase].values())
+
+    def count(self, phase: str) -> int:
+        """How many pods are in ``phase`` and not being deleted."""
+        return len(self._live[phase])
+
+    def task_count(self, task: str, *phases: str) -> int:
+        """How many pods of ``task`` (being deleted or not) are in one of ``phases``."""
+        counts = self._task_all.get(task, {})
+        return sum(counts.get(phase, 0) for phase in phases)
+
+    def task_status(self) -> dict[str, dict[str, int]]:
+        """Per task, the pods not being deleted by phase (tasks with none are left out)."""
+        out: dict[str, dict[str, int]] = {}
+        for task, counts in self._task_live.items():
+            kept = {phase: n for phase, n in counts.items() if n}
+            if kept:
+                out[task] = kept
+        return out
+
+    def missing(self) -> list[tuple[int, int]]:
+        """``(task position, index)`` of the expected pods that do not exist, in spec order."""
+        return sorted(self._missing) if self._missing else []

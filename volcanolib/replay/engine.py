@@ -1,0 +1,891 @@
+"""The replay engine: the Scheduler, the job controller and a simulated kubelet over simulated time.
+
+:func:`run_replay` keeps one :class:`~volcanolib.cache.memory.InMemoryCache`
+and one :class:`~volcanolib.scheduler.Scheduler` for the whole replay. The
+clock starts at the earliest arrival (0 when nothing has a
+``creationTimestamp``) and a scheduling session runs every ``period``.
+Between two sessions, events happen in time order; events at the same time
+happen in this order (the tie rule), and in the order they were scheduled
+within one kind:
+
+1. arrivals (Volcano Jobs, PodGroups, pods), with the job controller's
+   immediate reactions (a PodGroup, later its pods);
+2. the job controller's timed reactions (``JobController.tick``);
+3. pods starting (Running ``podStartup`` after their bind);
+4. pods finishing (Succeeded, or Failed by their exit code, ``duration``
+   after they started; their resources are free from that moment);
+5. deleted or evicted pods going away (``terminationGrace`` after the
+   deletion), after which the job controller reacts (``PodEvicted``);
+6. cancellations (a job not started ``cancel-after`` after its arrival is deleted).
+
+Events at the time of a session happen before it. Whatever an event or a
+session causes at once (the controller creating pods, a PodGroup admitted by
+``enqueue``) happens at that time too.
+
+**Skipping.** A session changes the cluster only through binds, evictions
+and PodGroup status; when one changed none of these and no event happened
+since, the next session would see the same cluster and, seeded the same,
+decide the same: nothing. Such sessions are skipped, up to the next event.
+The tie-breaks of a session are seeded with ``seed`` plus the number of
+earlier sessions that saw a changed cluster, so a session run on an
+unchanged cluster (``every_period``) is seeded as the one before it, and the
+results are the same either way. Plugins the engine does not know to ignore
+the clock (for instance one admitting jobs that waited long enough) have
+every session run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from volcanolib._gc import gc_paused
+from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
+from volcanolib.api.queue import QueueInfo
+from volcanolib.api.resource import CPU, MEMORY, PODS, Resource
+from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.cache.memory import InMemoryCache
+from volcanolib.controllers.job import (
+    Change,
+    CreatePod,
+    CreatePodGroup,
+    DeletePod,
+    DeletePodGroup,
+    JobController,
+    JobStatus,
+)
+from volcanolib.errors import ManifestError
+from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config
+from volcanolib.kube import _fields as f
+from volcanolib.kube._fields import Ref
+from volcanolib.kube._pods import PodReader
+from volcanolib.kube.loader import _pod_group
+from volcanolib.replay.inputs import PodTiming, TimedJob, Workload, pod_timing
+from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayRecord, Sample
+from volcanolib.scheduler import Scheduler
+
+__all__ = ["CLOCK_FREE_PLUGINS", "ReplayOptions", "run_replay"]
+
+#: Plugins whose decisions do not depend on the session clock (so unchanged sessions may be skipped).
+CLOCK_FREE_PLUGINS: Final = frozenset(
+    {
+        "binpack",
+        "capacity",
+        "conformance",
+        "drf",
+        "gang",
+        "nodeorder",
+        "overcommit",
+        "predicates",
+        "priority",
+        "proportion",
+    }
+)
+#: Actions whose decisions do not depend on the session clock.
+CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
+#: Job phases in which a Volcano Job is finished.
+FINISHED_PHASES: Final = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
+
+# Event kinds, in the order events of one time happen.
+_ARRIVE, _TICK, _START, _FINISH, _GONE, _CANCEL = range(6)
+# Pod states.
+_PENDING, _BOUND, _RUNNING, _DONE, _RELEASING, _GONE_STATE = range(6)
+_HOLDS = frozenset({_BOUND, _RUNNING, _RELEASING})
+
+
+@attrs.frozen
+class ReplayOptions:
+    """How a replay runs (times in seconds).
+
+    :param period: seconds between two scheduling sessions.
+    :param pod_startup: seconds from a pod's bind to its start (Running).
+    :param termination_grace: seconds from a pod's deletion (or eviction) to its disappearance.
+    :param until: stop this many seconds after the start (``None``: when every job has
+        finished or nothing can change any more).
+    :param every_period: run every session, even those that cannot change anything.
+    :param seed: seeds the scheduler's tie-breaks.
+    """
+
+    period: float = 1.0
+    pod_startup: float = 0.0
+    termination_grace: float = 0.0
+    until: float | None = None
+    every_period: bool = False
+    seed: int = 0
+
+    @classmethod
+    def for_workload(
+        cls,
+        workload: Workload,
+        *,
+        period: float | None = None,
+        pod_startup: float | None = None,
+        termination_grace: float | None = None,
+        until: float | None = None,
+        every_period: bool = False,
+        seed: int = 0,
+    ) -> ReplayOptions:
+        """Options from the workload's ``replay:`` settings, each overridden by the argument given."""
+        settings = workload.settings
+
+        def pick(given: float | None, setting: float | None, default: float | None) -> float | None:
+            return given if given is not None else setting if setting is not None else default
+
+        return cls(
+            period=pick(period, settings.period, 1.0) or 1.0,
+            pod_startup=pick(pod_startup, settings.pod_startup, 0.0) or 0.0,
+            termination_grace=pick(termination_grace, settings.termination_grace, 0.0) or 0.0,
+            until=pick(until, settings.until, None),
+            every_period=every_period,
+            seed=seed,
+        )
+
+
+class _Job:
+    __slots__ = (
+        "active",
+        "cancelled",
+        "controlled",
+        "expected",
+        "finished",
+        "key",
+        "pods",
+        "queue",
+        "record",
+        "running",
+        "succeeded",
+        "timed",
+    )
+
+    def __init__(self, key: str, queue: str, submitted: float, min_available: int, controlled: bool) -> None:
+        self.key = key
+        self.queue = queue
+        self.controlled = controlled
+        self.record = JobRecord(key, queue, submitted, None, None, "Pending", 0, 0, min_available)
+        self.pods: list[_Pod] = []
+        self.running = 0
+        #: Pods not finished nor gone.
+        self.active = 0
+        self.succeeded = 0
+        #: Bare pods announced but not arrived yet.
+        self.expected = 0
+        self.finished = False
+        self.cancelled = False
+        self.timed: TimedJob | None = None
+
+
+class _Pod:
+    __slots__ = ("duration", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
+
+    def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, timing: PodTiming) -> None:
+        self.task = task
+        self.uid = task.uid
+        self.job = job
+        self.record = record
+        self.duration = timing.duration
+        self.exit_code = timing.exit_code
+        self.native = _native(task.resreq)
+        self.state = _PENDING
+        #: Bumped when the pod's pending start or finish no longer applies.
+        self.token = 0
+
+
+def _native(res: Resource) -> dict[str, float]:
+    """A request in the resource's own units (milli-cpu, bytes, milli-units), without ``pods``."""
+    out: dict[str, float] = {}
+    if res.milli_cpu:
+        out[CPU] = res.milli_cpu
+    if res.memory:
+        out[MEMORY] = res.memory
+    for name, value in res.scalars.items():
+        if name != PODS and value:
+            out[name] = value
+    return out
+
+
+def _readable(native: Mapping[str, float]) -> dict[str, float]:
+    """Native units -> cpu in cores, memory in bytes, other resources in units."""
+    return {name: float(value) if name == MEMORY else value / 1000 for name, value in native.items()}
+
+
+def _resource_dict(res: Resource | None) -> dict[str, float] | None:
+    return None if res is None else _readable(_native(res))
+
+
+class _Statuses:
+    """The cache's status updater: notes the PodGroups whose status a session wrote."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, PodGroupPhase] = {}
+
+    def update_pod_group(self, job: JobInfo) -> None:
+        self.groups[job.uid] = job.pod_group.phase
+
+    def update_queue(self, queue: QueueInfo) -> None:
+        """Queue status plays no part in a replay."""
+
+
+def _clock_free(config: SchedulerConfig) -> bool:
+    plugins = {option.name for option in config.plugin_options()}
+    return plugins <= CLOCK_FREE_PLUGINS and set(config.actions) <= CLOCK_FREE_ACTIONS
+
+
+class _Replay:
+    def __init__(self, workload: Workload, config: SchedulerConfig, options: ReplayOptions) -> None:
+        self.workload = workload
+        self.options = options
+        self.statuses = _Statuses()
+        self.cache = InMemoryCache(status_updater=self.statuses, max_events=0)
+        self.now = 0.0
+        self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock)
+        self.skip = not options.every_period and _clock_free(self.scheduler.config)
+        self.controller = JobController(scheduler_name=workload.scheduler_name)
+        classes = {pc.name: pc for pc in workload.cluster.priority_classes}
+        self.reader = PodReader(workload.scheduler_name, classes)
+        self.heap: list[tuple[float, int, int, Any]] = []
+        self.seq = 0
+        self.jobs: dict[str, _Job] = {}
+        self.job_list: list[_Job] = []
+        #: Cache job uid (``namespace/podgroup``) -> the job it belongs to.
+        self.groups: dict[str, _Job] = {}
+        self.group_phase: dict[str, PodGroupPhase] = {}
+        self.pods: dict[str, _Pod] = {}
+        #: Latest attempt of each pod name (``namespace/name``).
+        self.latest: dict[str, _Pod] = {}
+        self.attempts: dict[str, int] = {}
+        self.records: list[PodRecord] = []
+        self.pending = 0
+        self.running = 0
+        self.alive = 0
+        self.unfinished = 0
+        self.arrivals_left = 0
+        self.allocated: dict[str, float] = {}
+        self.queue_allocated: dict[str, dict[str, float]] = {}
+        self.samples: list[Sample] = []
+        self.tick_at: float | None = None
+        self.dirty = True
+        #: Jobs (cache uids) whose pods changed since the last session.
+        self.touched: set[str] = set()
+        self.uid_counter = 0
+        self.capacity: dict[str, float] = {}
+        self.timings = {"sessions": 0.0, "snapshots": 0.0, "events": 0.0}
+
+    def _clock(self) -> float:
+        return self.now
+
+    # ------------------------------------------------------------------ events
+
+    def push(self, at: float, kind: int, payload: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (at, kind, self.seq, payload))
+
+    # ------------------------------------------------------------------ setup
+
+    def setup(self) -> float:
+        wl = self.workload
+        cluster = wl.cluster
+        cache = self.cache
+        for pc in cluster.priority_classes:
+            cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
+        for queue in cluster.queues:
+            cache.add_queue(queue.clone())
+        capacity: dict[str, float] = {}
+        for node in cluster.nodes:
+            cache.add_node(node)
+            if node.ready:
+                for name, value in _native(node.allocatable).items():
+                    capacity[name] = capacity.get(name, 0) + value
+        self.capacity = _readable(capacity)
+        for queue_name in sorted(q.name for q in cache.queues()):
+            self.queue_allocated[queue_name] = {}
+        times = list(wl.arrivals.values())
+        times += [job.arrival for job in wl.jobs if job.arrival is not None]
+        start = min(times) if times else 0.0
+        self.now = start
+        for pg in cluster.pod_groups:
+            key = f"{pg.namespace}/{pg.name}"
+            at = wl.arrivals.get(key)
+            if at is None:
+                self._arrive_group(pg)
+            else:
+                self.arrivals_left += 1
+                self.push(at, _ARRIVE, ("group", pg))
+        for task in cluster.tasks:
+            at = wl.arrivals.get(task.uid)
+            job = self.groups.get(task.job)
+            if at is None:
+                self._arrive_task(task)
+            else:
+                self.arrivals_left += 1
+                if job is not None:
+                    job.expected += 1
+                self.push(at, _ARRIVE, ("pod", task))
+        for timed in wl.jobs:
+            if timed.arrival is None:
+                self._submit(timed)
+            else:
+                self.arrivals_left += 1
+                self.push(timed.arrival, _ARRIVE, ("job", timed))
+        return start
+
+    # ------------------------------------------------------------------ jobs and pods
+
+    def _new_job(self, key: str, queue: str, min_available: int, controlled: bool) -> _Job:
+        job = _Job(key, queue, self.now, min_available, controlled)
+        self.jobs[key] = job
+        self.job_list.append(job)
+        self.unfinished += 1
+        return job
+
+    def _arrive_group(self, pg: PodGroup) -> None:
+        key = f"{pg.namespace}/{pg.name}"
+        job = self.groups.get(key)
+        if job is None:
+            job = self._new_job(key, pg.queue or self.cache.default_queue, pg.min_member, False)
+            self.groups[key] = job
+            timing = self.workload.timings.get(key)
+            if timing is not None and timing.cancel_after is not None:
+                self.push(self.now + timing.cancel_after, _CANCEL, job)
+        self.cache.add_pod_group(pg.clone())
+
+    def _arrive_task(self, task: TaskInfo) -> None:
+        job = self.groups.get(task.job)
+        if job is None:
+            if task.job:  # a pod naming a PodGroup that does not exist: never scheduled, counted as a job
+                job = self._new_job(task.job, self.cache.default_queue, 1, False)
+                self.groups[task.job] = job
+            else:  # a pod of another scheduler: it only occupies its node
+                self.cache.add_task(task.clone())
+                return
+        elif job.expected:
+            job.expected -= 1
+        timing = self.workload.timings.get(task.uid, PodTiming())
+        self._add_pod(task.clone(), job, timing)
+        if timing.cancel_after is not None:
+            self.push(self.now + timing.cancel_after, _CANCEL, job)
+
+    def _add_pod(self, task: TaskInfo, job: _Job, timing: PodTiming) -> _Pod:
+        key = task.key
+        attempt = self.attempts.get(key, 0)
+        self.attempts[key] = attempt + 1
+        if task.uid in self.pods:
+            self.uid_counter += 1
+            task.uid = f"{task.uid}#{attempt}"
+        record = PodRecord(key, job.key, job.queue, None, self.now, None, None, None, "Pending", attempt, {})
+        pod = _Pod(task, job, record, timing)
+        record.request = _readable(pod.native)
+        self.records.append(record)
+        self.pods[task.uid] = pod
+        self.latest[key] = pod
+        job.pods.append(pod)
+        self.touched.add(task.job)
+        job.active += 1
+        self.alive += 1
+        status = task.status
+        self.cache.add_task(task)
+        if task.node_name and status in (TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING):
+            pod.state = _BOUND
+            record.node = task.node_name
+            record.bound = self.now
+            self._hold(pod, 1)
+            if status is TaskStatus.RUNNING:
+                self._start(pod)
+            else:
+                self.push(self.now + self.options.pod_startup, _START, (pod, pod.token))
+        else:
+            self.pending += 1
+        return pod
+
+    def _hold(self, pod: _Pod, sign: int) -> None:
+        allocated = self.allocated
+        queue = self.queue_allocated.get(pod.job.queue)
+        if queue is None:
+            queue = self.queue_allocated[pod.job.queue] = {}
+        for name, value in pod.native.items():
+            allocated[name] = allocated.get(name, 0) + sign * value
+            queue[name] = queue.get(name, 0) + sign * value
+
+    def _submit(self, timed: TimedJob) -> None:
+        key = f"{timed.namespace}/{timed.name}"
+        job = self._new_job(key, timed.queue, timed.min_available, True)
+        job.timed = timed
+        if timed.timing.cancel_after is not None:
+            self.push(self.now + timed.timing.cancel_after, _CANCEL, job)
+        self.apply(self.controller.submit(timed.manifest, now=self.now), job)
+
+    # ------------------------------------------------------------------ the controller's changes
+
+    def apply(self, changes: list[Change], context: _Job | None = None) -> None:
+        for change in changes:
+            if isinstance(change, CreatePod):
+                self._create_pod(change.manifest, context)
+            elif isinstance(change, DeletePod):
+                self._delete_pod(f"{change.namespace}/{change.name}")
+            elif isinstance(change, CreatePodGroup):
+                self._create_group(change.manifest, context)
+            elif isinstance(change, DeletePodGroup):
+                self.cache.delete_pod_group(change.namespace, change.name)
+                self.group_phase.pop(f"{change.namespace}/{change.name}", None)
+            elif isinstance(change, JobStatus):
+                self._job_status(change)
+        deadline = self.controller.next_deadline()
+        if deadline is not None and deadline != self.tick_at:
+            self.tick_at = deadline
+            self.push(max(deadline, self.now), _TICK, deadline)
+
+    def _owner(self, manifest: Mapping[str, Any], context: _Job | None) -> _Job | None:
+        meta = manifest.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        for owner in meta.get("ownerReferences") or ():
+            if isinstance(owner, dict) and owner.get("kind") == "Job" and owner.get("name"):
+                job = self.jobs.get(f"{namespace}/{owner['name']}")
+                if job is not None:
+                    return job
+        return context
+
+    def _create_group(self, manifest: dict[str, Any], context: _Job | None) -> None:
+        meta = manifest["metadata"]
+        ref = Ref("job controller", "", "PodGroup", str(meta["name"]), str(meta.get("namespace") or "default"))
+        pg = _pod_group(manifest, ref, self.cache.default_queue)
+        key = f"{pg.namespace}/{pg.name}"
+        job = self._owner(manifest, context)
+        if job is not None:
+            self.groups[key] = job
+        self.group_phase.pop(key, None)
+        self.cache.add_pod_group(pg)
+
+    def _create_pod(self, manifest: dict[str, Any], context: _Job | None) -> None:
+        meta = manifest["metadata"]
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta["name"])
+        owner = self.controller.owner_of(namespace, name)
+        job = self.jobs.get(f"{owner[0]}/{owner[1]}") if owner is not None else None
+        if job is None:
+            job = self._owner(manifest, context)
+        if job is None:  # pragma: no cover - the controller makes pods only for the jobs it was given
+            raise ManifestError(f"the job controller made pod {namespace}/{name} for an unknown job")
+        ref = Ref("job controller", "", "Pod", name, namespace)
+        task = self.reader.read(manifest, ref)
+        if task is None:  # a pod of another scheduler: it plays no part here
+            return
+        annotations = f.string_map(meta.get("annotations"), ref, "metadata.annotations")
+        inherited = job.timed.timing if job.timed is not None else PodTiming()
+        if job.timed is not None:
+            role = annotations.get("volcano.sh/task-spec", "")
+            inherited = job.timed.task_timings.get(role, inherited)
+        timing = pod_timing(annotations, ref, inherited=inherited)
+        self._add_pod(task, job, timing)
+
+    def _job_status(self, change: JobStatus) -> None:
+        job = self.jobs.get(f"{change.namespace}/{change.name}")
+        if job is None or job.cancelled:
+            return
+        job.record.restarts = change.retry_count
+        if job.finished:
+            return
+        job.record.phase = change.phase
+        if change.phase in FINISHED_PHASES:
+            self._finish_job(job)
+
+    def _finish_job(self, job: _Job) -> None:
+        job.finished = True
+        job.record.finished = self.now
+        self.unfinished -= 1
+        self._retire(job)
+
+    def _retire(self, job: _Job) -> None:
+        """Take a finished job's finished pods out of the cache, and its PodGroup once it holds nothing."""
+        remaining = False
+        for pod in job.pods:
+            if pod.state == _DONE:
+                self.cache.delete_task(pod.uid)
+                pod.state = _GONE_STATE
+            elif pod.state != _GONE_STATE:
+                remaining = True
+        if not remaining:
+            for key, owner in list(self.groups.items()):
+                if owner is job:
+                    namespace, _, name = key.partition("/")
+                    self.cache.delete_pod_group(namespace, name)
+                    self.group_phase.pop(key, None)
+                    del self.groups[key]
+
+    # ------------------------------------------------------------------ the simulated kubelet
+
+    def _start(self, pod: _Pod) -> None:
+        pod.state = _RUNNING
+        self.touched.add(pod.task.job)
+        pod.record.started = self.now
+        pod.record.phase = "Running"
+        self.cache.set_task_phase(pod.uid, TaskStatus.RUNNING)
+        self.running += 1
+        job = pod.job
+        job.running += 1
+        if job.record.started is None and job.running >= job.record.min_available:
+            job.record.started = self.now
+            if not job.controlled:
+                job.record.phase = "Running"
+        if pod.duration is not None:
+            self.push(self.now + pod.duration, _FINISH, (pod, pod.token))
+        if job.controlled:
+            self.apply(self.controller.pod_phase(pod.task.namespace, pod.task.name, "Running", now=self.now), job)
+
+    def _finish(self, pod: _Pod) -> None:
+        failed = pod.exit_code != 0
+        phase = "Failed" if failed else "Succeeded"
+        pod.state = _DONE
+        self.touched.add(pod.task.job)
+        pod.record.finished = self.now
+        pod.record.phase = phase
+        self.cache.set_task_phase(pod.uid, TaskStatus.FAILED if failed else TaskStatus.SUCCEEDED)
+        self._hold(pod, -1)
+        self.running -= 1
+        self.alive -= 1
+        job = pod.job
+        job.running -= 1
+        job.active -= 1
+        if not failed:
+            job.succeeded += 1
+        if job.controlled:
+            changes = self.controller.pod_phase(
+                pod.task.namespace, pod.task.name, phase, now=self.now, exit_code=pod.exit_code
+            )
+            self.apply(changes, job)
+        else:
+            self._check_bare(job)
+        if job.finished:
+            self._retire(job)
+
+    def _check_bare(self, job: _Job) -> None:
+        """A job of bare pods finishes when none of its pods is left to run or arrive."""
+        if job.finished or job.active or job.expected:
+            return
+        job.record.phase = "Completed" if job.succeeded >= job.record.min_available else "Failed"
+        self._finish_job(job)
+
+    def _release(self, pod: _Pod) -> None:
+        """A placed pod starts terminating: it goes away after the grace period."""
+        if pod.state == _RUNNING:
+            self.running -= 1
+            pod.job.running -= 1
+        pod.state = _RELEASING
+        self.touched.add(pod.task.job)
+        pod.token += 1
+        self.push(self.now + self.options.termination_grace, _GONE, pod)
+
+    def _delete_pod(self, key: str) -> None:
+        pod = self.latest.get(key)
+        if pod is None or pod.state in (_RELEASING, _GONE_STATE):
+            return
+        if pod.state in (_BOUND, _RUNNING):
+            if pod.record.phase in ("Pending", "Running"):
+                pod.record.phase = "Deleted"
+            self.cache.set_task_phase(pod.uid, TaskStatus.RELEASING)
+            self._release(pod)
+            return
+        # Not on a node (Pending) or finished: gone at once.
+        if pod.state == _PENDING:
+            self.pending -= 1
+            self.alive -= 1
+            pod.job.active -= 1
+            pod.record.phase = "Deleted"
+            pod.record.finished = self.now
+        pod.state = _GONE_STATE
+        self.touched.add(pod.task.job)
+        pod.token += 1
+        self.cache.delete_task(pod.uid)
+        self._gone_to_controller(pod, evicted=False)
+
+    def _gone(self, pod: _Pod) -> None:
+        evicted = pod.record.phase == "Evicted"
+        pod.state = _GONE_STATE
+        self.touched.add(pod.task.job)
+        pod.record.finished = self.now
+        self.cache.delete_task(pod.uid)
+        self._hold(pod, -1)
+        self.alive -= 1
+        pod.job.active -= 1
+        self._gone_to_controller(pod, evicted=evicted)
+
+    def _gone_to_controller(self, pod: _Pod, *, evicted: bool) -> None:
+        job = pod.job
+        if job.controlled:
+            task = pod.task
+            self.apply(self.controller.pod_deleted(task.namespace, task.name, now=self.now, evicted=evicted), job)
+        else:
+            self._check_bare(job)
+        if job.finished:
+            self._retire(job)
+
+    def _cancel(self, job: _Job) -> None:
+        if job.finished or job.record.started is not None:
+            return
+        job.cancelled = True
+        job.record.phase = "Cancelled"
+        job.expected = 0
+        self._finish_job(job)
+        if job.controlled:
+            self.apply(self.controller.delete(*job.key.split("/", 1), now=self.now), job)
+        else:
+            for pod in list(job.pods):
+                if pod.state not in (_DONE, _RELEASING, _GONE_STATE):
+                    self._delete_pod(pod.task.key)
+
+    # ------------------------------------------------------------------ one event
+
+    def handle(self, kind: int, payload: Any) -> bool:
+        """Apply one event; whether it was still due (a stale start or finish is not)."""
+        if kind == _START:
+            pod, token = payload
+            if pod.token != token or pod.state != _BOUND:
+                return False
+            self._start(pod)
+        elif kind == _FINISH:
+            pod, token = payload
+            if pod.token != token or pod.state != _RUNNING:
+                return False
+            self._finish(pod)
+        elif kind == _GONE:
+            self._gone(payload)
+        elif kind == _ARRIVE:
+            self.arrivals_left -= 1
+            what, obj = payload
+            if what == "job":
+                self._submit(obj)
+            elif what == "group":
+                self._arrive_group(obj)
+            else:
+                self._arrive_task(obj)
+        elif kind == _TICK:
+            if payload != self.tick_at:
+                return False
+            self.tick_at = None
+            self.apply(self.controller.tick(now=self.now))
+        elif kind == _CANCEL:
+            if payload.finished or payload.record.started is not None:
+                return False
+            self._cancel(payload)
+        return True
+
+    # ------------------------------------------------------------------ one session
+
+    def session(self, seed: int) -> bool:
+        """Run a session at the current time; whether it changed the cluster."""
+        statuses = self.statuses
+        statuses.groups = {}
+        self.touched = set()
+        t0 = time.perf_counter()
+        result = self.scheduler.run_once(seed=seed)
+        self.timings["sessions"] += time.perf_counter() - t0
+        self.timings["snapshots"] += result.timings.get("snapshot", 0.0)
+        changed = bool(result.binds or result.evictions or result.failed_binds or statuses.groups)
+        now = self.now
+        startup = self.options.pod_startup
+        for task, node in result.binds:
+            pod = self.pods[task.uid]
+            pod.state = _BOUND
+            pod.record.node = node
+            pod.record.bound = now
+            self.touched.add(task.job)
+            self.pending -= 1
+            self._hold(pod, 1)
+            self.push(now + startup, _START, (pod, pod.token))
+        for task, _reason in result.evictions:
+            pod = self.pods[task.uid]
+            pod.record.phase = "Evicted"
+            pod.job.record.evicted_pods += 1
+            self._release(pod)
+        for uid, phase in statuses.groups.items():
+            if self.group_phase.get(uid) is phase:
+                continue
+            self.group_phase[uid] = phase
+            job = self.groups.get(uid)
+            if job is not None and job.controlled and not job.finished:
+                namespace, _, name = uid.partition("/")
+                self.apply(self.controller.pod_group_phase(namespace, name, phase.value, now=now), job)
+        return changed
+
+    def needs_session(self) -> bool:
+        """Whether a session now could change anything.
+
+        With no pod pending and no PodGroup waiting for admission, no action
+        has anything to place, admit or make room for; and the PodGroup
+        status a session writes is a function of the job's pods and stored
+        phase that the last session already wrote, unless the pods of a job
+        still in the cache changed since.
+        """
+        if self.pending:
+            return True
+        jobs = self.cache.jobs()
+        pending = PodGroupPhase.PENDING
+        for job in jobs:
+            if job.pod_group.phase is pending:
+                return True
+        touched = self.touched
+        return bool(touched) and any(job.uid in touched for job in jobs)
+
+    def sample(self) -> None:
+        """Record the cluster now, unless it is as the last sample left it."""
+        queues = {name: _readable(values) for name, values in self.queue_allocated.items()}
+        allocated = _readable(self.allocated)
+        samples = self.samples
+        if samples:
+            last = samples[-1]
+            same = (
+                last.pending_pods == self.pending
+                and last.running_pods == self.running
+                and last.allocated == allocated
+                and last.queue_allocated == queues
+            )
+            if same:
+                return
+            if last.time == self.now:
+                samples.pop()
+        samples.append(Sample(self.now, self.pending, self.running, allocated, self.capacity, queues))
+
+    def done(self) -> bool:
+        return self.arrivals_left == 0 and self.unfinished == 0 and not self._alive_pods()
+
+    def _alive_pods(self) -> bool:
+        return self.alive > 0
+
+
+def _config(config: str | Path | SchedulerConfig | None, workload: Workload) -> SchedulerConfig:
+    if isinstance(config, SchedulerConfig):
+        return config
+    if config is not None:
+        return load_config(config)
+    return workload.config if workload.config is not None else DEFAULT_CONFIG
+
+
+def run_replay(
+    workload: Workload,
+    config: str | Path | SchedulerConfig | None = None,
+    options: ReplayOptions = ReplayOptions(),
+    *,
+    progress: Callable[[float, float], None] | None = None,
+) -> ReplayRecord:
+    """Replay a workload over simulated time and return what happened.
+
+    :param workload: from :func:`~volcanolib.replay.inputs.load_workload`.
+    :param config: a volcano-scheduler.conf file or a parsed configuration;
+        by default the workload's ``scheduler`` block, else the default configuration.
+    :param options: period, delays, stop time, seed; the module documentation
+        says how time advances and when sessions are skipped.
+    :param progress: called now and then with the simulated seconds done and
+        the seconds expected (the last arrival, or ``until``).
+    :returns: one :class:`PodRecord` per pod attempt, one :class:`JobRecord`
+        per job, the cluster sampled after every change, the queues, and the
+        wall-clock seconds spent.
+    :raises ConfigError: when the configuration is invalid.
+    """
+    if options.period <= 0:
+        raise ManifestError(f"the period must be more than 0, got {options.period}")
+    wall = time.perf_counter()
+    replay = _Replay(workload, _config(config, workload), options)
+    # The scheduler pauses the cyclic collector during each session; between sessions it runs, so
+    # that what each session leaves behind is freed.
+    return _run(replay, wall, progress)
+
+
+def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] | None) -> ReplayRecord:
+    options = replay.options
+    period = options.period
+    events_seconds = 0.0
+    t0 = time.perf_counter()
+    with gc_paused():
+        start = replay.setup()
+    events_seconds += time.perf_counter() - t0
+    limit = start + options.until if options.until is not None else math.inf
+    last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
+    expected = (limit if options.until is not None else last_arrival) - start
+    replay.sample()
+    heap = replay.heap
+    handle = replay.handle
+    slot = 0  # the next session is at start + slot * period
+    changes = 0  # sessions that changed the cluster so far (they seed the next one)
+    last = start
+    sessions_run = 0
+    end: float | None = None
+    reported = time.perf_counter()
+    while True:
+        next_event = heap[0][0] if heap else math.inf
+        next_session = start + slot * period
+        if replay.done():
+            end = last
+            break
+        if min(next_event, next_session) > limit:
+            end = limit
+            break
+        if next_event <= next_session:
+            t1 = time.perf_counter()
+            replay.now = next_event
+            changed = False
+            while heap and heap[0][0] == next_event:
+                _, kind, _, payload = heapq.heappop(heap)
+                changed = handle(kind, payload) or changed
+            if changed:
+                replay.dirty = True
+                replay.sample()
+                last = next_event
+            events_seconds += time.perf_counter() - t1
+            continue
+        if not replay.dirty and not heap:
+            end = limit if options.until is not None else last
+            break
+        if not replay.skip or (replay.dirty and replay.needs_session()):
+            replay.now = next_session
+            changed = replay.session(options.seed + changes)
+            sessions_run += 1
+            replay.dirty = changed
+            if changed:
+                changes += 1
+                replay.sample()
+                last = next_session
+            slot += 1
+        else:
+            # A session now would change nothing: on to the first session at or after the next event.
+            replay.dirty = False
+            slot += 1
+            if next_event < math.inf:
+                first = math.ceil((next_event - start) / period)
+                while start + first * period < next_event:
+                    first += 1
+                while first > 0 and start + (first - 1) * period >= next_event:
+                    first -= 1
+                slot = max(slot, first)
+        if progress is not None and time.perf_counter() - reported > 0.2:
+            reported = time.perf_counter()
+            progress(replay.now - start, expected)
+    if progress is not None:
+        progress(end - start, expected)
+    return _record(replay, start, end, slot, sessions_run, events_seconds, wall)
+
+
+def _record(
+    replay: _Replay, start: float, end: float, slots: int, sessions_run: int, events_seconds: float, wall: float
+) -> ReplayRecord:
+    queues = [
+        QueueRecord(queue.name, queue.weight, _resource_dict(queue.deserved), _resource_dict(queue.capability))
+        for queue in sorted(replay.cache.queues(), key=lambda q: q.name)
+    ]
+    timings = dict(replay.timings)
+    timings["events"] = events_seconds
+    timings["sessions_run"] = float(sessions_run)
+    timings["wall"] = time.perf_counter() - wall
+    return ReplayRecord(
+        start=start,
+        end=end,
+        sessions=slots,
+        pods=replay.records,
+        jobs=[job.record for job in replay.job_list],
+        samples=replay.samples,
+        queues=queues,
+        timings=timings,
+    )

@@ -1,0 +1,478 @@
+"""Replay inputs: files (or a converted trace) -> a :class:`Workload` of objects with times.
+
+A replay reads the objects ``simulate`` reads (Nodes, Queues,
+PriorityClasses, PodGroups, Pods, Volcano Jobs; scenario files with
+``objects`` or plain manifests) and, in addition:
+
+* ``metadata.creationTimestamp`` of a Volcano Job, a PodGroup or a Pod: the
+  object arrives then; objects without one exist from the start;
+* the annotations ``volcanolib.io/duration`` (how long a pod runs once
+  started), ``volcanolib.io/exit-code`` (non-zero: it ends Failed) and
+  ``volcanolib.io/cancel-after`` (the patience of a Job, PodGroup or Pod);
+* a file-level ``replay:`` mapping with defaults (``period``,
+  ``podStartup``, ``terminationGrace``, ``until``).
+
+Durations are Go durations (``90s``, ``1h30m``, ``250ms``) or numbers of
+seconds. Every field is checked when the files load, so bad input fails
+before the replay starts, with one line naming the file, object and field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from volcanolib.errors import ManifestError
+from volcanolib.framework.config import SchedulerConfig, parse_config
+from volcanolib.kube import _fields as f
+from volcanolib.kube._documents import read_documents, source_name
+from volcanolib.kube._fields import Ref
+from volcanolib.kube.jobs import expand_job
+from volcanolib.kube.loader import Cluster, ManifestLoader
+
+__all__ = [
+    "CANCEL_AFTER_ANNOTATION",
+    "DURATION_ANNOTATION",
+    "EXIT_CODE_ANNOTATION",
+    "PodTiming",
+    "ReplaySettings",
+    "TimedJob",
+    "Workload",
+    "load_objects",
+    "load_workload",
+    "parse_duration",
+    "pod_timing",
+]
+
+DURATION_ANNOTATION: Final = "volcanolib.io/duration"
+EXIT_CODE_ANNOTATION: Final = "volcanolib.io/exit-code"
+CANCEL_AFTER_ANNOTATION: Final = "volcanolib.io/cancel-after"
+#: Keys a replay file may have at its top level (a scenario's, plus ``replay``).
+FILE_KEYS: Final = ("name", "description", "notes", "source", "scheduler", "schedulerName", "objects", "replay")
+#: Keys of the ``replay:`` mapping.
+SETTING_KEYS: Final = ("period", "podStartup", "terminationGrace", "until")
+_JOB_GROUP: Final = "batch.volcano.sh"
+_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds in a Go duration (``"1h30m"``, ``"90s"``, ``"1.5h"``) or a number of seconds.
+
+    :raises ValueError: with a readable message when the value is neither,
+        or is negative.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration, got {str(value).lower()}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = _go_duration(text, value)
+    else:
+        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"expected a duration of 0 or more, got {value!r}")
+    return seconds
+
+
+def _go_duration(text: str, original: str) -> float:
+    sign = 1.0
+    if text[:1] in "+-" and text:
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if not text:
+        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {original!r}")
+    pos = 0
+    total = 0.0
+    for match in _PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text):
+        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {original!r}")
+    return sign * total
+
+
+@attrs.frozen
+class ReplaySettings:
+    """The ``replay:`` defaults of the files (``None``: not set there)."""
+
+    period: float | None = None
+    pod_startup: float | None = None
+    termination_grace: float | None = None
+    until: float | None = None
+
+
+@attrs.frozen
+class PodTiming:
+    """What the annotations say about one pod: runtime, outcome, patience."""
+
+    #: Seconds the pod runs once started; ``None``: until the end of the replay.
+    duration: float | None = None
+    exit_code: int = 0
+    #: Seconds after arrival at which an unstarted job is given up; ``None``: never.
+    cancel_after: float | None = None
+
+
+def _annotation_duration(annotations: Mapping[str, str], key: str, ref: Ref, field: str) -> float | None:
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError as exc:
+        ref.fail(str(exc), f"{field}.{key}")
+
+
+def pod_timing(
+    annotations: Mapping[str, str], ref: Ref, field: str = "metadata.annotations", *, inherited: PodTiming | None = None
+) -> PodTiming:
+    """Read the duration, exit code and patience annotations; those absent come from ``inherited``.
+
+    :raises ManifestError: naming the annotation when a value is invalid.
+    """
+    base = inherited or PodTiming()
+    duration = _annotation_duration(annotations, DURATION_ANNOTATION, ref, field)
+    cancel = _annotation_duration(annotations, CANCEL_AFTER_ANNOTATION, ref, field)
+    exit_code = base.exit_code
+    raw = annotations.get(EXIT_CODE_ANNOTATION)
+    if raw is not None:
+        try:
+            exit_code = int(str(raw).strip())
+        except ValueError:
+            ref.fail(f"expected an integer exit code, got {raw!r}", f"{field}.{EXIT_CODE_ANNOTATION}")
+    return PodTiming(
+        duration if duration is not None else base.duration,
+        exit_code,
+        cancel if cancel is not None else base.cancel_after,
+    )
+
+
+@attrs.define(eq=False)
+class TimedJob:
+    """A Volcano Job manifest and when it is submitted (``None``: from the start)."""
+
+    manifest: dict[str, Any]
+    namespace: str
+    name: str
+    arrival: float | None
+    #: The Job-level annotations' timing, inherited by every task template that sets none.
+    timing: PodTiming
+    #: Each task's timing (by task name): the template's annotations over the Job's.
+    task_timings: dict[str, PodTiming]
+    #: ``minAvailable`` after the admission webhook's defaults.
+    min_available: int
+    queue: str
+    #: Where it was read, for messages.
+    label: str
+
+
+@attrs.define(eq=False)
+class Workload:
+    """What a replay runs: the cluster, the objects with their arrival times, the settings of the files."""
+
+    #: The files' names (or ``name`` keys).
+    name: str
+    sources: tuple[str, ...]
+    #: Nodes, queues, priority classes, PodGroups and bare pods, as the manifest loader reads them.
+    cluster: Cluster
+    #: Volcano Jobs, for the job controller, in the order given.
+    jobs: list[TimedJob]
+    #: Arrival of each pod (by uid) and PodGroup (``namespace/name``); absent: from the start.
+    arrivals: dict[str, float]
+    #: The annotations' timing of each bare pod (by uid) and PodGroup (``namespace/name``).
+    timings: dict[str, PodTiming]
+    settings: ReplaySettings = ReplaySettings()
+    #: The configuration of a file's ``scheduler`` block, if any.
+    config: SchedulerConfig | None = None
+    scheduler_name: str = "volcano"
+    warnings: list[str] = attrs.field(factory=list)
+
+
+def load_workload(
+    paths: Sequence[str | Path], *, format: str | None = None, nodes: str | Path | None = None
+) -> Workload:
+    """Read replay files, or a trace in ``format`` (with its ``nodes`` file), into a :class:`Workload`.
+
+    :param paths: YAML or JSON files (scenario files or plain manifests), or
+        the trace files when ``format`` is given.
+    :param format: a trace format of :data:`volcanolib.replay.traces.TRACE_FORMATS`;
+        its objects are then read exactly as objects of YAML files.
+    :param nodes: the node list a trace format needs.
+    :raises ManifestError: naming the file, object (or row) and field at fault.
+    :raises ConfigError: when a file's ``scheduler`` block is invalid.
+    """
+    if not paths:
+        raise ManifestError("no replay file given")
+    reader = _Reader()
+    if format is not None:
+        try:
+            from volcanolib.replay.traces import TRACE_FORMATS
+        except ImportError as exc:  # pragma: no cover - the traces package ships with volcanolib
+            raise ManifestError(f"trace formats are not available: {exc}") from None
+        trace = TRACE_FORMATS.get(format)
+        if trace is None:
+            known = ", ".join(sorted(TRACE_FORMATS)) or "none"
+            raise ManifestError(f"unknown trace format {format!r} (known: {known})")
+        if trace.needs_nodes and nodes is None:
+            raise ManifestError(f"the {format} format needs the node list: give it with --nodes FILE")
+        files = [Path(p) for p in paths]
+        objects = trace.read(files, Path(nodes) if nodes is not None else None)
+        return load_objects(objects, source=", ".join(str(p) for p in paths))
+    else:
+        if nodes is not None:
+            reader.add_file(nodes)
+        for path in paths:
+            reader.add_file(path)
+    return reader.build([str(p) for p in paths])
+
+
+def load_objects(objects: Sequence[Any], *, source: str | None = None) -> Workload:
+    """A :class:`Workload` of Kubernetes objects (a converted trace, say), read as objects of a file.
+
+    :param source: names the objects' origin in errors and as the workload's name.
+    :raises ManifestError: naming the object and field at fault.
+    """
+    reader = _Reader()
+    reader.add_objects(objects, source=source, field="objects")
+    return reader.build([source or "objects"])
+
+
+class _Reader:
+    """Collects the files' objects: Jobs aside (for the controller), the rest through the manifest loader."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.scheduler_block: tuple[str, Any] | None = None
+        self.settings: dict[str, tuple[str, Any]] = {}
+        self.scheduler_name: tuple[str, str] | None = None
+        self.warnings: list[str] = []
+        self.objects: list[tuple[Any, str | None, str]] = []
+
+    def add_file(self, path: str | Path) -> None:
+        source = source_name(path)
+        docs = read_documents(path)
+        if not docs:
+            raise ManifestError("no objects: the file holds no document", source=source)
+        if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
+            self._add_scenario(docs[0], source)
+            return
+        for i, doc in enumerate(docs):
+            self.objects.append((doc, source, f"document {i + 1}" if len(docs) > 1 else ""))
+
+    def add_objects(self, objects: Sequence[Any], *, source: str | None, field: str) -> None:
+        for i, obj in enumerate(objects):
+            self.objects.append((obj, source, f"{field}[{i}]"))
+
+    def _add_scenario(self, data: Mapping[str, Any], source: str) -> None:
+        if "objects" not in data:
+            raise ManifestError(
+                "not a replay file (no 'objects' key) nor a Kubernetes object (no 'kind')", source=source
+            )
+        for key in data:
+            if key not in FILE_KEYS:
+                raise ManifestError(f"unknown key {key!r} (expected one of {', '.join(FILE_KEYS)})", source=source)
+        if data.get("name"):
+            self.names.append(str(data["name"]))
+        if data.get("scheduler") is not None:
+            if self.scheduler_block is not None:
+                raise ManifestError(
+                    f"a second 'scheduler' block (the first is in {self.scheduler_block[0]})",
+                    source=source,
+                    field="scheduler",
+                )
+            self.scheduler_block = (source, data["scheduler"])
+        name = data.get("schedulerName")
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise ManifestError(f"expected a scheduler name, got {name!r}", source=source, field="schedulerName")
+            if self.scheduler_name is not None and self.scheduler_name[1] != name:
+                raise ManifestError(
+                    f"{name!r} differs from {self.scheduler_name[1]!r} set in {self.scheduler_name[0]}",
+                    source=source,
+                    field="schedulerName",
+                )
+            self.scheduler_name = (source, name)
+        replay = data.get("replay")
+        if replay is not None:
+            if not isinstance(replay, dict):
+                raise ManifestError(f"expected a mapping, got {replay!r}", source=source, field="replay")
+            for key, value in replay.items():
+                if key not in SETTING_KEYS:
+                    raise ManifestError(
+                        f"unknown setting (expected one of {', '.join(SETTING_KEYS)})",
+                        source=source,
+                        field=f"replay.{key}",
+                    )
+                try:
+                    seconds = parse_duration(value)
+                except ValueError as exc:
+                    raise ManifestError(str(exc), source=source, field=f"replay.{key}") from None
+                if key == "period" and seconds <= 0:
+                    raise ManifestError("the period must be more than 0", source=source, field="replay.period")
+                if key in self.settings and self.settings[key][1] != seconds:
+                    raise ManifestError(
+                        f"{value!r} differs from the value set in {self.settings[key][0]}",
+                        source=source,
+                        field=f"replay.{key}",
+                    )
+                self.settings[key] = (source, seconds)
+        objects = data.get("objects")
+        if objects is None:
+            objects = []
+        if not isinstance(objects, list):
+            raise ManifestError("expected a list of Kubernetes objects", source=source, field="objects")
+        self.add_objects(objects, source=source, field="objects")
+
+    def build(self, paths: list[str]) -> Workload:
+        scheduler_name = self.scheduler_name[1] if self.scheduler_name else "volcano"
+        loader = ManifestLoader(scheduler_name=scheduler_name)
+        raw_jobs: list[tuple[dict[str, Any], Ref]] = []
+        seen_jobs: dict[tuple[str, str], Ref] = {}
+        timed: dict[tuple[str, str, str], float] = {}
+        declared: set[tuple[str, str]] = set()
+        object_timings: dict[tuple[str, str, str], PodTiming] = {}
+        for obj, source, where in self.objects:
+            if isinstance(obj, dict) and obj.get("kind") == "Job" and _group(obj.get("apiVersion")) == _JOB_GROUP:
+                ref = Ref(source, where, "Job")
+                meta = f.mapping(obj.get("metadata"), ref, "metadata")
+                name = f.string(meta.get("name"), ref, "metadata.name")
+                if not name:
+                    ref.fail("missing required field: metadata.name", "metadata.name")
+                ref.name = name
+                ref.namespace = f.string(meta.get("namespace"), ref, "metadata.namespace") or "default"
+                job_key = (ref.namespace, name)
+                if job_key in seen_jobs:
+                    first = seen_jobs[job_key].location or "an earlier object"
+                    ref.fail(f"duplicate object: already defined at {first}")
+                seen_jobs[job_key] = ref
+                raw_jobs.append((obj, ref))
+                continue
+            loader.add(obj, source=source, where=where)
+            if isinstance(obj, dict) and obj.get("kind") in ("Pod", "PodGroup"):
+                pmeta = obj.get("metadata")
+                if not isinstance(pmeta, dict):
+                    continue
+                kind = str(obj["kind"])
+                pref = Ref(source, where, kind, str(pmeta.get("name") or ""), str(pmeta.get("namespace") or "default"))
+                if kind == "PodGroup":
+                    declared.add((pref.namespace, pref.name))
+                object_annotations = f.string_map(pmeta.get("annotations"), pref, "metadata.annotations")
+                object_timings[(kind, pref.namespace, pref.name)] = pod_timing(object_annotations, pref)
+                if pmeta.get("creationTimestamp") not in (None, ""):
+                    created = f.timestamp(pmeta["creationTimestamp"], pref, "metadata.creationTimestamp")
+                    timed[(kind, pref.namespace, pref.name)] = created
+        cluster = loader.load()
+        warnings = list(self.warnings) + cluster.warnings
+        classes = {pc.name: pc.value for pc in cluster.priority_classes}
+
+        arrivals: dict[str, float] = {}
+        timings: dict[str, PodTiming] = {}
+        group_members: dict[str, list[str]] = {}
+        for task in cluster.tasks:
+            stamp = timed.get(("Pod", task.namespace, task.name))
+            if stamp is not None:
+                arrivals[task.uid] = stamp
+            timings[task.uid] = object_timings.get(("Pod", task.namespace, task.name), PodTiming())
+            if task.job:
+                group_members.setdefault(task.job, []).append(task.uid)
+        for pg in cluster.pod_groups:
+            key = f"{pg.namespace}/{pg.name}"
+            timings[key] = object_timings.get(("PodGroup", pg.namespace, pg.name), PodTiming())
+            stamp = timed.get(("PodGroup", pg.namespace, pg.name))
+            if stamp is not None:
+                arrivals[key] = stamp
+                continue
+            members = group_members.get(key, [])
+            if members and all(uid in arrivals for uid in members) and (pg.namespace, pg.name) not in declared:
+                # A group the PodGroup controller makes for bare pods is created with its first pod.
+                arrivals[key] = min(arrivals[uid] for uid in members)
+
+        jobs: list[TimedJob] = []
+        for obj, ref in raw_jobs:
+            expansion = expand_job(obj, ref, priority_classes=classes, scheduler_name=scheduler_name)
+            job_meta = obj["metadata"]
+            stamp_raw = job_meta.get("creationTimestamp")
+            arrival = None
+            if stamp_raw not in (None, ""):
+                arrival = f.timestamp(stamp_raw, ref, "metadata.creationTimestamp")
+            job_annotations = f.string_map(job_meta.get("annotations"), ref, "metadata.annotations")
+            job_timing = pod_timing(job_annotations, ref)
+            task_timings: dict[str, PodTiming] = {}
+            spec = f.mapping(obj.get("spec"), ref, "spec")
+            for i, raw in enumerate(f.seq(spec.get("tasks"), ref, "spec.tasks")):
+                task_spec = f.mapping(raw, ref, f"spec.tasks[{i}]")
+                task_name = f.string(task_spec.get("name"), ref, f"spec.tasks[{i}].name") or f"default{i}"
+                template = f.mapping(task_spec.get("template"), ref, f"spec.tasks[{i}].template")
+                tmeta = f.mapping(template.get("metadata"), ref, f"spec.tasks[{i}].template.metadata")
+                field = f"spec.tasks[{i}].template.metadata.annotations"
+                tann = f.string_map(tmeta.get("annotations"), ref, field)
+                task_timings[task_name] = pod_timing(tann, ref, field, inherited=job_timing)
+            manifest = expansion.pod_group
+            min_available = int(manifest["spec"]["minMember"]) if manifest is not None else len(expansion.pods)
+            jobs.append(
+                TimedJob(
+                    manifest=obj,
+                    namespace=ref.namespace,
+                    name=ref.name,
+                    arrival=arrival,
+                    timing=job_timing,
+                    task_timings=task_timings,
+                    min_available=min_available,
+                    queue=f.string(spec.get("queue"), ref, "spec.queue") or "default",
+                    label=ref.label,
+                )
+            )
+        queue_names = {"default"} | {q.name for q in cluster.queues}
+        for job in jobs:
+            if job.queue not in queue_names:
+                message = (
+                    f"Job {job.namespace}/{job.name}: queue {job.queue!r} does not exist: the job is not scheduled"
+                )
+                warnings.append(message)
+
+        config = None
+        if self.scheduler_block is not None:
+            source, block = self.scheduler_block
+            if not isinstance(block, (str, dict)):
+                raise ManifestError(
+                    f"expected volcano-scheduler.conf text or a mapping, got {block!r}",
+                    source=source,
+                    field="scheduler",
+                )
+            config = parse_config(block, source=f"{source}: scheduler")
+            warnings.extend(config.warnings)
+        values = {key: value for key, (_, value) in self.settings.items()}
+        settings = ReplaySettings(
+            period=values.get("period"),
+            pod_startup=values.get("podStartup"),
+            termination_grace=values.get("terminationGrace"),
+            until=values.get("until"),
+        )
+        return Workload(
+            name=" + ".join(self.names) if self.names else ", ".join(Path(p).name for p in paths),
+            sources=tuple(paths),
+            cluster=cluster,
+            jobs=jobs,
+            arrivals=arrivals,
+            timings=timings,
+            settings=settings,
+            config=config,
+            scheduler_name=scheduler_name,
+            warnings=warnings,
+        )
+
+
+def _group(api_version: Any) -> str:
+    text = str(api_version or "")
+    return text.rpartition("/")[0] if "/" in text else ""
