@@ -143,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.replay.cli import add_commands as add_replay_commands
 
     add_replay_commands(sub)
+    from volcanolib.sweep.cli import add_parser as add_sweep_command
+
+    add_sweep_command(sub)
     return parser
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from volcanolib._console import TableSpec, progress, require_rich, write
 from volcanolib.errors import VolcanolibError
 
 __all__ = ["add_parser", "run"]
@@ -31,42 +32,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dask", metavar="ADDRESS", help="send the points to this Dask scheduler (tcp://host:8786)")
     p.add_argument("--resume", action="store_true", help="keep the points whose results are in --out already")
     p.add_argument("--plot", metavar="FILE", help="draw the comparison (.png or .svg)")
-
-
-def _progress_display(stream: TextIO) -> Any:
-    """A callback drawing points done and running on ``stream`` (rich when it is a terminal)."""
-    if not stream.isatty():
-        return None
-    try:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    except ImportError:
-        return None
-    from rich.console import Console
-
-    bar = Progress(
-        TextColumn("sweep"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-        console=Console(file=stream),
-        transient=True,
-    )
-    task = bar.add_task("sweep", total=None, detail="")
-
-    def show(progress: Any) -> None:
-        if not bar.live.is_started:
-            bar.start()
-        bar.update(
-            task,
-            total=progress.total,
-            completed=progress.done,
-            detail=f"{progress.running} running, {progress.failed} failed",
-        )
-        if progress.done >= progress.total:
-            bar.stop()
-
-    return show
+    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -80,16 +46,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     plot = Path(args.plot) if args.plot else None
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise VolcanolibError(f"--plot {plot}: expected a .png or .svg file")
+    require_rich()
     sweep = load_sweep(args.sweep)  # every point is built and checked before any replay
     directory = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
-    rows = run_sweep(
-        sweep,
-        directory,
-        workers=args.jobs,
-        dask_address=args.dask,
-        resume=args.resume,
-        on_progress=_progress_display(sys.stderr),
-    )
+    at_once = "on dask" if args.dask else f"{args.jobs or os.cpu_count() or 1} at a time"
+    with progress(f"sweep ({at_once})", sys.stderr) as report:
+        rows = run_sweep(
+            sweep,
+            directory,
+            workers=args.jobs,
+            dask_address=args.dask,
+            resume=args.resume,
+            on_progress=lambda p: report(p.done, p.total),
+        )
     json_path, csv_path = write_results(rows, directory)
     if plot is not None:
         plot_sweep(rows, plot)
@@ -103,31 +72,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _table(rows: list[dict[str, Any]], out: TextIO) -> None:
     """The sweep's headline figures, one line per point."""
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        raise VolcanolibError("the sweep table needs the cli extra: pip install 'volcanolib[cli]'") from None
-    table = Table(title="Sweep", show_edge=False)
-    for column in ("configuration", "load", "seed", "jobs", "completed", "wait p50", "wait p95", "jct p50", "jain"):
-        table.add_column(column, justify="left" if column == "configuration" else "right")
+    headers = ("CONFIGURATION", "LOAD", "SEED", "JOBS", "COMPLETED", "WAIT P50", "WAIT P95", "JCT P50", "JAIN")
+    lines = []
     for r in rows:
         s = r.get("summary")
+        head = (r["configuration"], f"{r['load']:g}", str(r["seed"]))
         if s is None:
-            table.add_row(r["configuration"], f"{r['load']:g}", str(r["seed"]), "error", "", "", "", "", "")
+            lines.append((*head, "error", "", "", "", "", ""))
             continue
-        table.add_row(
-            r["configuration"],
-            f"{r['load']:g}",
-            str(r["seed"]),
-            str(s["jobs"]),
-            str(s["completed"]),
-            _num(s["wait"]["p50"]),
-            _num(s["wait"]["p95"]),
-            _num(s["jct"]["p50"]),
-            _num(s["fairness"]["jain"]),
+        figures = (
+            s["jobs"],
+            s["completed"],
+            s["wait"]["p50"],
+            s["wait"]["p95"],
+            s["jct"]["p50"],
+            s["fairness"]["jain"],
         )
-    Console(file=out, width=max(100, os.get_terminal_size(0).columns if out.isatty() else 100)).print(table)
+        lines.append((*head, *(_num(v) for v in figures)))
+    write(out, [TableSpec(headers, tuple(lines), right=frozenset(range(1, len(headers))))])
 
 
 def _num(value: Any) -> str:

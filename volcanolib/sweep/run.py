@@ -53,13 +53,20 @@ def point_jobs(sweep: Sweep) -> list[PointJob]:
 def replay_summary(job: PointJob) -> dict[str, Any]:
     """Replay one point and return the replay's summary document (as ``replay --json`` writes it)."""
     from volcanolib.framework.config import parse_config
-    from volcanolib.replay import load_workload, options_from_mapping, run_replay
+    from volcanolib.replay import ReplayOptions, load_workload, run_replay
+    from volcanolib.replay.inputs import compress_arrivals, parse_settings
     from volcanolib.replay.metrics import summarise
 
-    workload = load_workload(list(job.workload), format=job.format, nodes=job.nodes)
-    if job.point.load != 1.0:
-        workload = workload.compressed(job.point.load)
-    options = options_from_mapping(job.replay, seed=job.point.seed, source="sweep replay settings")
+    workload = compress_arrivals(load_workload(list(job.workload), format=job.format, nodes=job.nodes), job.point.load)
+    settings = parse_settings(job.replay, source="sweep file: replay")
+    options = ReplayOptions.for_workload(
+        workload,
+        period=settings.period,
+        pod_startup=settings.pod_startup,
+        termination_grace=settings.termination_grace,
+        until=settings.until,
+        seed=job.point.seed,
+    )
     config = parse_config(job.point.config_text, source=f"point {job.point.configuration}")
     return summarise(run_replay(workload, config, options))
 
@@ -95,11 +102,14 @@ def run_point(job: PointJob) -> dict[str, Any]:
 class SweepProgress:
     """What a progress display is told as points finish."""
 
+    #: Points in the sweep.
     total: int
+    #: Points with a result (skipped ones included).
     done: int = 0
+    #: Points whose replay failed.
     failed: int = 0
+    #: Points whose result was already on disk (``resume``).
     skipped: int = 0
-    running: int = 0
 
 
 def _point_file(directory: Path, point: Point) -> Path:
@@ -133,11 +143,11 @@ def _dask(jobs: Sequence[PointJob], address: str) -> Iterator[tuple[PointJob, di
         raise VolcanolibError(
             "--dask needs the dask extra: pip install 'volcanolib[dask]' (on this machine and the workers)"
         ) from None
-    with Client(address) as client:
+    with Client(address) as client:  # type: ignore[no-untyped-call]
         futures = {
             client.submit(run_point, job, key=f"volcanolib-sweep-{job.point.key}", pure=False): job for job in jobs
         }
-        for fut in as_completed(list(futures)):
+        for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
             yield futures[fut], fut.result()
 
 
@@ -172,9 +182,6 @@ def run_sweep(
         todo.append(job)
     progress = SweepProgress(total=len(jobs), skipped=len(rows), done=len(rows))
     count = workers if workers is not None else (os.cpu_count() or 1)
-    progress.running = min(
-        len(todo), 1 if dask_address is None and count <= 1 else len(todo) if dask_address else count
-    )
     if on_progress is not None:
         on_progress(progress)
     results: Iterable[tuple[PointJob, dict[str, Any]]] = (
@@ -185,7 +192,6 @@ def run_sweep(
         _write(_point_file(directory, job.point), row)
         progress.done += 1
         progress.failed += row["error"] is not None
-        progress.running = min(progress.running, progress.total - progress.done)
         if on_progress is not None:
             on_progress(progress)
     return [rows[job.point.key] for job in jobs]
