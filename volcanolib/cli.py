@@ -8,6 +8,7 @@
     volcanolib plugins [--json]
     volcanolib replay FILE... [--conf FILE] [--format F --nodes FILE] [--json FILE] [--csv DIR] [--plot FILE] ...
     volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
+    volcanolib sweep SWEEP.yaml [--out DIR] [--jobs N] [--dask ADDRESS] [--resume] [--plot FILE]
 
 Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
 that cannot be read or parsed, a missing or invalid field, a duplicate
@@ -146,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.kube.live.serve import add_parser as add_serve
 
     add_serve(sub)
+    from volcanolib.sweep.cli import add_parser as add_sweep_command
+
+    add_sweep_command(sub)
     return parser
 
 

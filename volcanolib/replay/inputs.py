@@ -44,8 +44,10 @@ __all__ = [
     "TimedJob",
     "Workload",
     "load_objects",
+    "compress_arrivals",
     "load_workload",
     "parse_duration",
+    "parse_settings",
     "pod_timing",
 ]
 
@@ -122,6 +124,39 @@ class PodTiming:
     exit_code: int = 0
     #: Seconds after arrival at which an unstarted job is given up; ``None``: never.
     cancel_after: float | None = None
+
+
+def setting_seconds(key: Any, value: Any, source: str) -> float:
+    """One ``replay:`` setting in seconds.
+
+    :raises ManifestError: naming ``source`` and ``replay.<key>`` for an unknown
+        setting, a value that is not a duration, or a period of 0.
+    """
+    if key not in SETTING_KEYS:
+        raise ManifestError(
+            f"unknown setting (expected one of {', '.join(SETTING_KEYS)})", source=source, field=f"replay.{key}"
+        )
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise ManifestError(str(exc), source=source, field=f"replay.{key}") from None
+    if key == "period" and seconds <= 0:
+        raise ManifestError("the period must be more than 0", source=source, field="replay.period")
+    return seconds
+
+
+def parse_settings(replay: Mapping[str, Any], *, source: str) -> ReplaySettings:
+    """A ``replay:`` mapping (``period``, ``podStartup``, ``terminationGrace``, ``until``) as settings.
+
+    :raises ManifestError: as :func:`setting_seconds`.
+    """
+    values = {key: setting_seconds(key, value, source) for key, value in replay.items()}
+    return ReplaySettings(
+        period=values.get("period"),
+        pod_startup=values.get("podStartup"),
+        termination_grace=values.get("terminationGrace"),
+        until=values.get("until"),
+    )
 
 
 def _annotation_duration(annotations: Mapping[str, str], key: str, ref: Ref, field: str) -> float | None:
@@ -308,18 +343,7 @@ class _Reader:
             if not isinstance(replay, dict):
                 raise ManifestError(f"expected a mapping, got {replay!r}", source=source, field="replay")
             for key, value in replay.items():
-                if key not in SETTING_KEYS:
-                    raise ManifestError(
-                        f"unknown setting (expected one of {', '.join(SETTING_KEYS)})",
-                        source=source,
-                        field=f"replay.{key}",
-                    )
-                try:
-                    seconds = parse_duration(value)
-                except ValueError as exc:
-                    raise ManifestError(str(exc), source=source, field=f"replay.{key}") from None
-                if key == "period" and seconds <= 0:
-                    raise ManifestError("the period must be more than 0", source=source, field="replay.period")
+                seconds = setting_seconds(key, value, source)
                 if key in self.settings and self.settings[key][1] != seconds:
                     raise ManifestError(
                         f"{value!r} differs from the value set in {self.settings[key][0]}",
@@ -476,3 +500,52 @@ class _Reader:
 def _group(api_version: Any) -> str:
     text = str(api_version or "")
     return text.rpartition("/")[0] if "/" in text else ""
+
+
+def compress_arrivals(workload: Workload, factor: float) -> Workload:
+    """The same workload under more (``factor`` > 1) or less load: arrivals brought closer together.
+
+    An object that arrives ``t`` seconds after the workload's first arrival
+    arrives ``t / factor`` seconds after it instead, and its
+    ``creationTimestamp`` moves with it; runtimes, exit codes, patience and
+    the cluster stay as they are. ``factor`` 1 returns the workload itself.
+
+    :raises ValueError: when ``factor`` is not above 0.
+    """
+    if not factor > 0 or not math.isfinite(factor):
+        raise ValueError(f"a load factor is a number above 0, got {factor!r}")
+    if factor == 1:
+        return workload
+    times = [*workload.arrivals.values(), *(job.arrival for job in workload.jobs if job.arrival is not None)]
+    if not times:
+        return workload
+    first = min(times)
+
+    def moved(t: float) -> float:
+        return first + (t - first) / factor
+
+    arrivals = {key: moved(t) for key, t in workload.arrivals.items()}
+    tasks = []
+    for task in workload.cluster.tasks:
+        if task.uid in workload.arrivals:
+            task = task.clone()
+            task.creation_timestamp = moved(task.creation_timestamp)
+        tasks.append(task)
+    groups = []
+    for pg in workload.cluster.pod_groups:
+        if f"{pg.namespace}/{pg.name}" in workload.arrivals:
+            pg = pg.clone()
+            pg.creation_timestamp = moved(pg.creation_timestamp)
+        groups.append(pg)
+    jobs = []
+    for job in workload.jobs:
+        if job.arrival is not None:
+            manifest = dict(job.manifest)
+            manifest["metadata"] = {
+                **manifest.get("metadata", {}),
+                "creationTimestamp": f.format_timestamp(moved(job.arrival)),
+            }
+            job = attrs.evolve(job, manifest=manifest, arrival=moved(job.arrival))
+        jobs.append(job)
+    cluster = attrs.evolve(workload.cluster, tasks=tasks, pod_groups=groups)
+    return attrs.evolve(workload, cluster=cluster, jobs=jobs, arrivals=arrivals)

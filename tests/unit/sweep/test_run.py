@@ -1,0 +1,124 @@
+"""Sweeps run every point as the same replay run alone would, locally or on Dask, and resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from volcanolib.cli import main
+from volcanolib.framework.config import parse_config
+from volcanolib.replay import ReplayOptions, load_workload, run_replay
+from volcanolib.replay.inputs import compress_arrivals
+from volcanolib.replay.metrics import summarise
+from volcanolib.sweep.output import flatten
+from volcanolib.sweep.run import run_sweep
+from volcanolib.sweep.spec import Point, load_sweep
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "replay"
+
+
+def small_sweep(tmp_path: Path, **extra: Any) -> Path:
+    """Two configurations x two loads x one seed on the example workload, cut at two hours."""
+    sweep = {
+        "workload": [str(EXAMPLE / "workload.yaml")],
+        "replay": {"until": "2h"},
+        "configurations": [
+            {"name": "default", "file": str(EXAMPLE / "volcano-scheduler.conf")},
+            {"base": str(EXAMPLE / "volcano-scheduler.conf"), "vary": [{"plugin": "drf", "enabled": [False]}]},
+        ],
+        "load": [1.0, 2.0],
+        "seeds": [3],
+        **extra,
+    }
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    return path
+
+
+def alone(point: Point) -> dict[str, Any]:
+    """The point replayed the plain way: load, compress, replay, summarise."""
+    workload = compress_arrivals(load_workload([EXAMPLE / "workload.yaml"]), point.load)
+    options = ReplayOptions.for_workload(workload, until=7200.0, seed=point.seed)
+    summary = summarise(run_replay(workload, parse_config(point.config_text), options))
+    return {"summary": summary["summary"], "queues": summary["queues"]}
+
+
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": row["summary"], "queues": row["queues"]}
+
+
+def test_every_point_equals_its_replay_run_alone(tmp_path: Path) -> None:
+    sweep = load_sweep(small_sweep(tmp_path))
+    rows = run_sweep(sweep, tmp_path / "out", workers=1)
+    assert [r["error"] for r in rows] == [None] * 4
+    for point, row in zip(sweep.points, rows, strict=True):
+        assert (row["configuration"], row["load"], row["seed"]) == (point.configuration, point.load, point.seed)
+        assert comparable(row) == alone(point)
+    # the load factor changes the replay: arrivals twice as dense wait at least as long in total
+    by = {(r["configuration"], r["load"]): r for r in rows}
+    assert by[("default", 1.0)]["summary"] != by[("default", 2.0)]["summary"]
+
+
+def test_a_small_sweep_on_a_local_dask_cluster_equals_the_replays_run_alone(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")  # the dask extra is part of the test install
+    sweep = load_sweep(small_sweep(tmp_path))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        rows = run_sweep(sweep, tmp_path / "out", dask_address=cluster.scheduler_address)
+    assert len(rows) == len(sweep.points) == 4
+    for point, row in zip(sweep.points, rows, strict=True):
+        assert row["error"] is None
+        assert comparable(row) == alone(point)
+
+
+def test_a_failed_point_is_reported_and_the_others_go_on_and_resume_skips_done_points(tmp_path: Path) -> None:
+    conf = tmp_path / "bad-args.conf"
+    conf.write_text(
+        (EXAMPLE / "volcano-scheduler.conf")
+        .read_text()
+        .replace("- name: nodeorder", "- name: nodeorder\n    arguments: {leastrequested.weight: lots}")
+    )
+    path = small_sweep(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["configurations"].append({"name": "broken", "file": str(conf)})
+    data["load"] = [1.0]
+    path.write_text(yaml.safe_dump(data))
+    sweep = load_sweep(path)
+    rows = run_sweep(sweep, tmp_path / "out", workers=2)
+    errors = {r["configuration"]: r["error"] for r in rows}
+    assert errors["default"] is None and errors["volcano-scheduler[drf=off]"] is None
+    assert "leastrequested.weight" in errors["broken"]
+    # resume: the results on disk are taken as they are (marked so they can be recognised), the rest replayed
+    done = tmp_path / "out" / "points" / f"{sweep.points[0].key}.json"
+    kept = json.loads(done.read_text())
+    kept["marker"] = "from disk"
+    done.write_text(json.dumps(kept))
+    again = run_sweep(sweep, tmp_path / "out", workers=1, resume=True)
+    assert again[0].get("marker") == "from disk"
+    assert comparable(again[1]) == comparable(rows[1])
+    assert flatten(again[1])["jobs"] == rows[1]["summary"]["jobs"]
+
+
+def test_the_sweep_command_writes_the_table_and_exits_2_on_a_bad_file_before_any_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = small_sweep(tmp_path, seeds=[0])
+    out = tmp_path / "results"
+    assert main(["sweep", str(path), "--out", str(out), "--jobs", "1", "--plot", str(tmp_path / "sweep.svg")]) == 0
+    text = capsys.readouterr().out
+    assert "volcano-scheduler[drf=off]" in text and "4 of 4 points replayed" in text
+    header = (out / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[:4] == ["configuration", "load", "seed", "error"]
+    assert len((out / "results.csv").read_text().splitlines()) == 5
+    assert (tmp_path / "sweep.svg").read_text().lstrip().startswith("<?xml")
+    bad = yaml.safe_load(path.read_text())
+    bad["configurations"][1]["vary"] = [{"plugin": "drf", "enabled": []}]
+    path.write_text(yaml.safe_dump(bad))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "configurations[1].vary[0].enabled" in err[0]
+    assert not (tmp_path / "never").exists()
