@@ -88,8 +88,8 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
     for r in ok:
         groups.setdefault((r["configuration"], r["load"]), []).append(r)
-    labels = [f"{conf}\nload {load:g}" for conf, load in groups]
-    queues = sorted({q["name"] for r in ok for q in r.get("queues") or []})
+    labels = [f"{conf.replace('[', chr(10) + '[')}\nload {load:g}" for conf, load in groups]
+    queues = sorted({q["name"] for r in ok for q in r.get("queues") or [] if q.get("jobs")})
     panels = [("wait p50 (s)", "wait", "p50"), ("wait p95 (s)", "wait", "p95"), ("JCT p50 (s)", "jct", "p50")]
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 1.2 * len(labels) + 2), 3.2 * len(panels)))
     width = 0.8 / max(1, len(queues) + 1)
@@ -113,7 +113,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
             xs = [i + (si - len(series) / 2 + 0.5) * width for i in range(len(groups))]
             ax.bar(xs, means, width, yerr=[lows, highs], label=name, capsize=2)
         ax.set_title(title)
-        ax.set_xticks(range(len(groups)), labels, fontsize=8)
+        ax.set_xticks(range(len(groups)), labels, fontsize=7)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
