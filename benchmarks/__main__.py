@@ -11,6 +11,7 @@ Examples::
     python -m benchmarks ordering             # compiled dispatch against pm.hook
     python -m benchmarks replay-day --jobs 5000,10000,20000   # replay a synthetic day (benchmarks/replay.py)
     python -m benchmarks replay-openb         # replay a synthetic trace of the openb trace's size
+    python -m benchmarks sweep                # 24 replays: one process against two workers (benchmarks/sweep.py)
 
 Each workload runs in its own interpreter: the file is generated into
 benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
@@ -69,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.serve import main as serve_main
 
         return serve_main(list(args_in))
+    if args_in[:1] == ["sweep"]:  # a policy sweep: serial against two workers
+        from benchmarks import sweep
+
+        return sweep.main(list(args_in))
     if args_in and args_in[0] in REPLAY_SUITES:  # replay-day, replay-openb: their own options
         from benchmarks import replay
 
