@@ -20,13 +20,13 @@ before the replay starts, with one line naming the file, object and field.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
+from volcanolib.api.duration import seconds_or_duration
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
 from volcanolib.kube import _fields as f
@@ -59,8 +59,6 @@ FILE_KEYS: Final = ("name", "description", "notes", "source", "scheduler", "sche
 #: Keys of the ``replay:`` mapping.
 SETTING_KEYS: Final = ("period", "podStartup", "terminationGrace", "until")
 _JOB_GROUP: Final = "batch.volcano.sh"
-_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 def parse_duration(value: Any) -> float:
@@ -69,40 +67,14 @@ def parse_duration(value: Any) -> float:
     :raises ValueError: with a readable message when the value is neither,
         or is negative.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration, got {str(value).lower()}")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            seconds = _go_duration(text, value)
-    else:
-        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
+    try:
+        seconds = seconds_or_duration(value)
+    except ValueError:
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {shown}") from None
+    if seconds < 0:
         raise ValueError(f"expected a duration of 0 or more, got {value!r}")
     return seconds
-
-
-def _go_duration(text: str, original: str) -> float:
-    sign = 1.0
-    if text[:1] in "+-" and text:
-        sign = -1.0 if text[0] == "-" else 1.0
-        text = text[1:]
-    if not text:
-        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {original!r}")
-    pos = 0
-    total = 0.0
-    for match in _PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text):
-        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {original!r}")
-    return sign * total
 
 
 @attrs.frozen
