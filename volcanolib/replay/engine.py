@@ -881,7 +881,17 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
             progress(replay.now - start, expected)
     if progress is not None:
         progress(end - start, expected)
-    return _record(replay, start, end, slot, sessions_run, events_seconds, wall)
+    return _record(replay, start, end, _periods(start, end, period), sessions_run, events_seconds, wall)
+
+
+def _periods(start: float, end: float, period: float) -> int:
+    """How many session times the replay covered: from the start up to and including the end."""
+    count = math.floor((end - start) / period)
+    while start + (count + 1) * period <= end:
+        count += 1
+    while count > 0 and start + count * period > end:
+        count -= 1
+    return count + 1
 
 
 def _record(

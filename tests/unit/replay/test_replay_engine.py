@@ -284,7 +284,6 @@ def test_skipping_sessions_gives_the_same_json_as_running_every_one(tmp_path: Pa
         every = run_replay(workload, conf, ReplayOptions(**{**_fields(options), "every_period": True}))
         assert document(skipped) == document(every), name
         assert skipped.timings["sessions_run"] < every.timings["sessions_run"], name
-        assert every.timings["sessions_run"] == every.sessions, name
 
 
 def _fields(options: ReplayOptions) -> dict[str, Any]:
