@@ -212,7 +212,8 @@ def _read_yaml(path: Path, source: str, key: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise _fail(source, key, f"cannot read {path}: {exc.strerror or exc}") from None
+        what = f"cannot read {path}" if key else "cannot read the sweep file"
+        raise _fail(source, key, f"{what}: {exc.strerror or exc}") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
