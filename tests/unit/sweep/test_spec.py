@@ -181,3 +181,10 @@ def test_a_point_whose_configuration_does_not_parse_is_named(tmp_path: Path) -> 
     path.write_text(yaml.safe_dump({"workload": ["workload.yaml"], "configurations": [{"file": "bad.conf"}]}))
     with pytest.raises(ConfigError, match=r"point bad: actions: expected a comma-separated string"):
         load_sweep(path)
+
+
+def test_a_missing_sweep_file_is_named_once(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as err:
+        load_sweep(missing)
+    assert str(err.value) == f"{missing}: cannot read the sweep file: No such file or directory"
