@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from volcanolib.errors import VolcanolibError
+from volcanolib.replay.plot import require_matplotlib
 
 __all__ = ["flatten", "plot_sweep", "write_results"]
 
@@ -73,17 +74,17 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """Draw the sweep's comparison: per configuration and load, the wait p50 and p95 and JCT p50 of
     every queue, averaged over seeds (error bars: the seeds' range). ``.png`` or ``.svg``.
 
-    :raises VolcanolibError: when matplotlib (the ``plot`` extra) is missing or the suffix is unknown.
+    The same rows give the same SVG bytes.
+
+    :raises MissingExtraError: matplotlib (the ``plot`` extra) is not installed.
+    :raises VolcanolibError: the suffix is unknown, or the file cannot be written (one line naming it).
     """
     if path.suffix.lower() not in (".png", ".svg"):
         raise VolcanolibError(f"{path}: --plot writes .png or .svg, not {path.suffix or 'a file without suffix'}")
-    try:
-        import matplotlib
+    require_matplotlib()
+    import matplotlib
+    from matplotlib.figure import Figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise VolcanolibError("--plot needs the plot extra: pip install 'volcanolib[plot]'") from None
     ok = [r for r in rows if r.get("error") is None and r.get("summary")]
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
     for r in ok:
@@ -91,7 +92,26 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     labels = [f"{conf.replace('[', chr(10) + '[')}\nload {load:g}" for conf, load in groups]
     queues = sorted({q["name"] for r in ok for q in r.get("queues") or [] if q.get("jobs")})
     panels = [("wait p50 (s)", "wait", "p50"), ("wait p95 (s)", "wait", "p95"), ("JCT p50 (s)", "jct", "p50")]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 1.2 * len(labels) + 2), 3.2 * len(panels)))
+    # As the replay's plots: no pyplot state, and the same rows give the same SVG bytes.
+    with matplotlib.rc_context({"svg.hashsalt": "volcanolib", "svg.fonttype": "path"}):
+        fig = Figure(figsize=(max(6.0, 1.2 * len(labels) + 2), 3.2 * len(panels)))
+        axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+        _draw(axes, panels, groups, labels, queues)
+        fig.tight_layout()
+        try:
+            fig.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+        except OSError as exc:
+            raise VolcanolibError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+
+
+def _draw(
+    axes: Any,
+    panels: Sequence[tuple[str, str, str]],
+    groups: Mapping[tuple[str, float], Sequence[Mapping[str, Any]]],
+    labels: Sequence[str],
+    queues: Sequence[str],
+) -> None:
+    """Draw each panel: a group of bars per configuration and load, in it a bar for all jobs and one per queue."""
     width = 0.8 / max(1, len(queues) + 1)
     for ax, (title, figure, stat) in zip(axes, panels, strict=True):
         series = [("all jobs", None), *((q, q) for q in queues)]
@@ -115,6 +135,3 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
         ax.set_title(title)
         ax.set_xticks(range(len(groups)), labels, fontsize=7)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
-    plt.close(fig)

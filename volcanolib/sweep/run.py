@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from volcanolib.errors import VolcanolibError
+from volcanolib.errors import MissingExtraError, VolcanolibError
 from volcanolib.sweep.spec import Point, Sweep
 
 __all__ = ["PointJob", "SweepProgress", "point_jobs", "run_point", "run_sweep"]
@@ -140,9 +140,7 @@ def _dask(jobs: Sequence[PointJob], address: str) -> Iterator[tuple[PointJob, di
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise VolcanolibError(
-            "--dask needs the dask extra: pip install 'volcanolib[dask]' (on this machine and the workers)"
-        ) from None
+        raise MissingExtraError("dask", "dask[distributed]", "--dask", hint="on this machine and the workers") from None
     with Client(address) as client:  # type: ignore[no-untyped-call]
         futures = {
             client.submit(run_point, job, key=f"volcanolib-sweep-{job.point.key}", pure=False): job for job in jobs

@@ -122,3 +122,17 @@ def test_the_sweep_command_writes_the_table_and_exits_2_on_a_bad_file_before_any
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "configurations[1].vary[0].enabled" in err[0]
     assert not (tmp_path / "never").exists()
+
+
+def test_the_comparison_plot_is_byte_stable_and_an_unwritable_path_is_one_line(tmp_path: Path) -> None:
+    from volcanolib.errors import VolcanolibError
+    from volcanolib.sweep.output import plot_sweep
+
+    sweep = load_sweep(small_sweep(tmp_path, load=[1.0]))
+    rows = run_sweep(sweep, tmp_path / "out", workers=1)
+    plot_sweep(rows, tmp_path / "a.svg")
+    plot_sweep(rows, tmp_path / "b.svg")
+    assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
+    with pytest.raises(VolcanolibError) as err:
+        plot_sweep(rows, tmp_path / "missing" / "c.png")
+    assert "cannot write" in str(err.value) and "\n" not in str(err.value)

@@ -15,12 +15,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from volcanolib.errors import CacheError, ConfigError, VolcanolibError
+from volcanolib.errors import CacheError, ConfigError, MissingExtraError
 
 __all__ = ["KUBE_EXTRA", "ApiError", "KubeApi", "import_kube", "load_api"]
 
-#: What to install when the client libraries are missing.
-KUBE_EXTRA: Final = "the Kubernetes adapter needs the 'kube' extra: pip install 'volcanolib[kube]'"
+#: What needs the client libraries, as errors name it.
+KUBE_EXTRA: Final = "the Kubernetes adapter"
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
@@ -29,25 +29,25 @@ STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 def import_kube() -> Any:
     """Import and return the ``kubernetes`` package.
 
-    :raises VolcanolibError: naming the extra to install when it is missing.
+    :raises MissingExtraError: naming the extra to install when it is missing.
     """
     try:
         import kubernetes.client
         import kubernetes.config
     except ImportError:
-        raise VolcanolibError(KUBE_EXTRA) from None
+        raise MissingExtraError("kube", "kubernetes", KUBE_EXTRA) from None
     return kubernetes
 
 
 def import_prometheus() -> Any:
     """Import and return ``prometheus_client``.
 
-    :raises VolcanolibError: naming the extra to install when it is missing.
+    :raises MissingExtraError: naming the extra to install when it is missing.
     """
     try:
         import prometheus_client
     except ImportError:
-        raise VolcanolibError(KUBE_EXTRA) from None
+        raise MissingExtraError("kube", "prometheus-client", KUBE_EXTRA) from None
     return prometheus_client
 
 
