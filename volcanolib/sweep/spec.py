@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -325,8 +325,3 @@ def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
     data = _read_yaml(path, str(path), "")
     return parse_sweep(data, source=str(path), base_dir=path.parent)
-
-
-def point_names(points: Sequence[Point]) -> list[str]:
-    """The points' keys, in sweep order."""
-    return [p.key for p in points]
