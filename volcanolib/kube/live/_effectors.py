@@ -340,8 +340,8 @@ class KubernetesStatusUpdater:
     conditions (compared by type, status, reason and message; sent whole,
     since a merge patch replaces a list), its counts. A change of the counts
     alone is written at once if the group's counts were last written
-    ``count_interval`` seconds ago or more, else held until then (a phase or
-    condition change sends it along at once). A Queue's ``status.allocated``
+    ``count_interval`` seconds ago or more, else held until then; a phase or
+    condition change of the group meanwhile sends it along at once. A Queue's ``status.allocated``
     likewise (merge patch of ``queues/status``); a pod's
     ``PodScheduled=False`` condition (strategic merge patch of
     ``pods/status``, with a ``FailedScheduling`` event) when its reason or
@@ -440,10 +440,10 @@ class KubernetesStatusUpdater:
             if _COUNTS.issuperset(changed):
                 sent = self._counts_sent.get(key)
                 if sent is not None and now - sent < self.count_interval:
-                    due = sent + self.count_interval
-            else:  # a phase or condition change carries the counts along
-                changed = list(dict.fromkeys([*changed, *_COUNTS]))
-            if due == now:
+                    due = sent + self.count_interval  # a phase or condition change sends it along sooner
+                else:
+                    self._counts_sent[key] = now
+            elif _COUNTS.intersection(changed):
                 self._counts_sent[key] = now
         fields = status_fields(pg, changed)
         self.writer.put(("podgroup", key), fields, functools.partial(self._write_pod_group, key), due)
