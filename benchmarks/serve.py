@@ -217,6 +217,7 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "end_to_end_per_second": round(bound / total, 1),
             "target_binds_per_second": 1000,
             "status_writes": dict(cache.status.writes),
+            "podgroup_writes_per_cycle": (cache.status.writes["podgroup"] - writes_before["podgroup"]) / args.cycles,
         }
         cache.stop()
         return record
@@ -239,6 +240,7 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         for _ in range(args.warmup):
             scheduler.run_once()
             cache.flush()
+        writes_before = dict(cache.status.writes)
         measured: list[dict[str, float]] = []
         binds: list[int] = []
         apply_waits: list[float] = []
@@ -279,6 +281,7 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "median_watch_delivery_ms": round(statistics.median(apply_waits) * 1000, 2),
             "target_cycle_ms": 100,
             "status_writes": dict(cache.status.writes),
+            "podgroup_writes_per_cycle": (cache.status.writes["podgroup"] - writes_before["podgroup"]) / args.cycles,
         }
         cache.stop()
         return record
