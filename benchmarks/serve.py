@@ -217,7 +217,6 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "end_to_end_per_second": round(bound / total, 1),
             "target_binds_per_second": 1000,
             "status_writes": dict(cache.status.writes),
-            "podgroup_writes_per_cycle": (cache.status.writes["podgroup"] - writes_before["podgroup"]) / args.cycles,
         }
         cache.stop()
         return record
