@@ -326,11 +326,6 @@ def status_fields(pg: PodGroup, fields: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def pod_group_status(job: JobInfo) -> dict[str, Any]:
-    """A PodGroup's ``status`` as the API holds it: phase, conditions, counts."""
-    return status_fields(job.pod_group, STATUS_FIELDS)
-
-
 class KubernetesStatusUpdater:
     """Writes PodGroup status, Queue status and pod conditions, each only when it changes.
 
