@@ -88,17 +88,21 @@ def server_uid(cache: KubernetesCache, name: str) -> str:
     return cache.pods.known.get(f"default/{name}", "")
 
 
+def _start_and_cycle(server: KubeApiServer, cache: KubernetesCache, scheduler: Scheduler, pod: str) -> None:
+    """The pod's kubelet starts it; once the cache has seen that, one cycle."""
+    server.set_pod_phase(pod, "Running")
+    eventually(lambda: cache.get_task(server_uid(cache, pod)).status.name == "RUNNING", what=f"{pod} Running")
+    cycle(scheduler, cache)
+
+
 def test_counts_alone_are_held_until_the_interval_then_written(
     server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
 ) -> None:
     cache, scheduler, spy = _running_groups(server, make_cache, count_interval=4.0)
     before = len(spy.of("a"))
-    server.set_pod_phase("a-0", "Running")
-    eventually(lambda: cache.get_task(server_uid(cache, "a-0")).status.name == "RUNNING", what="a-0 Running")
-    cycle(scheduler, cache)  # counts last written at the first write: sent now, or held if that was < 4 s ago
-    server.set_pod_phase("a-1", "Running")
-    eventually(lambda: cache.get_task(server_uid(cache, "a-1")).status.name == "RUNNING", what="a-1 Running")
-    cycle(scheduler, cache)
+    # Counts last written at the first write: sent now, or held if that was less than 4 s ago.
+    _start_and_cycle(server, cache, scheduler, "a-0")
+    _start_and_cycle(server, cache, scheduler, "a-1")
     assert cache.status.writer.held == 1  # within 4 s of the last counts: held
     assert server.get("podgroups", "a")["status"]["running"] < 2
     # No cycle runs meanwhile: the held counts are sent when they come due.
@@ -116,9 +120,7 @@ def test_held_counts_are_written_when_the_cache_stops(
 ) -> None:
     cache, scheduler, spy = _running_groups(server, make_cache, count_interval=3600)
     before = len(spy.of("a"))
-    server.set_pod_phase("a-0", "Running")
-    eventually(lambda: cache.get_task(server_uid(cache, "a-0")).status.name == "RUNNING", what="a-0 Running")
-    cycle(scheduler, cache)
+    _start_and_cycle(server, cache, scheduler, "a-0")
     assert cache.status.writer.held == 1
     assert server.get("podgroups", "a")["status"]["running"] == 0
     cache.stop(5)
