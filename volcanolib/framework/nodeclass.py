@@ -120,9 +120,14 @@ class _ClassKey:
 
 
 class _Partition:
-    """The classes of one plan: class key -> positions of its nodes, ascending."""
+    """The classes of one plan: class key -> positions of its nodes, ascending.
 
-    __slots__ = ("changes", "classes", "durable", "key_of", "keys", "pending", "seen", "static")
+    Class keys are interned: the nodes of one class share one key object, so
+    finding a node's class and telling whether it moved compare keys by
+    identity; the value tuples are compared only when a key is looked up.
+    """
+
+    __slots__ = ("changes", "classes", "durable", "interned", "key_of", "keys", "pending", "seen", "static")
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
         self.keys = plan.keys
@@ -130,7 +135,9 @@ class _Partition:
         #: Positions of nodes that changed between sessions, grouped again (with the new session's keys) on first use.
         self.pending: list[int] | None = None
         self.static = static
-        self.key_of: list[Hashable] = [self.class_key(position, node) for position, node in enumerate(nodes)]
+        #: The value of every current class's key -> the key.
+        self.interned: dict[Hashable, _ClassKey] = {}
+        self.key_of: list[_ClassKey] = [self.class_key(position, node) for position, node in enumerate(nodes)]
         grouped: dict[Hashable, list[int]] = {}
         for position, key in enumerate(self.key_of):
             members = grouped.get(key)
@@ -145,23 +152,51 @@ class _Partition:
         #: Keys of the classes that appeared or emptied since the grouping was made, in order.
         self.changes: list[Hashable] = []
 
-    def class_key(self, position: int, node: NodeInfo) -> Hashable:
-        return _ClassKey((self.static[position], resource_key(node), tuple([key(node) for key in self.keys])))
+    def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
+        """The interned key of the class ``node`` belongs in (see :func:`resource_key` for its resources)."""
+        idle = node.idle
+        used = node.used
+        releasing = node.releasing
+        pipelined = node.pipelined
+        keys = tuple([key(node) for key in self.keys])
+        # The fields of resource_key(node), flattened: one tuple to build and hash.
+        value = (
+            self.static[position],
+            idle.milli_cpu,
+            idle.memory,
+            tuple(idle.scalars.items()) if idle.scalars else (),
+            used.milli_cpu,
+            used.memory,
+            tuple(used.scalars.items()) if used.scalars else (),
+            releasing.milli_cpu,
+            releasing.memory,
+            tuple(releasing.scalars.items()) if releasing.scalars else (),
+            pipelined.milli_cpu,
+            pipelined.memory,
+            tuple(pipelined.scalars.items()) if pipelined.scalars else (),
+            keys,
+        )
+        found = self.interned.get(value)
+        if found is None:
+            found = self.interned[value] = _ClassKey(value)
+        return found
 
     def move(self, position: int, node: NodeInfo) -> None:
         old = self.key_of[position]
         new = self.class_key(position, node)
-        if new == old:
+        if new is old:
             return
-        members = self.classes[old]
+        classes = self.classes
+        members = classes[old]
         del members[bisect.bisect_left(members, position)]
         if not members:
-            del self.classes[old]
+            del classes[old]
+            del self.interned[old.value]
             self.changes.append(old)
         self.key_of[position] = new
-        target = self.classes.get(new)
+        target = classes.get(new)
         if target is None:
-            self.classes[new] = [position]
+            classes[new] = [position]
             self.changes.append(new)
         else:
             bisect.insort(target, position)
