@@ -261,6 +261,10 @@ class NodeClasses:
         self._changes = changes
         return True
 
+    def positions(self) -> dict[str, int]:
+        """Each grouped node's place in :attr:`nodes`, by name (do not change it)."""
+        return self._changes.position
+
     def classes(self, plan: NodeClassPlan) -> dict[Hashable, list[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""
         return self.partition(plan).classes
