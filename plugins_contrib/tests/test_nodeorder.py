@@ -371,7 +371,10 @@ def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     prefers = {
         "podAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}}
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
+                }
             ]
         }
     }
@@ -390,7 +393,10 @@ def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     ]
     ssn = session(only(podaffinity=1), nodes, tasks)
     plugin = ssn.plugins["nodeorder"]
-    keys = {name: plugin.node_class_key(ssn, find(ssn, f"default/{name}")) for name in ("plain", "near", "prefers", "requires")}
+    keys = {
+        name: plugin.node_class_key(ssn, find(ssn, f"default/{name}"))
+        for name in ("plain", "near", "prefers", "requires")
+    }
     # Only preferred pod (anti-)affinity terms score against other nodes' pods; required ones do not score.
     assert keys["prefers"] is None
     assert keys["plain"] is not None and keys["near"] is not None and keys["requires"] is not None

@@ -47,4 +47,3 @@ def test_kept_groupings_intern_their_keys_and_share_positions(seed: int) -> None
 
     run(seed, 30, check)
     assert shared[0] > 5
-
