@@ -17,7 +17,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
@@ -406,7 +406,7 @@ class Session:
         self.node_scores = combine.weighted_sum(self._score_entries)
         self._class_entries = self._node_class_entries()
         self._class_keys = None if self._class_entries is None else combine.all_or_none((self._class_entries,))
-        self._plans: dict[tuple[NodeClassKey, ...], NodeClassPlan] = {}
+        self._plans: dict[tuple[Hashable, ...], NodeClassPlan] = {}
 
     def _per_node_and_batch(self, per_node: str) -> tuple[combine.NodeEntry, ...]:
         """Every plugin implementing a node hook or its batch form: name, per-node function, batch function."""
@@ -827,8 +827,10 @@ class Session:
         answers: tuple[NodeClassKey, ...] | None = keys(task)
         if answers is None:
             return None
-        # Plugins usually hand out the same keys for alike tasks: make each plan once.
-        found = self._plans.get(answers)
+        # Plugins usually hand out the same keys for alike tasks: make each plan once. Equal tokens mean equal
+        # key functions (NodeClassKey), so keys that are new objects with the tokens of a known plan reuse it.
+        signature = tuple([(answer.token, answer.pointwise, answer.durable) for answer in answers])
+        found = self._plans.get(signature)
         if found is not None:
             return found
         assert self._class_entries is not None
@@ -844,7 +846,7 @@ class Session:
         )
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[answers] = plan
+        self._plans[signature] = plan
         return plan
 
     def select_best_node(self, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
