@@ -551,14 +551,16 @@ class Placement:
         if not group:
             if errors is None:
                 return None
-            # Every node of a class fails as its representative did; give each node its reasons.
+            # Every node of a class fails as its representative did; give each node its reasons. The
+            # classes cover every node, so the groups alone say it all (and count without naming nodes).
             failed = errors.nodes
+            grouped = FitErrors(total_nodes=len(nodes))
             for rep in fitting:
                 reasons = failed[rep.name].reasons
-                errors.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
+                grouped.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
             for lacking, members in short:
-                errors.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
-            return errors
+                grouped.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
+            return grouped
         if len(group) == 1 and len(members_of[group[0].name]) == 1:
             return group[0]
         scores = ssn.node_scores(task, group)
