@@ -309,9 +309,11 @@ class PredicatesPlugin:
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
         """Open as :meth:`on_session_open` would, reading again only the nodes the delta names.
 
-        Full nodes, special (unschedulable or tainted) nodes and pods with
-        required anti-affinity are kept from the previous session; parsed
-        templates and the predicate cache start afresh.
+        Full nodes, special (unschedulable or tainted) nodes, pods with
+        required anti-affinity and the stable checks' failing nodes per
+        template token are kept from the previous session (a node whose
+        ``Node`` object changed is checked again); parsed templates and the
+        predicate cache start afresh.
         """
         full, special, anti, verdicts = self._full, self._special, self._anti_pods, self._verdicts
         previous = self._ssn.nodes if self._ssn is not None else {}
