@@ -51,7 +51,7 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib._gc import gc_paused
+from volcanolib._gc import gc_frozen, gc_paused
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import CPU, MEMORY, PODS, Resource
@@ -862,13 +862,25 @@ def run_replay(
 
 
 def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] | None) -> ReplayRecord:
-    options = replay.options
-    period = options.period
     events_seconds = 0.0
     t0 = time.perf_counter()
     with gc_paused():
         start = replay.setup()
     events_seconds += time.perf_counter() - t0
+    # The cluster and the workload, built once, are left out of the collector's passes between sessions.
+    with gc_frozen():
+        return _loop(replay, start, events_seconds, wall, progress)
+
+
+def _loop(
+    replay: _Replay,
+    start: float,
+    events_seconds: float,
+    wall: float,
+    progress: Callable[[float, float], None] | None,
+) -> ReplayRecord:
+    options = replay.options
+    period = options.period
     limit = start + options.until if options.until is not None else math.inf
     last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
     expected = (limit if options.until is not None else last_arrival) - start
