@@ -317,51 +317,67 @@ class VictimOrder:
             return _MISSING
         ssn = self._ssn
         jobs = ssn.jobs
-        # Victims by job, in order of first appearance (a victim whose job left the session goes first).
-        groups: dict[str, list[int]] = {}
-        for i, victim in enumerate(victims):
-            group = groups.get(victim.job)
-            if group is None:
-                groups[victim.job] = [i]
-            else:
-                group.append(i)
-        gone: list[int] = []
-        present: list[tuple[JobInfo, list[int]]] = []
-        queue_names: dict[str, None] = {}
-        by_queue = self.preemptor.job in jobs
         queues = ssn.queues
-        for uid, group in groups.items():
-            job = jobs.get(uid)
+        by_queue = self.preemptor.job in jobs
+        # Each victim's job (None: it left the session); whether some did, and whether there are several queues.
+        owners: list[JobInfo | None] = []
+        gone = False
+        first_queue: str | None = None
+        several = False
+        for victim in victims:
+            job = jobs.get(victim.job)
+            owners.append(job)
             if job is None:
-                gone.extend(group)
-                continue
-            if by_queue:
-                if job.queue not in queues:
-                    return _MISSING
-                queue_names[job.queue] = None
-            present.append((job, group))
+                gone = True
+            elif by_queue:
+                name = job.queue
+                if name != first_queue:
+                    if name not in queues:
+                        return _MISSING
+                    if first_queue is None:
+                        first_queue = name
+                    else:
+                        several = True
+        job_key = ssn.job_key_by_plugins
+        assert job_key is not None
+        if len(victims) == 1:
+            only = owners[0]
+            if only is not None:
+                job_key(only)  # taken as with several victims (a failing plugin is recorded the same way)
+            return victims[0]
+        top: list[int]
         if gone:
-            top = gone
+            # Victims whose job left the session go first: in order of their job's first appearance.
+            by_job: dict[str, list[int]] = {}
+            for i, job in enumerate(owners):
+                if job is None:
+                    by_job.setdefault(victims[i].job, []).append(i)
+            top = [i for group in by_job.values() for i in group]
         else:
-            job_key = ssn.job_key_by_plugins
-            assert job_key is not None
-            queue_key = ssn.queue_key
             # One queue: its key is the same for every victim and decides nothing.
-            queue_keys = {name: queue_key(queues[name]) for name in queue_names} if len(queue_names) > 1 else None
-            best: Any = None
+            queue_keys: dict[str, Any] | None = None
+            if several:
+                queue_key = ssn.queue_key
+                queue_keys = {}
+                for job in owners:
+                    if job is not None and job.queue not in queue_keys:
+                        queue_keys[job.queue] = queue_key(queues[job.queue])
+            parts: dict[str, Any] = {}
+            best: Any = _MISSING
             top = []
-            tied = False
-            for job, group in present:
-                part = (queue_keys[job.queue], job_key(job)) if queue_keys is not None else job_key(job)
-                if not top or part > best:
+            for i, job in enumerate(owners):
+                assert job is not None
+                part = parts.get(job.uid, _MISSING)
+                if part is _MISSING:
+                    part = job_key(job)
+                    if queue_keys is not None:
+                        part = (queue_keys[job.queue], part)
+                    parts[job.uid] = part
+                if best is _MISSING or part > best:
                     best = part
-                    top = group
-                    tied = False
+                    top = [i]
                 elif part == best:
-                    top = top + group
-                    tied = True
-            if tied:
-                top.sort()
+                    top.append(i)
         chosen = top[0]
         if len(top) > 1:
             task_key = ssn.task_key
@@ -386,6 +402,37 @@ class VictimOrder:
             return (1, _Reversed((*part, task_key(task))))
 
         return key
+
+
+def _ranks(victims: Sequence[TaskInfo], parts: _KeyParts) -> list[int]:
+    """Each victim's position in the order of :meth:`VictimOrder._frozen_key` (ties in the given order).
+
+    Victims whose job left the session come first, by reverse task key, then
+    the others by reverse ``(queue key, job key, task key)``; a stable sort
+    in reverse keeps equal victims in their given order, as the frozen key's
+    tie-break by position does.
+    """
+    job_part, task_key = parts
+    gone: list[tuple[Any, int]] = []
+    present: list[tuple[Any, int]] = []
+    for i, victim in enumerate(victims):
+        part = job_part(victim)
+        if part is _MISSING:
+            gone.append((task_key(victim), i))
+        else:
+            present.append(((*part, task_key(victim)), i))
+    ranks = [0] * len(victims)
+    rank = 0
+    for group in (gone, present):
+        group.sort(key=_first, reverse=True)
+        for _, i in group:
+            ranks[i] = rank
+            rank += 1
+    return ranks
+
+
+def _first(pair: tuple[Any, int]) -> Any:
+    return pair[0]
 
 
 def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
@@ -451,9 +498,17 @@ class VictimQueue:
         heap = self._heap
         if heap is None:
             order = self._order
-            key = order._frozen_key(order._key_parts(self._items))
-            heap = self._heap = [(key(item), count, item) for count, item in enumerate(self._items)]
+            items = self._items
+            parts = order._key_parts(items)
+            if parts is None:
+                key = order._frozen_key(None)
+                heap = [(key(item), count, item) for count, item in enumerate(items)]
+            else:
+                # Each victim's place in the frozen order stands for its key: the same comparisons,
+                # so the same heap, without comparing keys in Python.
+                heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(_ranks(items, parts), items))]
             heapq.heapify(heap)
+            self._heap = heap
         return heap
 
     def peek(self) -> TaskInfo | None:
