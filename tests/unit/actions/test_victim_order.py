@@ -8,6 +8,7 @@ random victim sets.
 from __future__ import annotations
 
 import functools
+import heapq
 import random
 from typing import Any, ClassVar
 
@@ -257,3 +258,22 @@ def test_the_docstring_example_runs() -> None:
 
     result = doctest.testmod(victims)
     assert result.attempted and not result.failed
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_heap_by_rank_is_the_heap_by_frozen_key(seed: int) -> None:
+    # The queue heapifies each victim's rank in the frozen order; heapifying the frozen keys
+    # themselves must arrange the victims the same way (later pops compare live from there).
+    ssn, tasks, preemptor = _random_session(seed, priorities=1)
+    try:
+        rng = random.Random(seed)
+        if seed % 3 == 0:
+            del ssn.jobs[rng.choice(sorted({t.job for t in tasks}))]
+        order = VictimOrder(ssn, preemptor)
+        key = order._frozen_key(order._key_parts(tasks))
+        by_key = [(key(task), count, task) for count, task in enumerate(tasks)]
+        heapq.heapify(by_key)
+        queue = order.queue(tasks)
+        assert [entry[2] for entry in queue._built()] == [entry[2] for entry in by_key]
+    finally:
+        ssn.close()
