@@ -355,6 +355,14 @@ class Session:
 
         return remembered
 
+    @property
+    def task_keys_are_local(self) -> bool:
+        """Whether every plugin giving a task key says it reads only its task (``task_order_key_is_local``).
+
+        Then a task's :attr:`task_key` changes only when the task does.
+        """
+        return self._task_keys is not None
+
     def _forget_job_key(self, task: TaskInfo) -> None:
         """A task changed: its key and its job's plugins' key must be taken again."""
         memo = self._job_keys

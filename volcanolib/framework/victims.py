@@ -304,7 +304,16 @@ class VictimOrder:
         return job_part, ssn.task_key
 
     def _first_keyed(self, victims: Sequence[TaskInfo]) -> Any:
-        """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed.
+        """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed."""
+        return self._first_and_parts(victims)[0]
+
+    def _first_and_parts(self, victims: Sequence[TaskInfo]) -> tuple[Any, list[Any] | None]:
+        """:meth:`_first_keyed`'s victim, with each victim's job part of the key when every victim has a job.
+
+        The parts (the job key, preceded by the queue key when the victims'
+        jobs are in several queues) order the victims as the composite key's
+        first part does; ``None`` when some victim's job left the session, or
+        when there is a single victim (no order to keep).
 
         The same answer as the first of :meth:`sorted` with key-based orders,
         in one pass over the victims' jobs: each job's key is taken once, the
@@ -314,7 +323,7 @@ class VictimOrder:
         a comparison or a victim's queue is missing (then the heap decides).
         """
         if not self._keyed or not victims:
-            return _MISSING
+            return _MISSING, None
         ssn = self._ssn
         jobs = ssn.jobs
         queues = ssn.queues
@@ -333,7 +342,7 @@ class VictimOrder:
                 name = job.queue
                 if name != first_queue:
                     if name not in queues:
-                        return _MISSING
+                        return _MISSING, None
                     if first_queue is None:
                         first_queue = name
                     else:
@@ -344,8 +353,9 @@ class VictimOrder:
             only = owners[0]
             if only is not None:
                 job_key(only)  # taken as with several victims (a failing plugin is recorded the same way)
-            return victims[0]
+            return victims[0], None
         top: list[int]
+        by_victim: list[Any] | None = None
         if gone:
             # Victims whose job left the session go first: in order of their job's first appearance.
             by_job: dict[str, list[int]] = {}
@@ -365,6 +375,7 @@ class VictimOrder:
             parts: dict[str, Any] = {}
             best: Any = _MISSING
             top = []
+            by_victim = []
             for i, job in enumerate(owners):
                 assert job is not None
                 part = parts.get(job.uid, _MISSING)
@@ -373,6 +384,7 @@ class VictimOrder:
                     if queue_keys is not None:
                         part = (queue_keys[job.queue], part)
                     parts[job.uid] = part
+                by_victim.append(part)
                 if best is _MISSING or part > best:
                     best = part
                     top = [i]
@@ -386,7 +398,7 @@ class VictimOrder:
                 candidate = task_key(victims[i])
                 if candidate > chosen_key:
                     chosen, chosen_key = i, candidate
-        return victims[chosen]
+        return victims[chosen], by_victim
 
     def _frozen_key(self, parts: _KeyParts | None) -> Callable[[TaskInfo], Any]:
         """A sort key giving the victim order while nothing changes."""
@@ -424,14 +436,14 @@ def _ranks(victims: Sequence[TaskInfo], parts: _KeyParts) -> list[int]:
     ranks = [0] * len(victims)
     rank = 0
     for group in (gone, present):
-        group.sort(key=_first, reverse=True)
+        group.sort(key=_first_of, reverse=True)
         for _, i in group:
             ranks[i] = rank
             rank += 1
     return ranks
 
 
-def _first(pair: tuple[Any, int]) -> Any:
+def _first_of(pair: tuple[Any, int]) -> Any:
     return pair[0]
 
 
@@ -485,7 +497,7 @@ class VictimQueue:
     ``peek`` O(n) before the heap is built, O(1) after.
     """
 
-    __slots__ = ("_heap", "_items", "_live", "_order", "_popped")
+    __slots__ = ("_first", "_heap", "_items", "_live", "_order", "_parts", "_popped")
 
     def __init__(self, order: VictimOrder, items: list[TaskInfo]) -> None:
         self._order = order
@@ -493,27 +505,56 @@ class VictimQueue:
         self._heap: list[tuple[Any, int, TaskInfo]] | None = None
         self._popped = False
         self._live = False
+        # After a first pop that did not build the heap: the victim taken and each victim's job part then.
+        self._first: TaskInfo | None = None
+        self._parts: list[Any] | None = None
 
     def _built(self) -> list[tuple[Any, int, TaskInfo]]:
         heap = self._heap
         if heap is None:
             order = self._order
             items = self._items
-            parts = order._key_parts(items)
-            if parts is None:
+            parts = self._parts
+            if parts is not None:
+                heap = self._heap = self._rest(order, items, parts)
+                return heap
+            key_parts = order._key_parts(items)
+            if key_parts is None:
                 key = order._frozen_key(None)
                 heap = [(key(item), count, item) for count, item in enumerate(items)]
             else:
                 # Each victim's place in the frozen order stands for its key: the same comparisons,
                 # so the same heap, without comparing keys in Python.
-                heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(_ranks(items, parts), items))]
+                ranks = _ranks(items, key_parts)
+                heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(ranks, items))]
             heapq.heapify(heap)
             self._heap = heap
         return heap
 
+    def _rest(self, order: VictimOrder, items: list[TaskInfo], parts: list[Any]) -> list[tuple[Any, int, TaskInfo]]:
+        """The heap as it stood after the first pop, from the job parts taken before it.
+
+        The first victim is the smallest (rank -1); the others are ranked by
+        ``(job part, task key)``, task keys being local (a task's key did not
+        change when another task was evicted).
+        """
+        first = self._first
+        task_key = order._ssn.task_key
+        keyed = [((part, task_key(item)), i) for i, (part, item) in enumerate(zip(parts, items)) if item is not first]
+        keyed.sort(key=_first_of, reverse=True)
+        ranks = [-1] * len(items)
+        for rank, (_, i) in enumerate(keyed):
+            ranks[i] = rank
+        heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(ranks, items))]
+        heapq.heapify(heap)
+        taken = heapq.heappop(heap)[2]
+        assert taken is first
+        self._parts = self._first = None
+        return heap
+
     def peek(self) -> TaskInfo | None:
         """The victim :meth:`pop` would return next, without taking it; ``None`` when empty."""
-        if self._heap is None:
+        if self._heap is None and not self._popped:
             if not self._items:
                 return None
             first = self._order._first_keyed(self._items)
@@ -527,6 +568,19 @@ class VictimQueue:
 
         :raises IndexError: when the queue is empty.
         """
+        if self._heap is None and not self._popped and self._items:
+            order = self._order
+            if order._ssn.task_keys_are_local:
+                # The first victim without the heap: the heap is built on a second pop, from the
+                # job parts of the keys as they were now (most queues are popped once).
+                first, parts = order._first_and_parts(self._items)
+                if first is not _MISSING and (parts is not None or len(self._items) == 1):
+                    self._popped = True
+                    if parts is None:
+                        self._heap = []
+                    else:
+                        self._first, self._parts = first, parts
+                    return first  # type: ignore[no-any-return]
         heap = self._built()
         if self._popped and not self._live:
             # After the first pop, compare live; the heap keeps its arrangement. The keys are
@@ -538,7 +592,9 @@ class VictimQueue:
         return heapq.heappop(heap)[2]
 
     def __len__(self) -> int:
-        return len(self._items) if self._heap is None else len(self._heap)
+        if self._heap is None:
+            return len(self._items) - (self._first is not None)
+        return len(self._heap)
 
     def __bool__(self) -> bool:
-        return bool(self._items) if self._heap is None else bool(self._heap)
+        return len(self) > 0
