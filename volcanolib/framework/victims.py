@@ -99,9 +99,9 @@ def make_room(
 ) -> bool:
     """Evict ``victims`` in order on ``node`` until ``fits()``, then pipeline ``task`` there.
 
-    The evictions go into a statement of the node; when the task fits it is
-    pipelined on the node and that statement joins ``stmt``. Otherwise the
-    node's evictions are undone and nothing changes.
+    The evictions go into ``stmt``; when the task fits it is pipelined on
+    the node. Otherwise the node's evictions are discarded (back to where
+    ``stmt`` stood) and nothing changes.
 
     :param victims: a :class:`VictimQueue` (popped as needed) or victims already in order.
     :param fits: whether the task fits now (asked after each eviction);
@@ -113,26 +113,25 @@ def make_room(
     :returns: whether the task was pipelined.
     :raises PluginError: when a plugin fails (the node's evictions are undone first).
     """
-    node_stmt = ssn.statement()
+    start = stmt.savepoint()
     pop = victims.pop if isinstance(victims, VictimQueue) else iter(victims).__next__
     left = len(victims)
     req = task.init_resreq
     try:
         ok = (node.first_insufficient(req) is None if fits is None else fits()) if check_first or not left else False
         while not ok and left:
-            node_stmt.evict(pop(), reason)
+            stmt.evict(pop(), reason)
             left -= 1
             ok = node.first_insufficient(req) is None if fits is None else fits()
         if ok:
-            node_stmt.pipeline(task, node.name)
-            stmt.merge(node_stmt)
+            stmt.pipeline(task, node.name)
             return True
-        node_stmt.discard()
+        stmt.discard(start)
     except ResourceError as exc:
         log.error("%s for task %s on node %s failed: %s", reason, task.key, node.name, exc)
-        node_stmt.discard()
+        stmt.discard(start)
     except PluginError:
-        node_stmt.discard_quietly(job)
+        stmt.discard_quietly(job, start)
         raise
     return False
 
