@@ -525,7 +525,7 @@ class VictimQueue:
                 # Each victim's place in the frozen order stands for its key: the same comparisons,
                 # so the same heap, without comparing keys in Python.
                 ranks = _ranks(items, key_parts)
-                heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(ranks, items))]
+                heap = [(ranks[count], count, item) for count, item in enumerate(items)]
             heapq.heapify(heap)
             self._heap = heap
         return heap
@@ -539,12 +539,12 @@ class VictimQueue:
         """
         first = self._first
         task_key = order._ssn.task_key
-        keyed = [((part, task_key(item)), i) for i, (part, item) in enumerate(zip(parts, items)) if item is not first]
+        keyed = [((parts[i], task_key(item)), i) for i, item in enumerate(items) if item is not first]
         keyed.sort(key=_first_of, reverse=True)
         ranks = [-1] * len(items)
         for rank, (_, i) in enumerate(keyed):
             ranks[i] = rank
-        heap = [(rank, count, item) for count, (rank, item) in enumerate(zip(ranks, items))]
+        heap = [(ranks[count], count, item) for count, item in enumerate(items)]
         heapq.heapify(heap)
         taken = heapq.heappop(heap)[2]
         assert taken is first
