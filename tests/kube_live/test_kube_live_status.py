@@ -202,3 +202,40 @@ def test_our_own_status_coming_back_leaves_the_cache_as_a_fresh_list_would(
         # Condition times and ids are not rewritten when the condition itself stays (as Volcano compares them).
         assert len(a.conditions) == len(b.conditions)
         assert all(x.same_as(y) for x, y in zip(a.conditions, b.conditions, strict=True))
+
+
+def test_an_earlier_write_of_ours_coming_back_late_leaves_the_later_status(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache], monkeypatch: Any
+) -> None:
+    cache, _scheduler, _spy = _running_groups(server, make_cache)
+    eventually(lambda: server.get("podgroups", "a")["status"]["phase"] == "Running")
+    assert cache.flush(10)
+    time.sleep(0.2)  # the watch delivers the last status writes
+    earlier = server.get("podgroups", "a")
+    job = cache.snapshot().jobs["default/a"]
+    assert job.pod_group.phase is PodGroupPhase.RUNNING
+    # A later status of the scheduler's, queued; then the watch shows the earlier one again, late.
+    job.pod_group = attrs.evolve(job.pod_group, phase=PodGroupPhase.PENDING, running=1)
+    cache.update_job_status(job, True)
+    added: list[str] = []
+    original = KubernetesCache.add_pod_group
+
+    def add_pod_group(self: KubernetesCache, pg: Any) -> None:
+        added.append(pg.name)
+        original(self, pg)
+
+    monkeypatch.setattr(KubernetesCache, "add_pod_group", add_pod_group)
+    # As the watch delivers it: the version before the one the cache last read.
+    earlier = {**earlier, "metadata": {**earlier["metadata"], "resourceVersion": "999998"}}
+    cache.pod_groups.apply(earlier)
+    assert added == []
+    assert cache.snapshot().jobs["default/a"].pod_group.phase is PodGroupPhase.PENDING
+    # A status nobody here wrote is taken as it comes.
+    foreign = {
+        **earlier,
+        "metadata": {**earlier["metadata"], "resourceVersion": "999999"},
+        "status": {**earlier["status"], "phase": "Unknown"},
+    }
+    cache.pod_groups.apply(foreign)
+    assert added == ["a"]
+    assert cache.snapshot().jobs["default/a"].pod_group.phase is PodGroupPhase.UNKNOWN

@@ -12,6 +12,7 @@ import functools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
@@ -280,6 +281,8 @@ class KubernetesEvictor:
 #: The fields of a PodGroup's status the scheduler writes, in the order of :func:`group_state`.
 STATUS_FIELDS: Final = ("phase", "conditions", "running", "succeeded", "failed")
 _COUNTS: Final = frozenset({"running", "succeeded", "failed"})
+#: How many queued statuses per group are remembered to recognise their echoes on the watch.
+_ECHOES: Final = 8
 
 
 def group_state(pg: PodGroup) -> tuple[Any, ...]:
@@ -361,6 +364,8 @@ class KubernetesStatusUpdater:
         self.clock = clock
         self.writer = KeyedWriter(pool.submit, clock)
         self._groups: dict[str, tuple[Any, ...]] = {}
+        #: The last statuses queued for each group, oldest first (their echoes may still be on the way).
+        self._queued: dict[str, deque[tuple[Any, ...]]] = {}
         #: When each group's counts were last sent (monotonic seconds).
         self._counts_sent: dict[str, float] = {}
         self._queues: dict[str, dict[str, str]] = {}
@@ -376,10 +381,17 @@ class KubernetesStatusUpdater:
         with self._lock:
             self._groups[key] = observed_state(status)
 
+    def queued_before(self, key: str, status: dict[str, Any]) -> bool:
+        """Whether a PodGroup ``status`` the API server shows is one this writer queued lately (an echo of ours)."""
+        state = observed_state(status)
+        with self._lock:
+            return state in self._queued.get(key, ())
+
     def forget_pod_group(self, key: str) -> None:
         """A PodGroup was deleted: drop what waits to be written to it."""
         with self._lock:
             self._groups.pop(key, None)
+            self._queued.pop(key, None)
             self._counts_sent.pop(key, None)
         self.writer.forget(("podgroup", key))
 
@@ -427,6 +439,10 @@ class KubernetesStatusUpdater:
             if old == state:
                 return
             self._groups[key] = state
+            queued = self._queued.get(key)
+            if queued is None:
+                queued = self._queued[key] = deque(maxlen=_ECHOES)
+            queued.append(state)
             if old is None:
                 changed = list(STATUS_FIELDS)
             else:

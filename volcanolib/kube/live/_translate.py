@@ -234,6 +234,9 @@ class PodGroupTranslator(_Translator):
                 # A status write of ours coming back: the cache holds this already.
                 self.cache.status.observe_pod_group(key, status)
                 return
+            if own is not None and self.cache.status.queued_before(key, status):
+                # An earlier write of ours coming back while a later one is on its way: the cache holds that one.
+                return
         try:
             pg = _pod_group(obj, self.ref(obj), self.cache.default_queue)
         except ManifestError as exc:
