@@ -178,9 +178,8 @@ def test_a_phase_change_sends_held_counts_along_at_once(
     assert (status["phase"], status["running"]) == ("Pending", 2)
 
 
-def test_our_own_status_coming_back_leaves_the_cache_as_a_fresh_list_would(
-    server: KubeApiServer, make_cache: Callable[..., KubernetesCache], monkeypatch: Any
-) -> None:
+def _groups_applied(monkeypatch: Any) -> list[str]:
+    """The names of the PodGroups the cache takes from the watch from now on, in order."""
     added: list[str] = []
     original = KubernetesCache.add_pod_group
 
@@ -189,6 +188,13 @@ def test_our_own_status_coming_back_leaves_the_cache_as_a_fresh_list_would(
         original(self, pg)
 
     monkeypatch.setattr(KubernetesCache, "add_pod_group", add_pod_group)
+    return added
+
+
+def test_our_own_status_coming_back_leaves_the_cache_as_a_fresh_list_would(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache], monkeypatch: Any
+) -> None:
+    added = _groups_applied(monkeypatch)
     cache, _scheduler, spy = _running_groups(server, make_cache)
     assert len(spy.patches) == 4
     eventually(lambda: all(server.get("podgroups", g)["status"]["phase"] == "Running" for g in "ab"))
@@ -217,14 +223,7 @@ def test_an_earlier_write_of_ours_coming_back_late_leaves_the_later_status(
     # A later status of the scheduler's, queued; then the watch shows the earlier one again, late.
     job.pod_group = attrs.evolve(job.pod_group, phase=PodGroupPhase.PENDING, running=1)
     cache.update_job_status(job, True)
-    added: list[str] = []
-    original = KubernetesCache.add_pod_group
-
-    def add_pod_group(self: KubernetesCache, pg: Any) -> None:
-        added.append(pg.name)
-        original(self, pg)
-
-    monkeypatch.setattr(KubernetesCache, "add_pod_group", add_pod_group)
+    added = _groups_applied(monkeypatch)
     # As the watch delivers it: the version before the one the cache last read.
     earlier = {**earlier, "metadata": {**earlier["metadata"], "resourceVersion": "999998"}}
     cache.pod_groups.apply(earlier)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
-from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions
+from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions, gang_task
 
 from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
@@ -87,31 +87,11 @@ def apply_varied(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         cache.add_node(node)
     elif kind == "gang" and _hash(event[1]) % 4 == 1:
         # Pods that must run in zone a: the stable checks fail every other node.
-        _, name, _, size, _, cpu, prio, preemptable, _ = event
-        for i in range(size):
-            cache.add_task(
-                build_task(
-                    f"{name}-{i}",
-                    job=name,
-                    cpu=f"{cpu}m",
-                    memory="512Mi",
-                    priority=1000 if prio == "high" else 10,
-                    preemptable=preemptable,
-                    node_selector={"zone": "a"},
-                )
-            )
+        for i in range(event[3]):
+            cache.add_task(gang_task(event, i, node_selector={"zone": "a"}))
     elif kind == "gang" and _hash(event[1]) % 4 == 0:
-        _, name, _, size, _, cpu, prio, preemptable, _ = event
-        for i in range(size):
-            task = build_task(
-                f"{name}-{i}",
-                job=name,
-                cpu=f"{cpu}m",
-                memory="512Mi",
-                priority=1000 if prio == "high" else 10,
-                preemptable=preemptable,
-                labels={"app": "apart"},
-            )
+        for i in range(event[3]):
+            task = gang_task(event, i, labels={"app": "apart"})
             assert task.pod is not None
             task.pod = attrs.evolve(task.pod, affinity=_SPREAD, images=("img0",))
             cache.add_task(task)

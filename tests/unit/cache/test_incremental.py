@@ -214,6 +214,20 @@ class World:
         return events
 
 
+def gang_task(event: tuple[Any, ...], i: int, **extra: Any) -> TaskInfo:
+    """Pod ``i`` of a ``gang`` event (``extra``: more of :func:`build_task`'s arguments)."""
+    _, name, _, _, _, cpu, prio, preemptable, _ = event
+    return build_task(
+        f"{name}-{i}",
+        job=name,
+        cpu=f"{cpu}m",
+        memory="512Mi",
+        priority=1000 if prio == "high" else 10,
+        preemptable=preemptable,
+        **extra,
+    )
+
+
 def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
     kind = event[0]
     if kind == "node":
@@ -234,21 +248,12 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
     elif kind == "prio":
         cache.add_priority_class(event[1], event[2])
     elif kind == "gang":
-        _, name, queue, size, min_member, cpu, prio, preemptable, phase = event
+        _, name, queue, size, min_member, _, prio, _, phase = event
         cache.add_pod_group(
             build_pod_group(name, queue=queue, min_member=min_member, priority_class_name=prio, phase=phase)
         )
         for i in range(size):
-            cache.add_task(
-                build_task(
-                    f"{name}-{i}",
-                    job=name,
-                    cpu=f"{cpu}m",
-                    memory="512Mi",
-                    priority=1000 if prio == "high" else 10,
-                    preemptable=preemptable,
-                )
-            )
+            cache.add_task(gang_task(event, i))
     elif kind == "finish":
         _, uid, how = event
         if how == "deleted":
