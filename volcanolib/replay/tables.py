@@ -55,7 +55,7 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         f"Jobs: {s['jobs']} ({s['completed']} completed, {s['failed']} failed, "
         f"{s['cancelled']} cancelled, {s['unfinished']} unfinished)",
-        f"Simulated: {duration(s['simulated_seconds'])} in {s['sessions']} sessions, "
+        f"Simulated: {duration(s['simulated_seconds'])} over {s['sessions']} session periods, "
         f"makespan {duration(s['makespan'])}",
         "",
         TableSpec(
@@ -120,7 +120,7 @@ def _rows(summary: Mapping[str, Any]) -> dict[str, str]:
     rows.update((f"utilisation {k}", _percent(v)) for k, v in s["utilisation"].items())
     rows["fairness (Jain)"] = _ratio(s["fairness"]["jain"])
     rows.update((f"share {q['name']}", _percent(q["share"]["mean"])) for q in summary["queues"])
-    rows["sessions"] = str(s["sessions"])
+    rows["session periods"] = str(s["sessions"])
     return rows
 
 

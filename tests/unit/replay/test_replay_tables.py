@@ -35,7 +35,7 @@ def test_summary_tables_show_the_figures() -> None:
     text = render_text(summary_blocks(summarise(two_queues())))
     lines = text.splitlines()
     assert lines[0] == "Jobs: 4 (1 completed, 1 failed, 1 cancelled, 1 unfinished)"
-    assert lines[1] == "Simulated: 40s in 40 sessions, makespan 40s"
+    assert lines[1] == "Simulated: 40s over 40 session periods, makespan 40s"
     assert "  wait    7.5s   7.5s   9.8s   9.9s  10s" in lines
     assert "  jct    32.5s  32.5s  39.2s  39.9s  40s" in lines
     assert "  cpu           40.0%" in lines and "  memory        37.5%" in lines
