@@ -214,17 +214,28 @@ class NodeInfo:
         """The status a task was accounted under on this node, or ``None`` if it is not here."""
         return self._accounted.get(task.key)
 
-    def clone(self, tasks: Mapping[str, TaskInfo] | None = None) -> NodeInfo:
+    def clone(self, tasks: Mapping[str, TaskInfo] | None = None, *, like: NodeInfo | None = None) -> NodeInfo:
         """Return a copy with its own resource vectors.
 
         :param tasks: the tasks to place on the copy, by key; the copy shares them.
             Without it the copy shares this node's task objects.
+        :param like: an earlier copy of this node, made while it had the same
+            allocatable and capability: the copy shares those two vectors with
+            it instead of copying them (nothing changes them once a node is
+            built; the cache replaces a node whose allocatable changes).
+
+        .. versionchanged:: 0.2
+           ``like``.
         """
         node = NodeInfo.__new__(NodeInfo)
         node.name = self.name
         node.node = self.node
-        node.allocatable = self.allocatable.clone()
-        node.capability = self.capability.clone()
+        if like is None:
+            node.allocatable = self.allocatable.clone()
+            node.capability = self.capability.clone()
+        else:
+            node.allocatable = like.allocatable
+            node.capability = like.capability
         node.idle = self.idle.clone()
         node.used = self.used.clone()
         node.releasing = self.releasing.clone()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
@@ -66,6 +66,17 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
         if copy is not None:
             return copy
     return task.clone()
+
+
+def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """The snapshot's objects for a node's tasks, by key in the node's order: ``reuse``'s, else :func:`_task_copy`."""
+    tasks = node.tasks
+    copies: dict[str, TaskInfo | None] = dict(zip(tasks, map(reuse.get, tasks), strict=True))
+    if None in copies.values():
+        for key, copy in copies.items():
+            if copy is None:
+                copies[key] = _task_copy(tasks[key], jobs)
+    return copies  # type: ignore[return-value]  # no None is left
 
 
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
@@ -156,6 +167,10 @@ class InMemoryCache:
         # tasks, their status or placement, its PodGroup), everything (priority classes).
         self._changed_nodes: set[str] = set()
         self._changed_jobs: set[str] = set()
+        # Of those, nodes added, replaced or removed (not only their tasks), and tasks (by uid) added,
+        # placed or moved to another status.
+        self._changed_specs: set[str] = set()
+        self._changed_tasks: set[str] = set()
         self._changed_all = False
         self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
@@ -203,6 +218,7 @@ class InMemoryCache:
                 fresh.add_task(task)
         self._nodes[node.name] = fresh
         self._changed_nodes.add(node.name)
+        self._changed_specs.add(node.name)
 
     update_node = add_node
 
@@ -213,6 +229,7 @@ class InMemoryCache:
         if node is None:
             return
         self._changed_nodes.add(name)
+        self._changed_specs.add(name)
         if node.tasks:
             placeholder = NodeInfo(name, Resource())
             placeholder.ready = False
@@ -232,6 +249,7 @@ class InMemoryCache:
             self._remove_task(self._tasks[task.uid])
         self._tasks[task.uid] = task
         self._changed_jobs.add(task.job)
+        self._changed_tasks.add(task.uid)
         if task.node_name and not in_statuses(task.status, COMPLETED_STATUSES):
             self._changed_nodes.add(task.node_name)
             node = self._nodes.get(task.node_name)
@@ -240,6 +258,7 @@ class InMemoryCache:
                 node.ready = False
                 node.not_ready_reason = "UnInitialized"
                 self._nodes[task.node_name] = node
+                self._changed_specs.add(task.node_name)
             node.add_task(task)
         if task.job:
             job = self._jobs.get(task.job)
@@ -399,6 +418,8 @@ class InMemoryCache:
         self._handed = _Handed(cluster.jobs.copy(), cluster.nodes.copy(), changes)
         self._changed_nodes = set()
         self._changed_jobs = set()
+        self._changed_specs = set()
+        self._changed_tasks = set()
         self._changed_all = False
         self._changed_queues = set()
         self._scrub = set()
@@ -449,22 +470,45 @@ class InMemoryCache:
                 skipped[uid] = f"PodGroup {uid} does not exist"
         nodes = cluster.nodes
         node_list = cluster.node_list
+        # Nodes copied afresh (every task looked up), and nodes whose new copy took the old one's tasks.
         copied: set[str] = set()
-        for name, node in self._nodes.items():
-            if not node.ready:
-                continue
-            node_copy = old_nodes.get(name)
-            if node_copy is None or name in dirty_nodes:
-                node_copy = node.clone(tasks={k: _task_copy(t, jobs) for k, t in node.tasks.items()})
-                copied.add(name)
-            nodes[name] = node_copy
-            node_list.append(node_copy)
+        renewed: list[str] = []
+        specs = self._changed_specs
+        own_nodes = self._nodes
+        if prev is not None and not specs:
+            # No node was added, replaced or removed: the ready nodes are the previous snapshot's,
+            # in the same order; only those whose tasks changed get a new copy.
+            nodes.update(old_nodes)
+            for name in dirty_nodes:
+                node_copy = nodes.get(name)
+                if node_copy is not None:
+                    nodes[name] = self._renew(own_nodes[name], node_copy, jobs, node_copy)
+                    renewed.append(name)
+            node_list.extend(nodes.values())
+        else:
+            for name, node in own_nodes.items():
+                if not node.ready:
+                    continue
+                node_copy = old_nodes.get(name)
+                if node_copy is None:
+                    node_copy = self._renew(node, None, jobs, None)
+                    copied.add(name)
+                elif name in dirty_nodes:
+                    node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    renewed.append(name)
+                nodes[name] = node_copy
+                node_list.append(node_copy)
         if prev is not None:
-            # A node kept from ``prev`` still holds the previous copies of the tasks of jobs copied
+            # A node not copied afresh may still hold the previous copies of the tasks of jobs copied
             # again or touched: give it the new ones.
             for uid in dirty_jobs.union(recopied):
                 own = self._jobs.get(uid)
-                tasks = own.tasks.values() if own is not None else self._orphans.get(uid, {}).values()
+                if own is not None:
+                    tasks: Iterable[TaskInfo] = own.tasks.values()
+                elif uid:
+                    tasks = self._orphans.get(uid, {}).values()
+                else:  # tasks of no job: those that changed
+                    tasks = [t for t in map(self._tasks.get, self._changed_tasks) if t is not None and not t.job]
                 for task in tasks:
                     name = task.node_name
                     if name and name not in copied:
@@ -476,16 +520,41 @@ class InMemoryCache:
             gone_nodes = old_nodes.keys() - nodes.keys()
             cluster.delta = SnapshotDelta(
                 since=prev.changes,
-                nodes=frozenset(copied.union(gone_nodes)),
+                nodes=frozenset(copied.union(renewed, gone_nodes)),
                 jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied)),
                 queues=frozenset(self._changed_queues),
                 # Names are compared in order: a node removed and added again between two snapshots moves to the end.
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
+                node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
+                tasks=self._placed_tasks(nodes),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
             cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
+
+    @staticmethod
+    def _renew(node: NodeInfo, old: NodeInfo | None, jobs: dict[str, JobInfo], like: NodeInfo | None) -> NodeInfo:
+        """A snapshot's copy of ``node``, taking the task objects of ``old`` (its previous copy) for tasks it still has.
+
+        Objects ``old`` held for tasks of jobs copied again must be replaced afterwards.
+        ``like`` is passed on to :meth:`NodeInfo.clone`.
+        """
+        copy = node.clone(like=like)
+        copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
+        return copy
+
+    def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
+        """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""
+        placed: dict[str, str] = {}
+        known = self._tasks
+        for uid in self._changed_tasks:
+            task = known.get(uid)
+            if task is not None and task.node_name:
+                node = nodes.get(task.node_name)
+                if node is not None and task.key in node.tasks:
+                    placed[task.key] = task.node_name
+        return placed
 
     # ------------------------------------------------------------------ effectors
 
@@ -499,6 +568,7 @@ class InMemoryCache:
     def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         self._changed_jobs.add(task.job)
         self._changed_nodes.add(task.node_name)
+        self._changed_tasks.add(task.uid)
         job = self._jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
             job.update_task_status(task, status)

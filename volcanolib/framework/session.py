@@ -525,7 +525,7 @@ class Session:
         sums = carry.allocatable if delta is not None else None
         if sums is not None and delta is not None:
             nodes = self.nodes
-            for name in delta.nodes:
+            for name in delta.replaced_nodes():  # the others kept their allocatable
                 changed = nodes.get(name)
                 sums.put(name, changed.allocatable.clone() if changed is not None else None)
         if sums is None or not sums.exact:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
-from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions
+from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions, linger
 
 from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
@@ -133,7 +133,8 @@ def run(
     for cycle in range(cycles):
         now[0] = float(cycle)
         cache.start_bound_tasks()
-        cache.finish_evictions()
+        if not linger(cycle):
+            cache.finish_evictions()
         for event in world.draw(cache):
             feed(cache, event)
         before = None if opened is None else (lambda ssn: opened(scheduler, ssn))
@@ -210,7 +211,8 @@ def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affin
         now[0] = float(cycle)
         for cache in caches:
             cache.start_bound_tasks()
-            cache.finish_evictions()
+            if not linger(cycle):
+                cache.finish_evictions()
         events = world.draw(caches[0])
         for cache in caches:
             for event in events:
