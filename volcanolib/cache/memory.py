@@ -23,6 +23,8 @@ from volcanolib.errors import CacheError
 __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 
 log = logging.getLogger(__name__)
+#: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
+_BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -153,6 +155,11 @@ class InMemoryCache:
         self.default_queue = default_queue
         self._nodes: dict[str, NodeInfo] = {}
         self._tasks: dict[str, TaskInfo] = {}
+        # Each task's place in ``_tasks`` (a counter, growing with each insertion), and the Binding or
+        # Bound tasks, so that starting them costs what is bound, in the order of ``_tasks``.
+        self._position: dict[str, int] = {}
+        self._inserted = 0
+        self._bound: set[str] = set()
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
         self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
@@ -248,6 +255,10 @@ class InMemoryCache:
         if task.uid in self._tasks:
             self._remove_task(self._tasks[task.uid])
         self._tasks[task.uid] = task
+        self._position[task.uid] = self._inserted
+        self._inserted += 1
+        if task.status in _BOUND:
+            self._bound.add(task.uid)
         self._changed_jobs.add(task.job)
         self._changed_tasks.add(task.uid)
         if task.node_name and not in_statuses(task.status, COMPLETED_STATUSES):
@@ -278,6 +289,8 @@ class InMemoryCache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._tasks.pop(task.uid, None)
+        self._position.pop(task.uid, None)
+        self._bound.discard(task.uid)
         self._changed_jobs.add(task.job)
         self._changed_nodes.add(task.node_name)
         node = self._nodes.get(task.node_name)
@@ -569,6 +582,10 @@ class InMemoryCache:
         self._changed_jobs.add(task.job)
         self._changed_nodes.add(task.node_name)
         self._changed_tasks.add(task.uid)
+        if status in _BOUND:
+            self._bound.add(task.uid)
+        else:
+            self._bound.discard(task.uid)
         job = self._jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
             job.update_task_status(task, status)
@@ -764,13 +781,12 @@ class InMemoryCache:
 
     @_locked
     def start_bound_tasks(self) -> list[TaskInfo]:
-        """Mark bound tasks Running, as kubelets would; return them."""
-        started = []
-        for task in self._tasks.values():
-            if task.status in (TaskStatus.BINDING, TaskStatus.BOUND):
-                self._set_status(task, TaskStatus.RUNNING)
-                self._nodes[task.node_name].update_task(task)
-                started.append(task)
+        """Mark bound tasks Running, as kubelets would; return them (in the order of :meth:`tasks`)."""
+        position = self._position
+        started = [self._tasks[uid] for uid in sorted(self._bound, key=position.__getitem__)]
+        for task in started:
+            self._set_status(task, TaskStatus.RUNNING)
+            self._nodes[task.node_name].update_task(task)
         return started
 
     @_locked

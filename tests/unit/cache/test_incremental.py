@@ -130,6 +130,14 @@ class CheckedCache(InMemoryCache):
         self.dumps.append(got)
         return snap
 
+    def start_bound_tasks(self) -> list[TaskInfo]:
+        # The tasks kept as bound, in the order of all tasks, are those a scan of every task finds.
+        expected = [t for t in self.tasks() if t.status in (TaskStatus.BINDING, TaskStatus.BOUND)]
+        started = super().start_bound_tasks()
+        assert started == expected
+        assert all(t.status is TaskStatus.RUNNING for t in started)
+        return started
+
 
 class FirstTryFails:
     """A binder that fails the first bind of about one task in six, the same in every cache."""
