@@ -249,5 +249,35 @@ class NodeInfo:
             node.tasks = {key: tasks.get(key, t) for key, t in self.tasks.items()}
         return node
 
+    def catch_up(self, source: NodeInfo) -> bool:
+        """Take ``source``'s task statuses when this node accounts for the same tasks as it; say whether it did.
+
+        This node (a copy of ``source`` made earlier) qualifies when it holds
+        tasks under the same keys, in the same order, and its idle, used,
+        releasing and pipelined resources equal ``source``'s: then only the
+        statuses its tasks were accounted under may differ within an
+        accounting row (a task Allocated here is Running there, say), and
+        those are taken from ``source``. Otherwise nothing changes. The task
+        objects stay this node's own; allocatable and capability are not
+        compared.
+
+        Runtime complexity: O(tasks on the node).
+
+        .. versionadded:: 0.2
+        """
+        if list(self.tasks) != list(source.tasks):
+            return False
+        for mine, theirs in (
+            (self.idle, source.idle),
+            (self.used, source.used),
+            (self.releasing, source.releasing),
+            (self.pipelined, source.pipelined),
+        ):
+            if mine.milli_cpu != theirs.milli_cpu or mine.memory != theirs.memory or mine.scalars != theirs.scalars:
+                return False
+        if self._accounted != source._accounted:
+            self._accounted = source._accounted.copy()
+        return True
+
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle}, used={self.used}, tasks={len(self.tasks)})"

@@ -483,7 +483,9 @@ class InMemoryCache:
                 skipped[uid] = f"PodGroup {uid} does not exist"
         nodes = cluster.nodes
         node_list = cluster.node_list
-        # Nodes copied afresh (every task looked up), and nodes whose new copy took the old one's tasks.
+        # Nodes copied afresh (every task looked up), and changed nodes: their new copy took the old
+        # one's task objects, or the old copy, holding the same tasks with the same accounting, took
+        # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
         renewed: list[str] = []
         specs = self._changed_specs
@@ -495,7 +497,9 @@ class InMemoryCache:
             for name in dirty_nodes:
                 node_copy = nodes.get(name)
                 if node_copy is not None:
-                    nodes[name] = self._renew(own_nodes[name], node_copy, jobs, node_copy)
+                    node = own_nodes[name]
+                    if not node_copy.catch_up(node):
+                        nodes[name] = self._renew(node, node_copy, jobs, node_copy)
                     renewed.append(name)
             node_list.extend(nodes.values())
         else:
@@ -507,7 +511,8 @@ class InMemoryCache:
                     node_copy = self._renew(node, None, jobs, None)
                     copied.add(name)
                 elif name in dirty_nodes:
-                    node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    if name in specs or not node_copy.catch_up(node):
+                        node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
                     renewed.append(name)
                 nodes[name] = node_copy
                 node_list.append(node_copy)
