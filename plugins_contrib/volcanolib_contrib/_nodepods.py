@@ -198,11 +198,12 @@ class NodePods:
                 continue
             before, after = old.tasks, new.tasks
             gone = evicted.get(name, ())
-            for key in before.keys() - after.keys():
-                if key not in gone:
-                    u.apply(before[key], -1)
-            for key in after.keys() - before.keys():
-                u.apply(after[key], 1)
+            if old is not new:  # else the same tasks (the cache brought the copy up to date in place)
+                for key in before.keys() - after.keys():
+                    if key not in gone:
+                        u.apply(before[key], -1)
+                for key in after.keys() - before.keys():
+                    u.apply(after[key], 1)
             for key in gone:  # evicted by the previous session and still here: a pod again, as a fresh count has it
                 if key in before and key in after:
                     u.apply(after[key], 1)

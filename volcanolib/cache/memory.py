@@ -82,18 +82,22 @@ def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, Task
 
 
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
-    """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go."""
+    """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go.
+
+    Its conditions are the cache's but for their transition ids and times (the
+    session that closed on it checked that, and neither side changed since).
+    """
     if copy.nodes_fit_errors:
         copy.nodes_fit_errors = {}
     copy.job_fit_errors = job.job_fit_errors
     copy.schedule_start_timestamp = job.schedule_start_timestamp
     theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
-    if len(theirs) == len(ours) and all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+    if len(theirs) == len(ours):
         # A renewed condition: only its transition id and time differ (the copy's objects are its own).
         for a, b in zip(theirs, ours, strict=True):
             a.transition_id = b.transition_id
             a.last_transition_time = b.last_transition_time
-    else:
+    else:  # not expected; copied all the same
         copy.pod_group.conditions = [
             PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
             for c in ours
