@@ -265,16 +265,23 @@ class NodeInfo:
 
         .. versionadded:: 0.2
         """
+        # Cheapest tests first: most nodes that do not qualify gained or lost a task.
+        if len(self.tasks) != len(source.tasks):
+            return False
+        a, b = self.used, source.used
+        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
+            return False
+        a, b = self.idle, source.idle
+        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
+            return False
+        a, b = self.releasing, source.releasing
+        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
+            return False
+        a, b = self.pipelined, source.pipelined
+        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
+            return False
         if list(self.tasks) != list(source.tasks):
             return False
-        for mine, theirs in (
-            (self.idle, source.idle),
-            (self.used, source.used),
-            (self.releasing, source.releasing),
-            (self.pipelined, source.pipelined),
-        ):
-            if mine.milli_cpu != theirs.milli_cpu or mine.memory != theirs.memory or mine.scalars != theirs.scalars:
-                return False
         if self._accounted != source._accounted:
             self._accounted = source._accounted.copy()
         return True

@@ -757,20 +757,29 @@ class InMemoryCache:
         (the PodGroup status, a condition, the priority) has the job copied again.
         """
         pg, mine = job.pod_group, own.pod_group
+        # Field by field (status_key's fields, then same_as's): every job is checked at every close.
         if (
-            pg.status_key() != mine.status_key()
+            pg.phase != mine.phase
+            or pg.running != mine.running
+            or pg.succeeded != mine.succeeded
+            or pg.failed != mine.failed
             or job.priority != self._job_priority(mine)
             or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != mine.annotations.get(JOB_ALLOCATED_HYPER_NODE)
         ):
             self._changed_jobs.add(own.uid)
             return
         theirs, ours = pg.conditions, mine.conditions
-        if theirs != ours:
-            if len(theirs) != len(ours) or not all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+        if len(theirs) != len(ours):
+            self._changed_jobs.add(own.uid)
+            return
+        renewed = False
+        for a, b in zip(theirs, ours, strict=True):
+            if a.type != b.type or a.status != b.status or a.reason != b.reason or a.message != b.message:
                 self._changed_jobs.add(own.uid)
                 return
-            self._scrub.add(own.uid)
-        elif (
+            if a.transition_id != b.transition_id or a.last_transition_time != b.last_transition_time:
+                renewed = True
+        if renewed or (
             job.nodes_fit_errors
             or job.job_fit_errors != own.job_fit_errors
             or job.schedule_start_timestamp != own.schedule_start_timestamp
