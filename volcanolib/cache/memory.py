@@ -104,6 +104,29 @@ def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
         ]
 
 
+def _restate(copy: JobInfo, job: JobInfo) -> None:
+    """Give a reused job copy the cache's PodGroup and what else :meth:`JobInfo.clone` takes from the job.
+
+    For a job whose PodGroup status the cache took from the session that
+    worked on the copy, while its tasks changed on neither side: its task
+    objects and the counts kept from them stand.
+    """
+    copy.pod_group = job.pod_group.clone()
+    copy.name = job.name
+    copy.namespace = job.namespace
+    copy.queue = job.queue
+    copy.min_available = job.min_available
+    copy.task_min_available = job.task_min_available
+    copy.task_min_available_total = job.task_min_available_total
+    copy.preemptable = job.preemptable
+    copy.creation_timestamp = job.creation_timestamp
+    if copy.nodes_fit_errors:
+        copy.nodes_fit_errors = {}
+    copy.job_fit_errors = job.job_fit_errors
+    copy.unschedulable_reason = job.unschedulable_reason
+    copy.schedule_start_timestamp = job.schedule_start_timestamp
+
+
 def _locked(
     method: Callable[Concatenate[InMemoryCache, P], R],
 ) -> Callable[Concatenate[InMemoryCache, P], R]:
@@ -182,6 +205,8 @@ class InMemoryCache:
         # placed or moved to another status.
         self._changed_specs: set[str] = set()
         self._changed_tasks: set[str] = set()
+        # Jobs whose PodGroup status the cache took from a session (only their PodGroup changed).
+        self._changed_groups: set[str] = set()
         self._changed_all = False
         self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
@@ -437,6 +462,7 @@ class InMemoryCache:
         self._changed_jobs = set()
         self._changed_specs = set()
         self._changed_tasks = set()
+        self._changed_groups = set()
         self._changed_all = False
         self._changed_queues = set()
         self._scrub = set()
@@ -467,6 +493,9 @@ class InMemoryCache:
             old_jobs, old_nodes = {}, {}
             dirty_jobs = dirty_nodes = set()
         scrub = self._scrub if prev is not None else set()
+        groups = self._changed_groups
+        # Jobs reused with a new copy of their PodGroup (their tasks did not change on either side).
+        restated: list[str] = []
         # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
         recopied: list[str] = []
         for uid, job in self._jobs.items():
@@ -479,6 +508,10 @@ class InMemoryCache:
                 copy.priority = job_priority(job.pod_group)
                 if prev is not None:
                     recopied.append(uid)
+            elif uid in groups:
+                _restate(copy, job)
+                copy.priority = job_priority(job.pod_group)
+                restated.append(uid)
             elif uid in scrub:
                 _reset_session_notes(copy, job)
             jobs[uid] = copy
@@ -543,7 +576,7 @@ class InMemoryCache:
             cluster.delta = SnapshotDelta(
                 since=prev.changes,
                 nodes=frozenset(copied.union(renewed, gone_nodes)),
-                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied)),
+                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied, restated)),
                 queues=frozenset(self._changed_queues),
                 # Names are compared in order: a node removed and added again between two snapshots moves to the end.
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
@@ -734,7 +767,7 @@ class InMemoryCache:
             else:  # not checked: should incremental snapshots be switched on, the next one copies all
                 self._changed_all = True
             return
-        self._changed_jobs.add(own.uid)
+        self._changed_groups.add(own.uid)
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase

@@ -255,8 +255,14 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         cache.add_priority_class(event[1], event[2])
     elif kind == "gang":
         _, name, queue, size, min_member, cpu, prio, preemptable, phase = event
+        # Half the gangs (by name) state their minimum resources, which admission reserves.
+        minimum = (
+            build_resource(f"{cpu * min_member}m", f"{512 * min_member}Mi") if zlib.crc32(name.encode()) % 2 else None
+        )
         cache.add_pod_group(
-            build_pod_group(name, queue=queue, min_member=min_member, priority_class_name=prio, phase=phase)
+            build_pod_group(
+                name, queue=queue, min_member=min_member, priority_class_name=prio, phase=phase, min_resources=minimum
+            )
         )
         for i in range(size):
             cache.add_task(
