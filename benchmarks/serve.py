@@ -239,6 +239,7 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         for _ in range(args.warmup):
             scheduler.run_once()
             cache.flush()
+        writes_before = dict(cache.status.writes)
         measured: list[dict[str, float]] = []
         binds: list[int] = []
         apply_waits: list[float] = []
@@ -279,6 +280,7 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "median_watch_delivery_ms": round(statistics.median(apply_waits) * 1000, 2),
             "target_cycle_ms": 100,
             "status_writes": dict(cache.status.writes),
+            "podgroup_writes_per_cycle": (cache.status.writes["podgroup"] - writes_before["podgroup"]) / args.cycles,
         }
         cache.stop()
         return record

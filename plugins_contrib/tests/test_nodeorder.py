@@ -363,3 +363,41 @@ def test_node_request_sums_stay_exact_whenever_they_are_first_read() -> None:
             recount.nz_memory,
         )
         assert {k: v for k, v in kept.scalars.items() if v} == {k: v for k, v in recount.scalars.items() if v}
+
+
+def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
+    nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
+    near = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    prefers = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
+                }
+            ]
+        }
+    }
+    requires = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    tasks = [
+        pod_task("plain", job="j"),
+        pod_task("near", job="j", affinity=near),
+        pod_task("prefers", job="j", affinity=prefers),
+        pod_task("requires", job="j", affinity=requires),
+    ]
+    ssn = session(only(podaffinity=1), nodes, tasks)
+    plugin = ssn.plugins["nodeorder"]
+    keys = {
+        name: plugin.node_class_key(ssn, find(ssn, f"default/{name}"))
+        for name in ("plain", "near", "prefers", "requires")
+    }
+    # Only preferred pod (anti-)affinity terms score against other nodes' pods; required ones do not score.
+    assert keys["prefers"] is None
+    assert keys["plain"] is not None and keys["near"] is not None and keys["requires"] is not None
+    assert keys["plain"].token == keys["near"].token == keys["requires"].token

@@ -620,9 +620,14 @@ class NodeOrderPlugin:
             return None
         pod = task.pod
         if self.pod_affinity_weight:
-            mine = self._pod_affinity(task)
-            if mine.preferred or mine.preferred_anti or self._affinity_pods:
+            if self._affinity_pods:
                 return None
+            # A pod without podAffinity or podAntiAffinity has no preferred term: no need to parse its affinity.
+            affinity = pod.affinity if pod is not None else None
+            if affinity and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
+                mine = self._pod_affinity(task)
+                if mine.preferred or mine.preferred_anti:
+                    return None
         if self.spread_weight and pod is not None and pod.topology_spread_constraints:
             return None
         found = self._class_keys.get(task.template)

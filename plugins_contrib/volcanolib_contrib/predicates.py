@@ -24,7 +24,7 @@ they are computed once per task template and node.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -151,6 +151,22 @@ class _Spec:
         self.class_key: NodeClassKey | None = None
 
 
+class _Verdicts:
+    """The stable checks' failing nodes for one :attr:`_Spec.class_token`, kept from session to session."""
+
+    __slots__ = ("class_key", "spec", "static", "used")
+
+    def __init__(self, spec: _Spec, static: dict[str, Status]) -> None:
+        #: A template of the token, to check nodes again when they change.
+        self.spec = spec
+        #: Failing nodes by name.
+        self.static = static
+        #: The token's node class key, made on first use.
+        self.class_key: NodeClassKey | None = None
+        #: Whether a session asked for it since the last resume (unused ones are dropped then).
+        self.used = True
+
+
 class _AffinityState:
     """InterPodAffinity's pre-filter counts for one task: topology pair -> matching pods."""
 
@@ -274,6 +290,8 @@ class PredicatesPlugin:
         self._dynamic: dict[str, tuple[int, bool, _AffinityState | None, _SpreadState | None]] = {}
         #: Volcano's predicate cache: (template uid, node) -> whether the stable filters passed.
         self._fit_cache: dict[tuple[str, str], bool] = {}
+        #: The stable checks' verdicts by template token; a resume keeps them, checking changed nodes again.
+        self._verdicts: dict[str, _Verdicts] = {}
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -291,11 +309,14 @@ class PredicatesPlugin:
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
         """Open as :meth:`on_session_open` would, reading again only the nodes the delta names.
 
-        Full nodes, special (unschedulable or tainted) nodes and pods with
-        required anti-affinity are kept from the previous session; parsed
-        templates and the predicate cache start afresh.
+        Full nodes, special (unschedulable or tainted) nodes, pods with
+        required anti-affinity and the stable checks' failing nodes per
+        template token are kept from the previous session (a node whose
+        ``Node`` object changed is checked again); parsed templates and the
+        predicate cache start afresh.
         """
-        full, special, anti = self._full, self._special, self._anti_pods
+        full, special, anti, verdicts = self._full, self._special, self._anti_pods, self._verdicts
+        previous = self._ssn.nodes if self._ssn is not None else {}
         self._reset(ssn)
         nodes = ssn.nodes
         changed = delta.nodes
@@ -312,6 +333,40 @@ class PredicatesPlugin:
         else:
             self._special = [node for node in ssn.node_list if _is_special(node)]
         self._anti_pods = resumed_pods(anti, nodes, delta, self._has_required_anti)
+        self._verdicts = self._resumed_verdicts(verdicts, previous, nodes, changed)
+
+    def _resumed_verdicts(
+        self,
+        verdicts: dict[str, _Verdicts],
+        previous: Mapping[str, NodeInfo],
+        nodes: Mapping[str, NodeInfo],
+        changed: Iterable[str],
+    ) -> dict[str, _Verdicts]:
+        """The kept verdicts the last session used, with every node whose labels, taints or flags changed checked again.
+
+        The stable checks read a node's ``Node`` object alone, which a copy
+        of an unchanged node shares; a node whose object was replaced, added
+        or removed is checked again for every kept token.
+        """
+        kept = {token: v for token, v in verdicts.items() if v.used}
+        if not kept:
+            return kept
+        renewed: list[str] = []
+        for name in changed:
+            node, before = nodes.get(name), previous.get(name)
+            if node is None or before is None or node.node is not before.node:
+                renewed.append(name)
+        for v in kept.values():
+            v.used = False
+            static = v.static
+            for name in renewed:
+                node = nodes.get(name)
+                status = self._static_status(v.spec, node) if node is not None else None
+                if status is None:
+                    static.pop(name, None)
+                else:
+                    static[name] = status
+        return kept
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
@@ -390,6 +445,15 @@ class PredicatesPlugin:
         """The failing nodes of the stable checks for a template, over every session node."""
         static = spec.static
         if static is None:
+            verdicts = self._verdicts_of(spec)
+            verdicts.used = True
+            static = spec.static = verdicts.static
+        return static
+
+    def _verdicts_of(self, spec: _Spec) -> _Verdicts:
+        """The kept verdicts of a template's token, computed over every session node the first time."""
+        verdicts = self._verdicts.get(spec.class_token)
+        if verdicts is None:
             assert self._ssn is not None
             nodes = self._special if (spec.selector.trivial or not self.node_affinity_enable) else self._ssn.node_list
             static = {}
@@ -397,8 +461,8 @@ class PredicatesPlugin:
                 status = self._static_status(spec, node)
                 if status is not None:
                     static[node.name] = status
-            spec.static = static
-        return static
+            verdicts = self._verdicts[spec.class_token] = _Verdicts(spec, static)
+        return verdicts
 
     def _stable(self, spec: _Spec, node: NodeInfo) -> Status | None:
         """The stable checks of one node, through the caches (Volcano's predicate cache when enabled)."""
@@ -662,13 +726,17 @@ class PredicatesPlugin:
         found = spec.class_key
         if found is None:
             static = self._static_failures(spec)
-            full = self._full
+            verdicts = self._verdicts[spec.class_token]
+            found = verdicts.class_key
+            if found is None:
+                full = self._full
 
-            def key(node: NodeInfo) -> Hashable:
-                return (node.name in full, static.get(node.name))
+                def key(node: NodeInfo) -> Hashable:
+                    return (node.name in full, static.get(node.name))
 
-            # A node's key reads that node alone: its pod count and its own labels, taints and flags.
-            found = spec.class_key = NodeClassKey(spec.class_token, key, pointwise=True, durable=True)
+                # A node's key reads that node alone: its pod count and its own labels, taints and flags.
+                found = verdicts.class_key = NodeClassKey(spec.class_token, key, pointwise=True, durable=True)
+            spec.class_key = found
         return found
 
     @hookimpl

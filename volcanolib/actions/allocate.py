@@ -333,9 +333,11 @@ class Allocate(BaseAction[AllocateArguments]):
                 if not auto_admit:
                     return None
                 job.pod_group.phase = PodGroupPhase.INQUEUE
-            if not ssn.job_valid(job).ok:
+            # Validity is asked only of a job with something to place: an answer is all it gives.
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
+            if not tasks or not ssn.job_valid(job).ok:
                 return None
-            return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort] or None
+            return tasks
 
         order = job_queues(ssn, pending)
         run.tasks = order.tasks

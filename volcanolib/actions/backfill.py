@@ -92,13 +92,13 @@ class Backfill(BaseAction[BackfillArguments]):
     @staticmethod
     def _pick_tasks(ssn: Session) -> list[TaskInfo]:
         def best_effort(job: JobInfo) -> list[TaskInfo] | None:
-            if not ssn.job_schedulable(job):
-                return None
             picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
-            for task in job.tasks_in(TaskStatus.PIPELINED):
-                if task.best_effort:
-                    ssn.unpipeline(task)
-                    picked.append(task)
-            return picked or None
+            pipelined = [t for t in job.tasks_in(TaskStatus.PIPELINED) if t.best_effort]
+            # Only a job with a best-effort task to place is asked whether it may be scheduled.
+            if not (picked or pipelined) or not ssn.job_schedulable(job):
+                return None
+            for task in pipelined:
+                ssn.unpipeline(task)
+            return picked + pipelined
 
         return job_queues(ssn, best_effort).drain()

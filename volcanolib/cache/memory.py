@@ -339,6 +339,21 @@ class InMemoryCache:
         """
         return self._tasks.get(uid)
 
+    def get_node(self, name: str) -> NodeInfo | None:
+        """The cache's own node of that name (read it, do not change it), or ``None``.
+
+        .. versionadded:: 0.2
+        """
+        return self._nodes.get(name)
+
+    @_locked
+    def nodes(self) -> list[NodeInfo]:
+        """Every known node, ready or not (the cache's own objects: read, do not change).
+
+        .. versionadded:: 0.2
+        """
+        return list(self._nodes.values())
+
     @_locked
     def tasks(self) -> list[TaskInfo]:
         """Every known task (the cache's own objects: read, do not change)."""

@@ -292,6 +292,13 @@ def task_order(ssn: Session, left: TaskInfo, right: TaskInfo) -> int:
 def task_order_key(ssn: Session, task: TaskInfo) -> Any:
     """A sort key for a task, the fast form of :func:`task_order`.
 
+    A plugin whose key for a task depends only on that task (its fields and
+    its status) may say so with the class attribute
+    ``task_order_key_is_local = True``. When every plugin giving a task key
+    says so, the session reuses a task's key until the task changes status
+    or fires an event (victim ordering asks for the keys of the same running
+    tasks for many preemptors).
+
     :returns: a comparable value, smaller first; no opinion is a constant.
     """
     raise NotImplementedError

@@ -90,8 +90,19 @@ def static_resource_key(node: NodeInfo) -> Hashable:
 
 
 def resource_key(node: NodeInfo) -> Hashable:
-    """The resources of a node that change as tasks come and go."""
-    return (node.idle.key(), node.used.key(), node.releasing.key(), node.pipelined.key())
+    """The resources of a node that change as tasks come and go: idle, used, releasing and pipelined.
+
+    Equal keys mean equal resources (as :meth:`Resource.key <volcanolib.api.resource.Resource.key>`
+    says of one vector); the four vectors are written out in one flat tuple, which is cheaper to build
+    and hash than four.
+    """
+    i, u, r, p = node.idle, node.used, node.releasing, node.pipelined
+    return (
+        i.milli_cpu, i.memory, tuple(i.scalars.items()) if i.scalars else (),
+        u.milli_cpu, u.memory, tuple(u.scalars.items()) if u.scalars else (),
+        r.milli_cpu, r.memory, tuple(r.scalars.items()) if r.scalars else (),
+        p.milli_cpu, p.memory, tuple(p.scalars.items()) if p.scalars else (),
+    )  # fmt: skip
 
 
 class _ClassKey:
@@ -120,9 +131,14 @@ class _ClassKey:
 
 
 class _Partition:
-    """The classes of one plan: class key -> positions of its nodes, ascending."""
+    """The classes of one plan: class key -> positions of its nodes, ascending.
 
-    __slots__ = ("changes", "classes", "durable", "key_of", "keys", "pending", "seen", "static")
+    Class keys are interned: the nodes of one class share one key object, so
+    finding a node's class and telling whether it moved compare keys by
+    identity; the value tuples are compared only when a key is looked up.
+    """
+
+    __slots__ = ("changes", "classes", "durable", "interned", "key_of", "keys", "pending", "seen", "static")
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
         self.keys = plan.keys
@@ -130,7 +146,9 @@ class _Partition:
         #: Positions of nodes that changed between sessions, grouped again (with the new session's keys) on first use.
         self.pending: list[int] | None = None
         self.static = static
-        self.key_of: list[Hashable] = [self.class_key(position, node) for position, node in enumerate(nodes)]
+        #: The value of every current class's key -> the key.
+        self.interned: dict[Hashable, _ClassKey] = {}
+        self.key_of: list[_ClassKey] = [self.class_key(position, node) for position, node in enumerate(nodes)]
         grouped: dict[Hashable, list[int]] = {}
         for position, key in enumerate(self.key_of):
             members = grouped.get(key)
@@ -145,23 +163,30 @@ class _Partition:
         #: Keys of the classes that appeared or emptied since the grouping was made, in order.
         self.changes: list[Hashable] = []
 
-    def class_key(self, position: int, node: NodeInfo) -> Hashable:
-        return _ClassKey((self.static[position], resource_key(node), tuple([key(node) for key in self.keys])))
+    def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
+        """The interned key of the class ``node`` belongs in."""
+        value = (self.static[position], resource_key(node), tuple([key(node) for key in self.keys]))
+        found = self.interned.get(value)
+        if found is None:
+            found = self.interned[value] = _ClassKey(value)
+        return found
 
     def move(self, position: int, node: NodeInfo) -> None:
         old = self.key_of[position]
         new = self.class_key(position, node)
-        if new == old:
+        if new is old:
             return
-        members = self.classes[old]
+        classes = self.classes
+        members = classes[old]
         del members[bisect.bisect_left(members, position)]
         if not members:
-            del self.classes[old]
+            del classes[old]
+            del self.interned[old.value]
             self.changes.append(old)
         self.key_of[position] = new
-        target = self.classes.get(new)
+        target = classes.get(new)
         if target is None:
-            self.classes[new] = [position]
+            classes[new] = [position]
             self.changes.append(new)
         else:
             bisect.insort(target, position)
@@ -225,6 +250,10 @@ class NodeClasses:
         self.nodes = nodes
         self._changes = changes
         return True
+
+    def positions(self) -> dict[str, int]:
+        """Each grouped node's place in :attr:`nodes`, by name (do not change it)."""
+        return self._changes.position
 
     def classes(self, plan: NodeClassPlan) -> dict[Hashable, list[int]]:
         """The current classes of ``plan``: class key -> node positions, ascending (do not change them)."""

@@ -79,15 +79,20 @@ class NodeChanges:
 
     :param nodes: the node list positions refer to.
     :param log: names of changed nodes, appended to as nodes change.
+    :param position: each node's place in ``nodes`` by name, when known
+        (a reader of an earlier session whose nodes had the same names in
+        the same order shares its own); worked out from ``nodes`` otherwise.
     """
 
     __slots__ = ("_log", "nodes", "position")
 
-    def __init__(self, nodes: Sequence[NodeInfo], log: list[str]) -> None:
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str], position: dict[str, int] | None = None) -> None:
         self.nodes = nodes
         self._log = log
-        #: A node's place in :attr:`nodes`, by name.
-        self.position: dict[str, int] = {node.name: i for i, node in enumerate(nodes)}
+        #: A node's place in :attr:`nodes`, by name (shared, never changed).
+        self.position: dict[str, int] = (
+            position if position is not None else {node.name: i for i, node in enumerate(nodes)}
+        )
 
     def mark(self) -> int:
         """A mark for "now"."""
@@ -266,7 +271,9 @@ class Placement:
         self._ssn = ssn
         #: The session's ready nodes, in order (ties are broken in this order).
         self.nodes: Sequence[NodeInfo] = ssn.node_list
-        self._changes = NodeChanges(self.nodes, ssn.node_log)
+        # Kept classes come only from a session whose nodes had the same names in the same order.
+        same = kept.positions() if kept is not None and len(kept.nodes) == len(self.nodes) else None
+        self._changes = NodeChanges(self.nodes, ssn.node_log, same)
         self._fit = _FitIndex(self.nodes, self._changes)
         # The previous session's classes, when its nodes are these (``changed`` naming the new objects).
         self._classes: NodeClasses | None = None
@@ -544,14 +551,16 @@ class Placement:
         if not group:
             if errors is None:
                 return None
-            # Every node of a class fails as its representative did; give each node its reasons.
+            # Every node of a class fails as its representative did; give each node its reasons. The
+            # classes cover every node, so the groups alone say it all (and count without naming nodes).
             failed = errors.nodes
+            grouped = FitErrors(total_nodes=len(nodes))
             for rep in fitting:
                 reasons = failed[rep.name].reasons
-                errors.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
+                grouped.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
             for lacking, members in short:
-                errors.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
-            return errors
+                grouped.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
+            return grouped
         if len(group) == 1 and len(members_of[group[0].name]) == 1:
             return group[0]
         scores = ssn.node_scores(task, group)

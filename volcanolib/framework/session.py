@@ -17,7 +17,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
@@ -341,25 +341,37 @@ class Session:
         compare = combine.first_nonzero((entries,), fallback, self._order_failed)
         return compare, functools.cmp_to_key(compare)
 
-    def _job_keys_are_local(self) -> bool:
-        names = {hook.plugin for tier in self._tables.get("job_order_key", ()) for hook in tier}
-        return all(getattr(self.plugins.get(name), "job_order_key_is_local", False) is True for name in names)
+    def _keys_are_local(self, hook: str) -> bool:
+        """Whether every plugin giving ``hook`` (``job_order_key``, ``task_order_key``) says its key is local."""
+        names = {entry.plugin for tier in self._tables.get(hook, ()) for entry in tier}
+        return all(getattr(self.plugins.get(name), f"{hook}_is_local", False) is True for name in names)
 
     @staticmethod
-    def _remembered(key: Callable[[JobInfo], Any], memo: dict[str, Any]) -> Callable[[JobInfo], Any]:
-        def remembered(job: JobInfo) -> Any:
-            value = memo.get(job.uid, _MISSING)
+    def _remembered(key: Callable[[Any], Any], memo: dict[str, Any]) -> Callable[[Any], Any]:
+        def remembered(item: Any) -> Any:
+            value = memo.get(item.uid, _MISSING)
             if value is _MISSING:
-                value = memo[job.uid] = key(job)
+                value = memo[item.uid] = key(item)
             return value
 
         return remembered
 
+    @property
+    def task_keys_are_local(self) -> bool:
+        """Whether every plugin giving a task key says it reads only its task (``task_order_key_is_local``).
+
+        Then a task's :attr:`task_key` changes only when the task does.
+        """
+        return self._task_keys is not None
+
     def _forget_job_key(self, task: TaskInfo) -> None:
-        """A task of the job changed: its plugins' job keys must be taken again."""
+        """A task changed: its key and its job's plugins' key must be taken again."""
         memo = self._job_keys
         if memo:
             memo.pop(task.job, None)
+        memo = self._task_keys
+        if memo:
+            memo.pop(task.uid, None)
 
     def _order_failed(self, err: PluginError) -> None:
         """An order plugin failed: it abstains from that comparison; recorded once per plugin and hook."""
@@ -387,11 +399,17 @@ class Session:
         # Jobs' keys by uid while none of their tasks changed, when every plugin's key depends on
         # its job alone (``job_order_key_is_local``).
         self._job_keys: dict[str, Any] | None = None
-        if self.job_key_by_plugins is not None and self._job_keys_are_local():
+        if self.job_key_by_plugins is not None and self._keys_are_local("job_order_key"):
             self._job_keys = {}
             self.job_key_by_plugins = self._remembered(plugins_key, self._job_keys)
         self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
         self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
+        # Tasks' keys by uid while they do not change, when every plugin's key depends on its task
+        # alone (``task_order_key_is_local``): victim ordering asks for the same running tasks' keys.
+        self._task_keys: dict[str, Any] | None = None
+        if self.order_by_key("task_order") and self._keys_are_local("task_order_key"):
+            self._task_keys = {}
+            self.task_key = self._remembered(self.task_key, self._task_keys)
         victim_queues = self._table("victim_queue_order")
         self.has_victim_queue_order = any(tier for tier in victim_queues)
         compare_queues = self.compare_queues
@@ -407,7 +425,7 @@ class Session:
         self.node_scores = combine.weighted_sum(self._score_entries)
         self._class_entries = self._node_class_entries()
         self._class_keys = None if self._class_entries is None else combine.all_or_none((self._class_entries,))
-        self._plans: dict[tuple[NodeClassKey, ...], NodeClassPlan] = {}
+        self._plans: dict[tuple[Hashable, ...], NodeClassPlan] = {}
 
     def _per_node_and_batch(self, per_node: str) -> tuple[combine.NodeEntry, ...]:
         """Every plugin implementing a node hook or its batch form: name, per-node function, batch function."""
@@ -473,6 +491,8 @@ class Session:
             # A key taken while plugins were still preparing may be out of date.
             if self._job_keys:
                 self._job_keys.clear()
+            if self._task_keys:
+                self._task_keys.clear()
 
     def _open_or_resume(self, delta: SnapshotDelta) -> None:
         """``on_session_open`` in tier order, with ``on_session_resume`` for the plugins that may resume."""
@@ -500,6 +520,8 @@ class Session:
         self._kept_classes = kept if kept is not None and self.delta is not None and self.delta.same_nodes else None
         if self._job_keys:
             self._job_keys.clear()
+        if self._task_keys:
+            self._task_keys.clear()
         self.nodes = snapshot.nodes
         self.node_list = snapshot.node_list
         self.queues = snapshot.queues
@@ -816,8 +838,10 @@ class Session:
         answers: tuple[NodeClassKey, ...] | None = keys(task)
         if answers is None:
             return None
-        # Plugins usually hand out the same keys for alike tasks: make each plan once.
-        found = self._plans.get(answers)
+        # Plugins usually hand out the same keys for alike tasks: make each plan once. Equal tokens mean equal
+        # key functions (NodeClassKey), so keys that are new objects with the tokens of a known plan reuse it.
+        signature = tuple([(answer.token, answer.pointwise, answer.durable) for answer in answers])
+        found = self._plans.get(signature)
         if found is not None:
             return found
         assert self._class_entries is not None
@@ -833,7 +857,7 @@ class Session:
         )
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[answers] = plan
+        self._plans[signature] = plan
         return plan
 
     def select_best_node(self, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:

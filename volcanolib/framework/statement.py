@@ -182,42 +182,53 @@ class Statement:
         self._epoch += 1
         binds: list[TaskInfo] = []
         refused: list[tuple[TaskInfo, CacheError]] = []
+        evict = ssn.cache.evict
+        evicted = ssn.evictions.append
         for op, task, detail, previous in ops:
             task.last_transaction = None
             if op is _EVICT:
                 try:
-                    ssn.cache.evict(task, detail)
+                    evict(task, detail)
                 except CacheError as err:
                     refused.append((task, err))
                     self._put_back(task, previous, task.node_name)
                 else:
-                    ssn.evictions.append((task, detail))
+                    evicted((task, detail))
             elif op is _ALLOCATE:
                 binds.append(task)
         if binds:
             ssn.dispatch(binds)
         return refused
 
-    def discard(self) -> None:
+    def discard(self, savepoint: Savepoint | None = None) -> None:
         """Undo every recorded operation, newest first (Volcano's discard).
 
         As in Volcano, an undone eviction leaves the task Running, whatever
         its status was before (use :meth:`rollback` to restore it exactly).
         A plugin failing on the undo events does not stop the undo: every
         operation is undone, then the first :class:`PluginError` is raised.
+
+        :param savepoint: undo only the operations recorded after it (as
+            :meth:`rollback`, but with the statuses and records of a
+            discard); the statement's other savepoints stay valid up to it.
+        :raises ValueError: when the savepoint is not valid (see :meth:`rollback`).
         """
+        if savepoint is not None:
+            self._undo(self._cut(savepoint), exact=False)
+            return
         ops = self._operations
         self._operations = []
         self._epoch += 1
         self._undo(ops, exact=False)
 
-    def discard_quietly(self, job: JobInfo | None = None) -> None:
+    def discard_quietly(self, job: JobInfo | None = None, savepoint: Savepoint | None = None) -> None:
         """:meth:`discard`, recording (not raising) a plugin failure during the undo.
 
         :param job: the job the failure is reported for.
+        :param savepoint: as for :meth:`discard`.
         """
         try:
-            self.discard()
+            self.discard(savepoint)
         except PluginError as err:
             self.ssn.record_plugin_error(err, job)
 
@@ -240,6 +251,13 @@ class Statement:
         :raises ValueError: when the savepoint is not one of this statement's
             or is no longer valid (see :class:`Savepoint`).
         """
+        self._undo(self._cut(savepoint), exact=True)
+
+    def _cut(self, savepoint: Savepoint) -> list[_Entry]:
+        """Remove and return the operations recorded after ``savepoint``.
+
+        :raises ValueError: when the savepoint is not valid for this statement.
+        """
         ops = self._operations
         size = savepoint._size
         if (
@@ -251,7 +269,7 @@ class Statement:
             raise ValueError("the savepoint is not valid for this statement")
         undone = ops[size:]
         del ops[size:]
-        self._undo(undone, exact=True)
+        return undone
 
     def merge(self, other: Statement) -> None:
         """Move ``other``'s operations to the end of this statement; their effects stay applied.

@@ -99,9 +99,9 @@ def make_room(
 ) -> bool:
     """Evict ``victims`` in order on ``node`` until ``fits()``, then pipeline ``task`` there.
 
-    The evictions go into a statement of the node; when the task fits it is
-    pipelined on the node and that statement joins ``stmt``. Otherwise the
-    node's evictions are undone and nothing changes.
+    The evictions go into ``stmt``; when the task fits it is pipelined on
+    the node. Otherwise the node's evictions are discarded (back to where
+    ``stmt`` stood) and nothing changes.
 
     :param victims: a :class:`VictimQueue` (popped as needed) or victims already in order.
     :param fits: whether the task fits now (asked after each eviction);
@@ -113,26 +113,25 @@ def make_room(
     :returns: whether the task was pipelined.
     :raises PluginError: when a plugin fails (the node's evictions are undone first).
     """
-    node_stmt = ssn.statement()
+    start = stmt.savepoint()
     pop = victims.pop if isinstance(victims, VictimQueue) else iter(victims).__next__
     left = len(victims)
     req = task.init_resreq
     try:
         ok = (node.first_insufficient(req) is None if fits is None else fits()) if check_first or not left else False
         while not ok and left:
-            node_stmt.evict(pop(), reason)
+            stmt.evict(pop(), reason)
             left -= 1
             ok = node.first_insufficient(req) is None if fits is None else fits()
         if ok:
-            node_stmt.pipeline(task, node.name)
-            stmt.merge(node_stmt)
+            stmt.pipeline(task, node.name)
             return True
-        node_stmt.discard()
+        stmt.discard(start)
     except ResourceError as exc:
         log.error("%s for task %s on node %s failed: %s", reason, task.key, node.name, exc)
-        node_stmt.discard()
+        stmt.discard(start)
     except PluginError:
-        node_stmt.discard_quietly(job)
+        stmt.discard_quietly(job, start)
         raise
     return False
 
@@ -304,7 +303,16 @@ class VictimOrder:
         return job_part, ssn.task_key
 
     def _first_keyed(self, victims: Sequence[TaskInfo]) -> Any:
-        """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed.
+        """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed."""
+        return self._first_and_parts(victims)[0]
+
+    def _first_and_parts(self, victims: Sequence[TaskInfo]) -> tuple[Any, list[Any] | None]:
+        """:meth:`_first_keyed`'s victim, with each victim's job part of the key when every victim has a job.
+
+        The parts (the job key, preceded by the queue key when the victims'
+        jobs are in several queues) order the victims as the composite key's
+        first part does; ``None`` when some victim's job left the session, or
+        when there is a single victim (no order to keep).
 
         The same answer as the first of :meth:`sorted` with key-based orders,
         in one pass over the victims' jobs: each job's key is taken once, the
@@ -314,54 +322,73 @@ class VictimOrder:
         a comparison or a victim's queue is missing (then the heap decides).
         """
         if not self._keyed or not victims:
-            return _MISSING
+            return _MISSING, None
         ssn = self._ssn
         jobs = ssn.jobs
-        # Victims by job, in order of first appearance (a victim whose job left the session goes first).
-        groups: dict[str, list[int]] = {}
-        for i, victim in enumerate(victims):
-            group = groups.get(victim.job)
-            if group is None:
-                groups[victim.job] = [i]
-            else:
-                group.append(i)
-        gone: list[int] = []
-        present: list[tuple[JobInfo, list[int]]] = []
-        queue_names: dict[str, None] = {}
-        by_queue = self.preemptor.job in jobs
         queues = ssn.queues
-        for uid, group in groups.items():
-            job = jobs.get(uid)
+        by_queue = self.preemptor.job in jobs
+        # Each victim's job (None: it left the session); whether some did, and whether there are several queues.
+        owners: list[JobInfo | None] = []
+        gone = False
+        first_queue: str | None = None
+        several = False
+        for victim in victims:
+            job = jobs.get(victim.job)
+            owners.append(job)
             if job is None:
-                gone.extend(group)
-                continue
-            if by_queue:
-                if job.queue not in queues:
-                    return _MISSING
-                queue_names[job.queue] = None
-            present.append((job, group))
+                gone = True
+            elif by_queue:
+                name = job.queue
+                if name != first_queue:
+                    if name not in queues:
+                        return _MISSING, None
+                    if first_queue is None:
+                        first_queue = name
+                    else:
+                        several = True
+        job_key = ssn.job_key_by_plugins
+        assert job_key is not None
+        if len(victims) == 1:
+            only = owners[0]
+            if only is not None:
+                job_key(only)  # taken as with several victims (a failing plugin is recorded the same way)
+            return victims[0], None
+        top: list[int]
+        by_victim: list[Any] | None = None
         if gone:
-            top = gone
+            # Victims whose job left the session go first: in order of their job's first appearance.
+            by_job: dict[str, list[int]] = {}
+            for i, job in enumerate(owners):
+                if job is None:
+                    by_job.setdefault(victims[i].job, []).append(i)
+            top = [i for group in by_job.values() for i in group]
         else:
-            job_key = ssn.job_key_by_plugins
-            assert job_key is not None
-            queue_key = ssn.queue_key
             # One queue: its key is the same for every victim and decides nothing.
-            queue_keys = {name: queue_key(queues[name]) for name in queue_names} if len(queue_names) > 1 else None
-            best: Any = None
+            queue_keys: dict[str, Any] | None = None
+            if several:
+                queue_key = ssn.queue_key
+                queue_keys = {}
+                for job in owners:
+                    if job is not None and job.queue not in queue_keys:
+                        queue_keys[job.queue] = queue_key(queues[job.queue])
+            parts: dict[str, Any] = {}
+            best: Any = _MISSING
             top = []
-            tied = False
-            for job, group in present:
-                part = (queue_keys[job.queue], job_key(job)) if queue_keys is not None else job_key(job)
-                if not top or part > best:
+            by_victim = []
+            for i, job in enumerate(owners):
+                assert job is not None
+                part = parts.get(job.uid, _MISSING)
+                if part is _MISSING:
+                    part = job_key(job)
+                    if queue_keys is not None:
+                        part = (queue_keys[job.queue], part)
+                    parts[job.uid] = part
+                by_victim.append(part)
+                if best is _MISSING or part > best:
                     best = part
-                    top = group
-                    tied = False
+                    top = [i]
                 elif part == best:
-                    top = top + group
-                    tied = True
-            if tied:
-                top.sort()
+                    top.append(i)
         chosen = top[0]
         if len(top) > 1:
             task_key = ssn.task_key
@@ -370,7 +397,7 @@ class VictimOrder:
                 candidate = task_key(victims[i])
                 if candidate > chosen_key:
                     chosen, chosen_key = i, candidate
-        return victims[chosen]
+        return victims[chosen], by_victim
 
     def _frozen_key(self, parts: _KeyParts | None) -> Callable[[TaskInfo], Any]:
         """A sort key giving the victim order while nothing changes."""
@@ -386,6 +413,37 @@ class VictimOrder:
             return (1, _Reversed((*part, task_key(task))))
 
         return key
+
+
+def _ranks(victims: Sequence[TaskInfo], parts: _KeyParts) -> list[int]:
+    """Each victim's position in the order of :meth:`VictimOrder._frozen_key` (ties in the given order).
+
+    Victims whose job left the session come first, by reverse task key, then
+    the others by reverse ``(queue key, job key, task key)``; a stable sort
+    in reverse keeps equal victims in their given order, as the frozen key's
+    tie-break by position does.
+    """
+    job_part, task_key = parts
+    gone: list[tuple[Any, int]] = []
+    present: list[tuple[Any, int]] = []
+    for i, victim in enumerate(victims):
+        part = job_part(victim)
+        if part is _MISSING:
+            gone.append((task_key(victim), i))
+        else:
+            present.append(((*part, task_key(victim)), i))
+    ranks = [0] * len(victims)
+    rank = 0
+    for group in (gone, present):
+        group.sort(key=_first_of, reverse=True)
+        for _, i in group:
+            ranks[i] = rank
+            rank += 1
+    return ranks
+
+
+def _first_of(pair: tuple[Any, int]) -> Any:
+    return pair[0]
 
 
 def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
@@ -438,7 +496,7 @@ class VictimQueue:
     ``peek`` O(n) before the heap is built, O(1) after.
     """
 
-    __slots__ = ("_heap", "_items", "_live", "_order", "_popped")
+    __slots__ = ("_first", "_heap", "_items", "_live", "_order", "_parts", "_popped")
 
     def __init__(self, order: VictimOrder, items: list[TaskInfo]) -> None:
         self._order = order
@@ -446,19 +504,56 @@ class VictimQueue:
         self._heap: list[tuple[Any, int, TaskInfo]] | None = None
         self._popped = False
         self._live = False
+        # After a first pop that did not build the heap: the victim taken and each victim's job part then.
+        self._first: TaskInfo | None = None
+        self._parts: list[Any] | None = None
 
     def _built(self) -> list[tuple[Any, int, TaskInfo]]:
         heap = self._heap
         if heap is None:
             order = self._order
-            key = order._frozen_key(order._key_parts(self._items))
-            heap = self._heap = [(key(item), count, item) for count, item in enumerate(self._items)]
+            items = self._items
+            parts = self._parts
+            if parts is not None:
+                heap = self._heap = self._rest(order, items, parts)
+                return heap
+            key_parts = order._key_parts(items)
+            if key_parts is None:
+                key = order._frozen_key(None)
+                heap = [(key(item), count, item) for count, item in enumerate(items)]
+            else:
+                # Each victim's place in the frozen order stands for its key: the same comparisons,
+                # so the same heap, without comparing keys in Python.
+                ranks = _ranks(items, key_parts)
+                heap = [(ranks[count], count, item) for count, item in enumerate(items)]
             heapq.heapify(heap)
+            self._heap = heap
+        return heap
+
+    def _rest(self, order: VictimOrder, items: list[TaskInfo], parts: list[Any]) -> list[tuple[Any, int, TaskInfo]]:
+        """The heap as it stood after the first pop, from the job parts taken before it.
+
+        The first victim is the smallest (rank -1); the others are ranked by
+        ``(job part, task key)``, task keys being local (a task's key did not
+        change when another task was evicted).
+        """
+        first = self._first
+        task_key = order._ssn.task_key
+        keyed = [((parts[i], task_key(item)), i) for i, item in enumerate(items) if item is not first]
+        keyed.sort(key=_first_of, reverse=True)
+        ranks = [-1] * len(items)
+        for rank, (_, i) in enumerate(keyed):
+            ranks[i] = rank
+        heap = [(ranks[count], count, item) for count, item in enumerate(items)]
+        heapq.heapify(heap)
+        taken = heapq.heappop(heap)[2]
+        assert taken is first
+        self._parts = self._first = None
         return heap
 
     def peek(self) -> TaskInfo | None:
         """The victim :meth:`pop` would return next, without taking it; ``None`` when empty."""
-        if self._heap is None:
+        if self._heap is None and not self._popped:
             if not self._items:
                 return None
             first = self._order._first_keyed(self._items)
@@ -472,6 +567,19 @@ class VictimQueue:
 
         :raises IndexError: when the queue is empty.
         """
+        if self._heap is None and not self._popped and self._items:
+            order = self._order
+            if order._ssn.task_keys_are_local:
+                # The first victim without the heap: the heap is built on a second pop, from the
+                # job parts of the keys as they were now (most queues are popped once).
+                first, parts = order._first_and_parts(self._items)
+                if first is not _MISSING and (parts is not None or len(self._items) == 1):
+                    self._popped = True
+                    if parts is None:
+                        self._heap = []
+                    else:
+                        self._first, self._parts = first, parts
+                    return first  # type: ignore[no-any-return]
         heap = self._built()
         if self._popped and not self._live:
             # After the first pop, compare live; the heap keeps its arrangement. The keys are
@@ -483,7 +591,9 @@ class VictimQueue:
         return heapq.heappop(heap)[2]
 
     def __len__(self) -> int:
-        return len(self._items) if self._heap is None else len(self._heap)
+        if self._heap is None:
+            return len(self._items) - (self._first is not None)
+        return len(self._heap)
 
     def __bool__(self) -> bool:
-        return bool(self._items) if self._heap is None else bool(self._heap)
+        return len(self) > 0

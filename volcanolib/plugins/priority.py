@@ -46,6 +46,9 @@ class PriorityPlugin:
     #: The job order key reads only the job's priority:
     #: the session may reuse it until one of the job's tasks changes.
     job_order_key_is_local: ClassVar[bool] = True
+    #: The task order key reads only the task's priority:
+    #: the session may reuse it until the task changes.
+    task_order_key_is_local: ClassVar[bool] = True
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments

@@ -29,7 +29,13 @@ decide the same: nothing. Such sessions are skipped, up to the next event.
 The tie-breaks of a session are seeded with ``seed`` plus the number of
 earlier sessions that saw a changed cluster, so a session run on an
 unchanged cluster (``every_period``) is seeded as the one before it, and the
-results are the same either way. Plugins the engine does not know to ignore
+results are the same either way. Events that change nothing a session
+could act on skip sessions too: with only the actions of
+:data:`FIT_BOUND_ACTIONS`, a pod is placed only where its request fits a
+node's future idle resources, so while no pending pod fits any node (and no
+PodGroup waits for admission, and no job still in the cluster changed since
+the last session), the sessions after pods finish elsewhere are skipped.
+Plugins the engine does not know to ignore
 the clock (for instance one admitting jobs that waited long enough) have
 every session run.
 """
@@ -45,7 +51,7 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib._gc import gc_paused
+from volcanolib._gc import gc_frozen, gc_paused
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import CPU, MEMORY, PODS, Resource
@@ -89,6 +95,8 @@ CLOCK_FREE_PLUGINS: Final = frozenset(
 )
 #: Actions whose decisions do not depend on the session clock.
 CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
+#: Actions that place a task only on a node whose future idle resources fit its request.
+FIT_BOUND_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue"})
 #: Job phases in which a Volcano Job is finished.
 FINISHED_PHASES: Final = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
@@ -245,6 +253,13 @@ class _Replay:
         self.now = 0.0
         self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock)
         self.skip = not options.every_period and _clock_free(self.scheduler.config)
+        #: Whether pending pods that fit no node's future idle can be left waiting without a session.
+        self.fit_bound = set(self.scheduler.config.actions) <= FIT_BOUND_ACTIONS
+        #: Pending pods by uid.
+        self.waiting: dict[str, _Pod] = {}
+        #: Whether no pending pod fit any node when last checked; nodes given resources back since then.
+        self.no_fit = False
+        self.freed: set[str] = set()
         self.controller = JobController(scheduler_name=workload.scheduler_name)
         classes = {pc.name: pc for pc in workload.cluster.priority_classes}
         self.reader = PodReader(workload.scheduler_name, classes)
@@ -416,9 +431,13 @@ class _Replay:
             self.push(self.now + self.options.termination_grace, _GONE, pod)
         else:
             self.pending += 1
+            self.waiting[task.uid] = pod
+            self.no_fit = False
         return pod
 
     def _hold(self, pod: _Pod, sign: int) -> None:
+        if sign < 0 and pod.record.node is not None:
+            self.freed.add(pod.record.node)
         allocated = self.allocated
         queue = self.queue_allocated.get(pod.job.queue)
         if queue is None:
@@ -591,6 +610,8 @@ class _Replay:
             self.running -= 1
             pod.job.running -= 1
         pod.state = _RELEASING
+        if pod.record.node is not None:  # what it holds counts as free for placement from now on
+            self.freed.add(pod.record.node)
         self.touched.add(pod.task.job)
         pod.token += 1
         self.push(self.now + self.options.termination_grace, _GONE, pod)
@@ -608,6 +629,7 @@ class _Replay:
         # Not on a node (Pending) or finished: gone at once.
         if pod.state == _PENDING:
             self.pending -= 1
+            del self.waiting[pod.uid]
             self.alive -= 1
             pod.job.active -= 1
             pod.record.phase = "Deleted"
@@ -710,6 +732,7 @@ class _Replay:
             pod.record.bound = now
             self.touched.add(task.job)
             self.pending -= 1
+            del self.waiting[task.uid]
             self._hold(pod, 1)
             self.push(now + startup, _START, (pod, pod.token))
         for task, _reason in result.evictions:
@@ -730,13 +753,15 @@ class _Replay:
     def needs_session(self) -> bool:
         """Whether a session now could change anything.
 
-        With no pod pending and no PodGroup waiting for admission, no action
-        has anything to place, admit or make room for; and the PodGroup
+        With no pod pending that fits some node (or none at all, when
+        actions other than :data:`FIT_BOUND_ACTIONS` run) and no PodGroup
+        waiting for admission, no action has anything to place, admit or
+        make room for; and the PodGroup
         status a session writes is a function of the job's pods and stored
         phase that the last session already wrote, unless the pods of a job
         still in the cache changed since.
         """
-        if self.pending:
+        if self.pending and self._may_place():
             return True
         jobs = self.cache.jobs()
         pending = PodGroupPhase.PENDING
@@ -745,6 +770,32 @@ class _Replay:
                 return True
         touched = self.touched
         return bool(touched) and any(job.uid in touched for job in jobs)
+
+    def _may_place(self) -> bool:
+        """Whether some pending pod fits the future idle resources of some ready node.
+
+        When none does and the actions place pods only where they fit
+        (:data:`FIT_BOUND_ACTIONS`), a session can place no pending pod; the
+        answer is kept and, until a pod joins the pending ones, only nodes
+        that gave resources back since are checked again.
+        """
+        if not self.fit_bound:
+            return True
+        cache = self.cache
+        if self.no_fit:
+            nodes = [node for node in map(cache.get_node, self.freed) if node is not None]
+        else:
+            nodes = cache.nodes()
+        self.freed = set()
+        nodes = [node for node in nodes if node.ready]
+        for pod in self.waiting.values():
+            req = pod.task.init_resreq
+            for node in nodes:
+                if node.fits_future_idle(req):
+                    self.no_fit = False
+                    return True
+        self.no_fit = True
+        return False
 
     def sample(self) -> None:
         """Record the cluster now, unless it is as the last sample left it."""
@@ -811,13 +862,25 @@ def run_replay(
 
 
 def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] | None) -> ReplayRecord:
-    options = replay.options
-    period = options.period
     events_seconds = 0.0
     t0 = time.perf_counter()
     with gc_paused():
         start = replay.setup()
     events_seconds += time.perf_counter() - t0
+    # The cluster and the workload, built once, are left out of the collector's passes between sessions.
+    with gc_frozen():
+        return _loop(replay, start, events_seconds, wall, progress)
+
+
+def _loop(
+    replay: _Replay,
+    start: float,
+    events_seconds: float,
+    wall: float,
+    progress: Callable[[float, float], None] | None,
+) -> ReplayRecord:
+    options = replay.options
+    period = options.period
     limit = start + options.until if options.until is not None else math.inf
     last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
     expected = (limit if options.until is not None else last_arrival) - start

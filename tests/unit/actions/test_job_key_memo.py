@@ -10,6 +10,7 @@ from volcanolib.api.job import PodGroupPhase
 from volcanolib.api.task import TaskStatus
 from volcanolib.framework.session import Session
 from volcanolib.plugins.gang import GangPlugin
+from volcanolib.plugins.priority import PriorityPlugin
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
 CONF = """
@@ -99,3 +100,41 @@ def test_keys_taken_while_the_session_opens_are_not_kept() -> None:
         assert ssn.job_key_by_plugins(busy)[-1] == ssn.plugins["drf"].job_share(busy.uid) > 0
     finally:
         ssn.close()
+
+
+# ---------------------------------------------------------------------------- task keys
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_remembered_task_keys_decide_like_fresh_ones(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    remembered = decisions(seed, True, PREEMPT)
+    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
+    assert decisions(seed, True, PREEMPT) == remembered
+
+
+def test_a_task_key_is_taken_again_once_the_task_changes() -> None:
+    ssn = open_session(_session(), CONF)
+    try:
+        task = ssn.jobs["default/j"].tasks["default-j-0"]
+        key = ssn.task_key(task)
+        assert ssn._task_keys == {task.uid: key}
+        stmt = ssn.statement()
+        stmt.allocate(task, ssn.nodes["n1"])
+        assert task.uid not in ssn._task_keys
+        assert ssn.task_key(task) == key and task.uid in ssn._task_keys
+        stmt.discard()
+        assert task.uid not in ssn._task_keys
+    finally:
+        ssn.close()
+
+
+def test_task_keys_are_not_remembered_unless_every_key_plugin_says_they_are_local(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ssn = open_session(_session(), CONF)
+    assert ssn._task_keys is not None
+    ssn.close()
+    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
+    ssn = open_session(_session(), CONF)
+    assert ssn._task_keys is None
+    ssn.close()

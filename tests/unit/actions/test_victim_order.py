@@ -8,6 +8,7 @@ random victim sets.
 from __future__ import annotations
 
 import functools
+import heapq
 import random
 from typing import Any, ClassVar
 
@@ -20,6 +21,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.framework.queues import PriorityQueue
 from volcanolib.framework.session import Session
 from volcanolib.framework.victims import VictimOrder, validate_victims
+from volcanolib.plugins.priority import PriorityPlugin
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_queue, build_task, open_session
 
 CONF = """
@@ -257,3 +259,51 @@ def test_the_docstring_example_runs() -> None:
 
     result = doctest.testmod(victims)
     assert result.attempted and not result.failed
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_heap_by_rank_is_the_heap_by_frozen_key(seed: int) -> None:
+    # The queue heapifies each victim's rank in the frozen order; heapifying the frozen keys
+    # themselves must arrange the victims the same way (later pops compare live from there).
+    ssn, tasks, preemptor = _random_session(seed, priorities=1)
+    try:
+        rng = random.Random(seed)
+        if seed % 3 == 0:
+            del ssn.jobs[rng.choice(sorted({t.job for t in tasks}))]
+        order = VictimOrder(ssn, preemptor)
+        key = order._frozen_key(order._key_parts(tasks))
+        by_key = [(key(task), count, task) for count, task in enumerate(tasks)]
+        heapq.heapify(by_key)
+        queue = order.queue(tasks)
+        assert [entry[2] for entry in queue._built()] == [entry[2] for entry in by_key]
+    finally:
+        ssn.close()
+
+
+def _evicting_pops(seed: int) -> list[str]:
+    """Pop every victim, evicting each before the next pop (so later keys change)."""
+    ssn, tasks, preemptor = _random_session(seed, priorities=1)
+    try:
+        queue = VictimOrder(ssn, preemptor).queue(tasks)
+        stmt = ssn.statement()
+        popped = []
+        while queue:
+            victim = queue.pop()
+            popped.append(victim.key)
+            stmt.evict(victim, "test")
+        stmt.discard()
+        return popped
+    finally:
+        ssn.close()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_first_pop_without_the_heap_pops_like_one_with_it(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With local task keys the first pop takes the first victim without building the heap, which a
+    # second pop builds from the job keys taken at the first; without them the heap is built at once.
+    ssn, _, _ = _random_session(seed)
+    assert ssn.task_keys_are_local
+    ssn.close()
+    deferred = _evicting_pops(seed)
+    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
+    assert _evicting_pops(seed) == deferred

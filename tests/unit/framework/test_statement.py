@@ -405,6 +405,43 @@ def test_rollback_undoes_only_what_came_after_the_savepoint() -> None:
         stmt.rollback(inner)  # still gone, even with as many operations again
 
 
+def _discard_after_an_allocation(to_savepoint: bool) -> tuple[Any, list[Any], list[Any]]:
+    """Allocate, then evict two tasks and pipeline one; discard those three, by savepoint or as a side statement."""
+    ssn, ledger = make_session()
+    stmt = ssn.statement()
+    stmt.allocate(_task(ssn, "pend0-t-0"), ssn.nodes["n1"])
+    later = stmt.savepoint() if to_savepoint else None
+    target = stmt if to_savepoint else ssn.statement()
+    for name in ("run-t-1", "run-t-4"):
+        target.evict(_task(ssn, name), "test")
+    target.pipeline(_task(ssn, "pend1-t-0"), "n1")
+    target.discard(later)
+    touched = [_task(ssn, name) for name in ("run-t-1", "run-t-4", "pend1-t-0")]
+    return (
+        capture(ssn, ledger),
+        [(r.operation, r.task.key) for r in stmt.operations],
+        [(t.key, t.last_transaction) for t in touched],
+    )
+
+
+def test_discarding_to_a_savepoint_is_discarding_a_statement_of_its_own() -> None:
+    # make_room evicts into the job's statement and discards back to a savepoint when the task
+    # does not fit: the same as evicting into a node statement of its own and discarding that.
+    by_savepoint = _discard_after_an_allocation(True)
+    assert by_savepoint == _discard_after_an_allocation(False)
+    state, operations, undone = by_savepoint
+    assert operations == [(Operation.ALLOCATE, "default/pend0-t-0")]
+    assert undone[1] == ("default/run-t-4", ("n1", TaskStatus.RELEASING))  # Bound, back as Running (a discard)
+    assert ("default/run-t-4", TaskStatus.RUNNING, "n1") in state[1]
+
+
+def test_discarding_to_a_savepoint_of_another_statement_is_refused() -> None:
+    ssn, _ = make_session()
+    other = ssn.statement().savepoint()
+    with pytest.raises(ValueError):
+        ssn.statement().discard(other)
+
+
 @pytest.mark.parametrize("end", ["commit", "discard", "merged"])
 def test_a_savepoint_ends_with_its_statement(end: str) -> None:
     ssn, _ = make_session()

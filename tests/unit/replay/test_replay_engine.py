@@ -286,6 +286,29 @@ def test_skipping_sessions_gives_the_same_json_as_running_every_one(tmp_path: Pa
         assert skipped.timings["sessions_run"] < every.timings["sessions_run"], name
 
 
+def test_a_pod_no_node_can_hold_does_not_make_every_finish_a_session(tmp_path: Path) -> None:
+    # "huge" asks more than any node has and waits to the end; ten pods come and go meanwhile, each fitting at once.
+    objects = [node("n1", cpu="4"), node("n2", cpu="4"), node("n3", cpu="4"), pod("huge", 0, "6")]
+    for i in range(10):
+        objects.append(pod(f"p{i}", 20 * i, "1", annotations={"volcanolib.io/duration": f"{30 + 7 * i}s"}))
+    workload = load_workload([write(tmp_path, objects)])
+    options = ReplayOptions(until=600)
+    skipped = run_replay(workload, None, options)
+    every = run_replay(workload, None, ReplayOptions(**{**_fields(options), "every_period": True}))
+    assert document(skipped) == document(every)
+    assert [p.phase for p in by_name(skipped, "ns/huge")] == ["Pending"]
+    # Each arrival binds in one session and its group moves to Running in the next; no finish needs one.
+    assert skipped.timings["sessions_run"] <= 2 * 10 + 2
+
+    # A pod that fits once others finish keeps a session after every finish until it is placed.
+    objects[2] = pod("big", 0, "4")
+    workload = load_workload([write(tmp_path, objects, "fits.yaml")])
+    skipped = run_replay(workload, None, options)
+    every = run_replay(workload, None, ReplayOptions(**{**_fields(options), "every_period": True}))
+    assert document(skipped) == document(every)
+    assert by_name(skipped, "ns/big")[0].node is not None
+
+
 def _fields(options: ReplayOptions) -> dict[str, Any]:
     return {
         "period": options.period,

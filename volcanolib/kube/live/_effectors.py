@@ -8,18 +8,20 @@ PodDisruptionBudget's ``429``) keeps the victim in that very session.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
-from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
-from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.api.task import TaskInfo, TaskStatus, in_statuses
 from volcanolib.errors import CacheError
 from volcanolib.kube.live._client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeApi
+from volcanolib.kube.live._writes import KeyedWriter, retryable
 
 if TYPE_CHECKING:
     from volcanolib.kube.live.cache import KubernetesCache
@@ -275,54 +277,92 @@ class KubernetesEvictor:
         self.api.request("DELETE", pod, body={"preconditions": {"uid": task.uid}})
 
 
-def pod_group_status(job: JobInfo) -> dict[str, Any]:
-    """A PodGroup's ``status`` as the API holds it: phase, conditions, counts."""
-    pg = job.pod_group
-    return {
-        "phase": str(pg.phase),
-        "conditions": [
-            {
-                "type": str(c.type),
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "transitionID": c.transition_id,
-                "lastTransitionTime": rfc3339(c.last_transition_time),
-            }
-            for c in pg.conditions
-        ],
-        "running": pg.running,
-        "succeeded": pg.succeeded,
-        "failed": pg.failed,
-    }
+#: The fields of a PodGroup's status the scheduler writes, in the order of :func:`group_state`.
+STATUS_FIELDS: Final = ("phase", "conditions", "running", "succeeded", "failed")
+_COUNTS: Final = frozenset({"running", "succeeded", "failed"})
 
 
-def _comparable(status: dict[str, Any]) -> tuple[Any, ...]:
-    """A PodGroup status without the parts a rewrite does not need to change (condition times and ids)."""
+def group_state(pg: PodGroup) -> tuple[Any, ...]:
+    """What a status write of this PodGroup would say, comparable (conditions without their times and ids)."""
+    return (
+        str(pg.phase),
+        tuple((str(c.type), c.status, c.reason, c.message) for c in pg.conditions),
+        pg.running,
+        pg.succeeded,
+        pg.failed,
+    )
+
+
+def observed_state(status: dict[str, Any]) -> tuple[Any, ...]:
+    """:func:`group_state` of a PodGroup ``status`` as the API server holds it."""
     conditions = tuple(
-        (c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in status.get("conditions") or ()
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+        for c in status.get("conditions") or ()
+        if isinstance(c, dict)
     )
     return (status.get("phase"), conditions, status.get("running"), status.get("succeeded"), status.get("failed"))
+
+
+def status_fields(pg: PodGroup, fields: Iterable[str]) -> dict[str, Any]:
+    """The named fields of a PodGroup's ``status`` as the API holds them (``conditions``: the whole list)."""
+    out: dict[str, Any] = {}
+    for field in fields:
+        if field == "phase":
+            out[field] = str(pg.phase)
+        elif field == "conditions":
+            out[field] = [
+                {
+                    "type": str(c.type),
+                    "status": c.status,
+                    "reason": c.reason,
+                    "message": c.message,
+                    "transitionID": c.transition_id,
+                    "lastTransitionTime": rfc3339(c.last_transition_time),
+                }
+                for c in pg.conditions
+            ]
+        else:
+            out[field] = getattr(pg, field)
+    return out
 
 
 class KubernetesStatusUpdater:
     """Writes PodGroup status, Queue status and pod conditions, each only when it changes.
 
-    A PodGroup is patched (JSON merge patch of its ``status``) when its
-    phase, counts or conditions (type, status, reason, message) differ from
-    what the API server last showed or was last sent; a Queue's
-    ``status.allocated`` likewise (merge patch of ``queues/status``); a pod's
+    A PodGroup is patched (JSON merge patch of the object: the CRD has no
+    status subresource) with only the fields of its ``status`` that differ
+    from what the API server last showed or was last sent: its phase, its
+    conditions (compared by type, status, reason and message; sent whole,
+    since a merge patch replaces a list), its counts. A change of the counts
+    alone is written at once if the group's counts were last written
+    ``count_interval`` seconds ago or more, else held until then; a phase or
+    condition change of the group meanwhile sends it along at once. A Queue's ``status.allocated``
+    likewise (merge patch of ``queues/status``); a pod's
     ``PodScheduled=False`` condition (strategic merge patch of
     ``pods/status``, with a ``FailedScheduling`` event) when its reason or
     message changes. Groups made in memory for pods without one are not
-    written. The writes run on a bounded pool, off the cycle.
+    written. The writes run on a bounded pool, off the cycle, in order and
+    coalesced per object (:class:`~volcanolib.kube.live._writes.KeyedWriter`).
     """
 
-    def __init__(self, cache: KubernetesCache, api: KubeApi, pool: Pool) -> None:
+    def __init__(
+        self,
+        cache: KubernetesCache,
+        api: KubeApi,
+        pool: Pool,
+        *,
+        count_interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.cache = cache
         self.api = api
         self.pool = pool
+        self.count_interval = count_interval
+        self.clock = clock
+        self.writer = KeyedWriter(pool.submit, clock)
         self._groups: dict[str, tuple[Any, ...]] = {}
+        #: When each group's counts were last sent (monotonic seconds).
+        self._counts_sent: dict[str, float] = {}
         self._queues: dict[str, dict[str, str]] = {}
         self._pods: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
@@ -334,7 +374,14 @@ class KubernetesStatusUpdater:
     def observe_pod_group(self, key: str, status: dict[str, Any]) -> None:
         """Note a PodGroup's status as the API server shows it."""
         with self._lock:
-            self._groups[key] = _comparable(status)
+            self._groups[key] = observed_state(status)
+
+    def forget_pod_group(self, key: str) -> None:
+        """A PodGroup was deleted: drop what waits to be written to it."""
+        with self._lock:
+            self._groups.pop(key, None)
+            self._counts_sent.pop(key, None)
+        self.writer.forget(("podgroup", key))
 
     def observe_queue(self, name: str, allocated: dict[str, Any]) -> None:
         """Note a Queue's ``status.allocated`` as the API server shows it."""
@@ -345,6 +392,7 @@ class KubernetesStatusUpdater:
         """A Queue was deleted."""
         with self._lock:
             self._queues.pop(name, None)
+        self.writer.forget(("queue", name))
 
     def observe_pod(self, task: TaskInfo, obj: dict[str, Any]) -> None:
         """Note a pod's ``PodScheduled=False`` condition (or its absence) as the API server shows it."""
@@ -362,38 +410,60 @@ class KubernetesStatusUpdater:
         """A pod was deleted."""
         with self._lock:
             self._pods.pop(uid, None)
+        self.writer.forget(("pod", uid))
 
     # ------------------------------------------------------------------ StatusUpdater
 
     def update_pod_group(self, job: JobInfo) -> None:
-        """Patch the PodGroup's status if it differs from the last one seen or sent."""
+        """Patch the fields of the PodGroup's status that differ from those last seen or sent."""
         key = job.uid
         if key in self.cache.shadow_groups:
             return
-        status = pod_group_status(job)
-        comparable = _comparable(status)
-        with self._lock:
-            if self._groups.get(key) == comparable:
-                return
-            self._groups[key] = comparable
         pg = job.pod_group
-        self.pool.submit(self._write_pod_group, pg.namespace, pg.name, status)
-        if pg.phase in _READY_PHASES:
+        state = group_state(pg)
+        now = self.clock()
+        with self._lock:
+            old = self._groups.get(key)
+            if old == state:
+                return
+            self._groups[key] = state
+            if old is None:
+                changed = list(STATUS_FIELDS)
+            else:
+                changed = [f for f, a, b in zip(STATUS_FIELDS, old, state, strict=True) if a != b]
+            due = now
+            if _COUNTS.issuperset(changed):
+                sent = self._counts_sent.get(key)
+                if sent is not None and now - sent < self.count_interval:
+                    due = sent + self.count_interval  # a phase or condition change sends it along sooner
+                else:
+                    self._counts_sent[key] = now
+            elif _COUNTS.intersection(changed):
+                self._counts_sent[key] = now
+        fields = status_fields(pg, changed)
+        self.writer.put(("podgroup", key), fields, functools.partial(self._write_pod_group, key), due)
+        if pg.phase in _READY_PHASES and due == now:
             self.cache.post_event(
                 "PodGroup", pg.namespace, pg.name, pg.uid, "Normal", "Scheduled", "pod group is ready"
             )
 
-    def _write_pod_group(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def _write_pod_group(self, key: str, fields: dict[str, Any]) -> None:
         if self.cache.may_write is not None and not self.cache.may_write():
             return
+        namespace, _, name = key.partition("/")
+        if _COUNTS.intersection(fields):
+            with self._lock:
+                self._counts_sent[key] = self.clock()
         path = f"{PODGROUPS}/namespaces/{namespace}/podgroups/{name}"
         try:
-            self.api.request("PATCH", path, body={"status": status}, content_type=MERGE_PATCH)
+            self.api.request("PATCH", path, body={"status": fields}, content_type=MERGE_PATCH)
             self.writes["podgroup"] += 1
         except ApiError as exc:
+            if retryable(exc):
+                raise  # sent again after a back-off
             log.warning("PodGroup %s/%s status not written: %s", namespace, name, exc)
             with self._lock:
-                self._groups.pop(f"{namespace}/{name}", None)  # written again next cycle
+                self._groups.pop(key, None)  # compared with nothing: written whole when it next changes
 
     def update_queue(self, queue: QueueInfo) -> None:
         """Patch the Queue's ``status.allocated`` if it differs from the last one seen or sent."""
@@ -405,20 +475,26 @@ class KubernetesStatusUpdater:
             if _same_quantities(seen, allocated):
                 return
             self._queues[queue.name] = allocated
-        self.pool.submit(self._write_queue, queue.name, allocated)
+        self.writer.put(
+            ("queue", queue.name), {"allocated": allocated}, functools.partial(self._write_queue, queue.name)
+        )
 
-    def _write_queue(self, name: str, allocated: dict[str, str]) -> None:
+    def _write_queue(self, name: str, fields: dict[str, Any]) -> None:
         if self.cache.may_write is not None and not self.cache.may_write():
             return
         path = f"{PODGROUPS}/queues/{name}/status"
         try:
-            self.api.request("PATCH", path, body={"status": {"allocated": allocated}}, content_type=MERGE_PATCH)
+            self.api.request("PATCH", path, body={"status": fields}, content_type=MERGE_PATCH)
             self.writes["queue"] += 1
         except ApiError as exc:
+            if retryable(exc):
+                raise  # sent again after a back-off
             log.warning("Queue %s status not written: %s", name, exc)
 
     def update_pod_conditions(self, job: JobInfo) -> None:
         """Give each waiting pod of the job a ``PodScheduled=False`` condition saying why, when that changed."""
+        if not any(bucket and in_statuses(status, _WAITING) for status, bucket in job.task_status_index.items()):
+            return  # nothing waits (most jobs of a busy cluster): no scan
         for task in job.tasks_in(_WAITING):
             reason, message = job.task_scheduling_reason(task)
             self.pod_condition(task, reason, message)
@@ -430,16 +506,17 @@ class KubernetesStatusUpdater:
                 return
             self._pods[task.uid] = (reason, message)
         self.cache.post_event("Pod", task.namespace, task.name, task.uid, "Warning", "FailedScheduling", message)
-        self.pool.submit(self._write_pod, task.namespace, task.name, task.uid, reason, message)
+        write = functools.partial(self._write_pod, task.namespace, task.name, task.uid)
+        self.writer.put(("pod", task.uid), {"reason": reason, "message": message}, write)
 
-    def _write_pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+    def _write_pod(self, namespace: str, name: str, uid: str, fields: dict[str, Any]) -> None:
         if self.cache.may_write is not None and not self.cache.may_write():
             return
         condition = {
             "type": "PodScheduled",
             "status": "False",
-            "reason": reason,
-            "message": message,
+            "reason": fields["reason"],
+            "message": fields["message"],
             "lastTransitionTime": rfc3339(time.time()),
         }
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"

@@ -18,6 +18,7 @@ from volcanolib.api.task import GROUP_NAME_ANNOTATION, TaskInfo, TaskStatus, all
 from volcanolib.errors import ManifestError
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import PodReader, PriorityClassInfo
+from volcanolib.kube.live._effectors import group_state, observed_state
 from volcanolib.kube.loader import _node, _pod_group, _priority_class, _queue
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["NodeTranslator", "PodGroupTranslator", "PodTranslator", "PriorityClassTranslator", "QueueTranslator"]
 
 log = logging.getLogger("volcanolib.kube.live")
+
+#: Metadata a status write changes (a CRD without a status subresource moves its generation too).
+_VOLATILE = frozenset({"resourceVersion", "generation", "managedFields"})
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -209,27 +213,42 @@ class PodGroupTranslator(_Translator):
         self.foreign: dict[str, set[str]] = {}
         #: The group each pod of another scheduler names, by pod key.
         self.foreign_pods: dict[str, str] = {}
+        #: Each applied group's metadata (less its versions) and spec, by ``namespace/name``.
+        self._signatures: dict[str, tuple[dict[str, Any], Any]] = {}
 
     def apply(self, obj: dict[str, Any]) -> None:
         key = _key(obj)
         self.objects[key] = obj
         if self.unchanged(key, obj):
             return
-        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        meta = _meta(obj)
+        self.known[key] = str(meta.get("resourceVersion", ""))
         if key in self.foreign:
             return
+        status = obj.get("status") or {}
+        # What the scheduler reads besides the status (the versions move with every status write).
+        signature = ({k: v for k, v in meta.items() if k not in _VOLATILE}, obj.get("spec"))
+        if self._signatures.get(key) == signature:
+            own = self.cache.cached_pod_group(key)
+            if own is not None and group_state(own) == observed_state(status):
+                # A status write of ours coming back: the cache holds this already.
+                self.cache.status.observe_pod_group(key, status)
+                return
         try:
             pg = _pod_group(obj, self.ref(obj), self.cache.default_queue)
         except ManifestError as exc:
             self.bad(obj, exc)
             return
+        self._signatures[key] = signature
         self.cache.shadow_groups.discard(key)
-        self.cache.status.observe_pod_group(key, obj.get("status") or {})
+        self.cache.status.observe_pod_group(key, status)
         self.cache.add_pod_group(pg)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
         self.objects.pop(key, None)
+        self._signatures.pop(key, None)
+        self.cache.status.forget_pod_group(key)
         namespace, _, name = key.partition("/")
         self.cache.delete_pod_group(namespace, name)
 

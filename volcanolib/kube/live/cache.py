@@ -10,7 +10,7 @@ from typing import Any
 
 from volcanolib._gc import gc_paused
 from volcanolib.api.cluster import ClusterInfo
-from volcanolib.api.job import JobInfo
+from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.task import TaskInfo
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import CacheError
@@ -68,6 +68,9 @@ class KubernetesCache(InMemoryCache):
     :param on_relist: called with the kind each time a kind is listed again after a ``410``.
     :param on_failure: called with ``"bind"`` for each bind the API server
         refused, ``"eviction"`` for each eviction the Eviction API refused (metrics).
+    :param count_interval: seconds between two writes of a PodGroup's
+        counts alone (``running``, ``succeeded``, ``failed``); a change of
+        its phase or conditions writes them at once.
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class KubernetesCache(InMemoryCache):
         on_failure: Callable[[str], None] | None = None,
         incremental_snapshots: bool = True,
         max_events: int | None = 10_000,
+        count_interval: float = 5.0,
     ) -> None:
         self.api = api
         self.scheduler_names = tuple(scheduler_names) or ("volcano",)
@@ -97,7 +101,7 @@ class KubernetesCache(InMemoryCache):
         self.write_pool = Pool(write_workers, "volcanolib-write")
         #: PodGroups made in memory for pods without one, by ``namespace/name`` (never written).
         self.shadow_groups: set[str] = set()
-        self.status = KubernetesStatusUpdater(self, api, self.write_pool)
+        self.status = KubernetesStatusUpdater(self, api, self.write_pool, count_interval=count_interval)
         component = self.scheduler_names[0] if len(self.scheduler_names) == 1 else "volcano"
         self.recorder = EventRecorder(api, self.write_pool, component, may_write=may_write)
         super().__init__(
@@ -155,17 +159,23 @@ class KubernetesCache(InMemoryCache):
         return all(r.synced.is_set() for r in self.reflectors)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every bind, status write and event issued so far has been answered."""
+        """Wait until every bind, status write and event issued so far has been answered.
+
+        Counts held for a later write (``count_interval``) are not waited for.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
-        for pool in (self.bind_pool, self.write_pool, self.bind_pool, self.write_pool):
+        writer = self.status.writer
+        for pool in (self.bind_pool, writer, self.write_pool, self.bind_pool, writer, self.write_pool):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not pool.flush(left):
                 return False
         return True
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Finish the binds and writes in flight, then stop watching."""
+        """Finish the binds and writes in flight (held counts too), then stop watching."""
+        self.status.writer.release()
         self.flush(timeout)
+        self.status.writer.stop()
         for reflector in self.reflectors:
             reflector.stop()
         self.bind_pool.shutdown()
@@ -193,6 +203,11 @@ class KubernetesCache(InMemoryCache):
     def pod_group_keys(self) -> KeysView[str]:
         """The ``namespace/name`` of every PodGroup the cache holds (read only)."""
         return self._jobs.keys()
+
+    def cached_pod_group(self, key: str) -> PodGroup | None:
+        """The cache's own PodGroup of ``namespace/name`` (read only; hold :attr:`lock`), or ``None``."""
+        job = self._jobs.get(key)
+        return None if job is None else job.pod_group
 
     # ------------------------------------------------------------------ what the effectors report
 

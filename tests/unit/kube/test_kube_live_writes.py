@@ -1,0 +1,90 @@
+"""KeyedWriter: writes per object, in order, coalesced, held until due, retried."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from volcanolib.kube.live._client import ApiError
+from volcanolib.kube.live._effectors import Pool
+from volcanolib.kube.live._writes import KeyedWriter
+
+
+@pytest.fixture
+def pool() -> Any:
+    p = Pool(4, "test-writes")
+    yield p
+    p.shutdown()
+
+
+def test_writes_for_one_object_go_one_at_a_time_in_order_and_the_waiting_one_takes_later_fields(pool: Pool) -> None:
+    writer = KeyedWriter(pool.submit)
+    release = threading.Event()
+    sent: list[dict[str, Any]] = []
+    in_flight = threading.Event()
+
+    def write(fields: dict[str, Any]) -> None:
+        sent.append(dict(fields))
+        in_flight.set()
+        release.wait(5)
+
+    writer.put("g", {"phase": "Pending", "running": 0}, write)
+    assert in_flight.wait(5)
+    writer.put("g", {"phase": "Inqueue"}, write)
+    writer.put("g", {"running": 3}, write)
+    writer.put("g", {"phase": "Running"}, write)
+    assert writer.waiting("g") == {"phase": "Running", "running": 3}
+    assert writer.coalesced == 2
+    release.set()
+    assert writer.flush(5)
+    assert sent == [{"phase": "Pending", "running": 0}, {"phase": "Running", "running": 3}]
+    writer.stop()
+
+
+def test_a_held_write_is_sent_when_due_without_another_put_and_release_sends_it_now(pool: Pool) -> None:
+    now = [100.0]
+    writer = KeyedWriter(pool.submit, clock=lambda: now[0])
+    sent: list[tuple[str, dict[str, Any]]] = []
+    writer.put("a", {"running": 1}, lambda f: sent.append(("a", f)), due=101.0)
+    writer.put("b", {"running": 2}, lambda f: sent.append(("b", f)), due=10_000.0)
+    assert writer.flush(5) and sent == [] and writer.held == 2
+    now[0] = 101.0
+    with writer._wake:  # the timer waits on real time: wake it to look at the moved clock
+        writer._wake.notify_all()
+    assert writer.flush(5)  # waits for what is due by the clock: "a"
+    assert sent == [("a", {"running": 1})]
+    writer.release()
+    assert writer.flush(5)
+    assert sent == [("a", {"running": 1}), ("b", {"running": 2})]
+    writer.forget("b")
+    writer.stop()
+
+
+def test_a_write_without_an_answer_is_retried_under_later_fields_and_a_refusal_is_not(pool: Pool) -> None:
+    now = [0.0]
+    writer = KeyedWriter(pool.submit, clock=lambda: now[0])
+    attempts: list[dict[str, Any]] = []
+    failures = [ApiError(503, "busy")]
+
+    def write(fields: dict[str, Any]) -> None:
+        attempts.append(dict(fields))
+        if failures:
+            raise failures.pop()
+
+    writer.put("g", {"phase": "Pending", "running": 1}, write)
+    assert writer.flush(5)
+    assert writer.held == 1  # backing off
+    writer.put("g", {"running": 2}, write, due=1_000.0)
+    now[0] = 1.0  # past the first back-off (0.5 s)
+    writer.release()
+    assert writer.flush(5)
+    assert attempts == [{"phase": "Pending", "running": 1}, {"phase": "Pending", "running": 2}]
+
+    failures.append(ApiError(404, "gone"))  # refused for good: logged, not sent again
+    writer.put("h", {"phase": "Running"}, write)
+    assert writer.flush(5)
+    assert writer.held == 0 and writer.waiting("h") is None
+    assert attempts[-1] == {"phase": "Running"} and len(attempts) == 3
+    writer.stop()
