@@ -13,7 +13,7 @@ during the session, so counting a node's pods stays O(1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import TYPE_CHECKING, Final
 
 from volcanolib.api.resource import PODS
@@ -66,22 +66,37 @@ def resumed_pods(
     if placed is not None:
         return _resumed_by_task(kept, nodes, delta, placed, wanted)
     changed = delta.nodes
+    found = _still_placed(kept, nodes, changed)
+    _add_wanted(found, nodes, changed, wanted)
+    return found
+
+
+def _still_placed(
+    kept: Mapping[str, TaskInfo], nodes: Mapping[str, NodeInfo], skip: Set[str] = frozenset()
+) -> dict[str, TaskInfo]:
+    """The kept tasks still on their node, as the node's current objects (those on ``skip`` nodes left out)."""
     found: dict[str, TaskInfo] = {}
     for key, task in kept.items():
         name = task.node_name
-        if name in changed:
+        if name in skip:
             continue
         node = nodes.get(name)
         current = node.tasks.get(key) if node is not None else None
         if current is not None:
             found[key] = current
-    for name in changed:
+    return found
+
+
+def _add_wanted(
+    found: dict[str, TaskInfo], nodes: Mapping[str, NodeInfo], names: Iterable[str], wanted: Callable[[TaskInfo], bool]
+) -> None:
+    """Add to ``found`` every task of the named nodes that ``wanted`` accepts."""
+    for name in names:
         node = nodes.get(name)
         if node is not None:
             for key, task in node.tasks.items():
                 if wanted(task):
                     found[key] = task
-    return found
 
 
 def _resumed_by_task(
@@ -99,24 +114,14 @@ def _resumed_by_task(
     got a new pod, the cache names; and so the tasks of a node that joined
     the snapshot, which are read in full.
     """
-    found: dict[str, TaskInfo] = {}
-    for key, task in kept.items():
-        node = nodes.get(task.node_name)
-        current = node.tasks.get(key) if node is not None else None
-        if current is not None:
-            found[key] = current
+    found = _still_placed(kept, nodes)
     for key, name in placed.items():
         task = nodes[name].tasks[key]
         if wanted(task):
             found[key] = task
         else:
             found.pop(key, None)
-    for name in delta.replaced_nodes():
-        node = nodes.get(name)
-        if node is not None:
-            for key, task in node.tasks.items():
-                if wanted(task):
-                    found[key] = task
+    _add_wanted(found, nodes, delta.replaced_nodes(), wanted)
     return found
 
 

@@ -27,6 +27,11 @@ _ROW_PIPELINED: Final = 1
 _ROW_RELEASING: Final = 2
 
 
+def _equal(a: Resource, b: Resource) -> bool:
+    """Whether two vectors hold the same amounts under the same scalar names (a scalar at 0 counts as named)."""
+    return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
+
+
 def _row(status: TaskStatus) -> int:
     """Which row of the accounting table a status falls in."""
     return _ROW_PIPELINED if status is _PIPELINED else _ROW_RELEASING if status is _RELEASING else 0
@@ -268,17 +273,12 @@ class NodeInfo:
         # Cheapest tests first: most nodes that do not qualify gained or lost a task.
         if len(self.tasks) != len(source.tasks):
             return False
-        a, b = self.used, source.used
-        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
-            return False
-        a, b = self.idle, source.idle
-        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
-            return False
-        a, b = self.releasing, source.releasing
-        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
-            return False
-        a, b = self.pipelined, source.pipelined
-        if a.milli_cpu != b.milli_cpu or a.memory != b.memory or a.scalars != b.scalars:
+        if not (
+            _equal(self.used, source.used)
+            and _equal(self.idle, source.idle)
+            and _equal(self.releasing, source.releasing)
+            and _equal(self.pipelined, source.pipelined)
+        ):
             return False
         if list(self.tasks) != list(source.tasks):
             return False

@@ -104,29 +104,6 @@ def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
         ]
 
 
-def _restate(copy: JobInfo, job: JobInfo) -> None:
-    """Give a reused job copy the cache's PodGroup and what else :meth:`JobInfo.clone` takes from the job.
-
-    For a job whose PodGroup status the cache took from the session that
-    worked on the copy, while its tasks changed on neither side: its task
-    objects and the counts kept from them stand.
-    """
-    copy.pod_group = job.pod_group.clone()
-    copy.name = job.name
-    copy.namespace = job.namespace
-    copy.queue = job.queue
-    copy.min_available = job.min_available
-    copy.task_min_available = job.task_min_available
-    copy.task_min_available_total = job.task_min_available_total
-    copy.preemptable = job.preemptable
-    copy.creation_timestamp = job.creation_timestamp
-    if copy.nodes_fit_errors:
-        copy.nodes_fit_errors = {}
-    copy.job_fit_errors = job.job_fit_errors
-    copy.unschedulable_reason = job.unschedulable_reason
-    copy.schedule_start_timestamp = job.schedule_start_timestamp
-
-
 def _locked(
     method: Callable[Concatenate[InMemoryCache, P], R],
 ) -> Callable[Concatenate[InMemoryCache, P], R]:
@@ -524,7 +501,7 @@ class InMemoryCache:
                 if prev is not None:
                     recopied.append(uid)
             elif uid in groups:
-                _restate(copy, job)
+                copy.restate(job)
                 copy.priority = job_priority(job.pod_group)
                 restated.append(uid)
             elif uid in scrub:
