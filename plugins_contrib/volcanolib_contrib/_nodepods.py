@@ -13,7 +13,7 @@ during the session, so counting a node's pods stays O(1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import TYPE_CHECKING, Final
 
 from volcanolib.api.resource import PODS
@@ -30,6 +30,8 @@ __all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodePods", "U
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
 #: The memory a container without a memory request counts for when scoring (bytes).
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+#: Whole numbers below this add exactly as floats, in any order.
+_EXACT: Final = float(2**53)
 
 
 def pods_where(nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool]) -> dict[str, TaskInfo]:
@@ -52,34 +54,81 @@ def resumed_pods(
 
     ``kept`` is the previous session's answer as it closed (kept in step by
     the session's events). A task's pod and place change only with its
-    node, which the delta then names: only the named nodes are read again.
-    On the other nodes a task may be a new object (its job was copied
-    again), so each kept task is looked up there anew. The result holds the
-    same tasks as a fresh :func:`pods_where`, possibly in another order.
+    node, which the delta then names. When the delta also names the tasks
+    the cache changed (:attr:`~volcanolib.api.cluster.SnapshotDelta.tasks`),
+    only those, and the tasks of nodes new in the snapshot, are read;
+    otherwise every task of the named nodes is. A task may be a new object
+    (its job was copied again), so each kept task is looked up anew. The
+    result holds the same tasks as a fresh :func:`pods_where`, possibly in
+    another order.
     """
+    placed = delta.tasks
+    if placed is not None:
+        return _resumed_by_task(kept, nodes, delta, placed, wanted)
     changed = delta.nodes
+    found = _still_placed(kept, nodes, changed)
+    _add_wanted(found, nodes, changed, wanted)
+    return found
+
+
+def _still_placed(
+    kept: Mapping[str, TaskInfo], nodes: Mapping[str, NodeInfo], skip: Set[str] = frozenset()
+) -> dict[str, TaskInfo]:
+    """The kept tasks still on their node, as the node's current objects (those on ``skip`` nodes left out)."""
     found: dict[str, TaskInfo] = {}
     for key, task in kept.items():
         name = task.node_name
-        if name in changed:
+        if name in skip:
             continue
         node = nodes.get(name)
         current = node.tasks.get(key) if node is not None else None
         if current is not None:
             found[key] = current
-    for name in changed:
+    return found
+
+
+def _add_wanted(
+    found: dict[str, TaskInfo], nodes: Mapping[str, NodeInfo], names: Iterable[str], wanted: Callable[[TaskInfo], bool]
+) -> None:
+    """Add to ``found`` every task of the named nodes that ``wanted`` accepts."""
+    for name in names:
         node = nodes.get(name)
         if node is not None:
             for key, task in node.tasks.items():
                 if wanted(task):
                     found[key] = task
+
+
+def _resumed_by_task(
+    kept: Mapping[str, TaskInfo],
+    nodes: Mapping[str, NodeInfo],
+    delta: SnapshotDelta,
+    placed: Mapping[str, str],
+    wanted: Callable[[TaskInfo], bool],
+) -> dict[str, TaskInfo]:
+    """:func:`resumed_pods` reading only the tasks the cache changed and the nodes new in the snapshot.
+
+    A kept task still on its node stays (its pod did not change, or the
+    cache would name it); one that left is not found there. A task that
+    joined a node, came back from an eviction the previous session made, or
+    got a new pod, the cache names; and so the tasks of a node that joined
+    the snapshot, which are read in full.
+    """
+    found = _still_placed(kept, nodes)
+    for key, name in placed.items():
+        task = nodes[name].tasks[key]
+        if wanted(task):
+            found[key] = task
+        else:
+            found.pop(key, None)
+    _add_wanted(found, nodes, delta.replaced_nodes(), wanted)
     return found
 
 
 class Usage:
     """What the pods on one node request: actual and "non-zero" (defaulted) cpu and memory, scalars."""
 
-    __slots__ = ("cpu", "memory", "nz_cpu", "nz_memory", "scalars")
+    __slots__ = ("cpu", "exact", "memory", "nz_cpu", "nz_memory", "scalars")
 
     def __init__(self) -> None:
         self.cpu = 0.0
@@ -87,6 +136,9 @@ class Usage:
         self.nz_cpu = 0.0
         self.nz_memory = 0.0
         self.scalars: dict[str, float] = {}
+        #: Whether every amount applied was a whole number and the sums stay below 2**53, so that
+        #: they do not depend on the order of the pods (see :class:`~volcanolib.framework.carry.PartSums`).
+        self.exact = True
 
     def apply(self, task: TaskInfo, sign: int) -> None:
         """Add (``sign`` 1) or remove (``sign`` -1) one pod's request."""
@@ -102,6 +154,11 @@ class Usage:
             for name, value in req.scalars.items():
                 if name != PODS:
                     scalars[name] = scalars.get(name, 0.0) + sign * value
+                    if value % 1 or value >= _EXACT:
+                        self.exact = False
+        # ``x % 1`` is NaN for infinities, which counts as not whole; memory is the largest sum.
+        if cpu % 1 or memory % 1 or self.memory >= _EXACT or self.cpu >= _EXACT:
+            self.exact = False
 
 
 class NodePods:
@@ -122,12 +179,57 @@ class NodePods:
         self._usage: dict[str, Usage] | None = {} if track_usage else None
 
     def resume(self, previous: NodePods, delta: SnapshotDelta) -> None:
-        """Keep the request sums ``previous`` (the last session's, as it closed) counted for unchanged nodes."""
+        """Take over the request sums ``previous`` (the last session's, as it closed) counted.
+
+        Those of unchanged nodes stand. Those of a changed node are brought
+        up to date pod by pod when the delta names the tasks the cache
+        changed and the sums are exact; otherwise they are dropped (and
+        counted again when asked for).
+        """
         kept = previous._usage
         if self._usage is None or kept is None:
             return
+        placed = delta.tasks
+        replaced = delta.replaced_nodes()
+        old_nodes, new_nodes, evicted = previous.nodes, self.nodes, previous.evicted
+        updated: set[str] = set()
         for name in delta.nodes:
-            kept.pop(name, None)
+            u = kept.get(name)
+            if u is None:
+                continue
+            old, new = old_nodes.get(name), new_nodes.get(name)
+            if placed is None or old is None or new is None or name in replaced or not u.exact:
+                del kept[name]
+                continue
+            before, after = old.tasks, new.tasks
+            gone = evicted.get(name, ())
+            if old is not new:  # else the same tasks (the cache brought the copy up to date in place)
+                for key in before.keys() - after.keys():
+                    if key not in gone:
+                        u.apply(before[key], -1)
+                for key in after.keys() - before.keys():
+                    u.apply(after[key], 1)
+            for key in gone:  # evicted by the previous session and still here: a pod again, as a fresh count has it
+                if key in before and key in after:
+                    u.apply(after[key], 1)
+            updated.add(name)
+        if placed is not None:
+            # A task the cache changed under a key its node kept: its pod may be another one.
+            for key, name in placed.items():
+                if name in updated:
+                    old_task = old_nodes[name].tasks.get(key)
+                    new_task = new_nodes[name].tasks[key]
+                    # (A task evicted by the previous session was counted above with its new request.)
+                    if (
+                        old_task is not None
+                        and old_task.resreq is not new_task.resreq
+                        and key not in evicted.get(name, ())
+                    ):
+                        kept[name].apply(old_task, -1)
+                        kept[name].apply(new_task, 1)
+            for name in updated:
+                if not kept[name].exact:
+                    del kept[name]
         self._usage = kept
 
     # ------------------------------------------------------------------ queries

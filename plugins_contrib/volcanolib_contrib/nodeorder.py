@@ -222,7 +222,7 @@ class NodeOrderPlugin:
         self._pods.resume(pods, delta)
         self._tainted = tainted
         old, new = previous.nodes, ssn.nodes
-        for name in delta.nodes:
+        for name in delta.replaced_nodes():  # the others kept their Node
             gone = old.get(name)
             if gone is not None:
                 self._count_node(images, gone, -1)

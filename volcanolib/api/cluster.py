@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -58,7 +58,9 @@ class SnapshotDelta:
 
     #: The previous snapshot's report (its :attr:`ClusterInfo.changes`), which names the snapshot this one follows.
     since: SnapshotChanges
-    #: Nodes whose object is new (changed, added, or ready again) and nodes of the previous snapshot no longer in it.
+    #: Nodes that changed (added, ready again, or their tasks changed) and nodes of the previous snapshot no
+    #: longer in it. A changed node is a new object, or the previous one brought up to date in place when it
+    #: held the same tasks with the same accounting (only task statuses and task objects change then).
     nodes: frozenset[str]
     #: Jobs (by uid) whose object is new or changed since, and jobs of the previous snapshot no longer in it.
     jobs: frozenset[str]
@@ -66,6 +68,22 @@ class SnapshotDelta:
     queues: frozenset[str]
     #: Whether the ready nodes are the previous snapshot's, by name and in the same order.
     same_nodes: bool
+    #: The nodes of :attr:`nodes` that are not just the previous snapshot's node with other tasks:
+    #: added, removed, replaced in the cache (their :class:`~volcanolib.api.node.Node`, allocatable or
+    #: capability may differ), or ready again. ``None`` (the default) when the cache does not say:
+    #: then every node of :attr:`nodes` may be such a node.
+    node_specs: frozenset[str] | None = None
+    #: The tasks the cache added, replaced, placed or moved to another status since, among those on a
+    #: node of this snapshot: each task's key (``namespace/name``) with the name of its node. What
+    #: the session on the previous snapshot did to its copy and the cache did not follow (a task
+    #: pipelined, say) is not here, but its node is in :attr:`nodes`; so are the nodes tasks left.
+    #: ``None`` (the default) when the cache does not say: then any task on a node of :attr:`nodes`
+    #: may be one of them.
+    tasks: Mapping[str, str] | None = None
+
+    def replaced_nodes(self) -> frozenset[str]:
+        """The nodes whose node itself may have changed: :attr:`node_specs`, else all of :attr:`nodes`."""
+        return self.nodes if self.node_specs is None else self.node_specs
 
 
 @attrs.define(eq=False)

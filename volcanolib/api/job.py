@@ -282,16 +282,8 @@ class JobInfo:
         # would build it. A test checks that every field is copied.
         job = _new_object(JobInfo)
         job.uid = self.uid
-        job.pod_group = self.pod_group.clone()
-        job.name = self.name
-        job.namespace = self.namespace
-        job.queue = self.queue
-        job.min_available = self.min_available
-        job.task_min_available = self.task_min_available
-        job.task_min_available_total = self.task_min_available_total
+        job.restate(self)
         job.priority = self.priority
-        job.preemptable = self.preemptable
-        job.creation_timestamp = self.creation_timestamp
         tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         job.tasks = tasks
         index: dict[TaskStatus, dict[str, TaskInfo]] = {}
@@ -303,15 +295,35 @@ class JobInfo:
         job.task_status_index = index
         job.allocated = self.allocated.clone()
         job.total_request = self.total_request.clone()
-        job.nodes_fit_errors = {}
-        job.job_fit_errors = self.job_fit_errors
-        job.unschedulable_reason = self.unschedulable_reason
-        job.schedule_start_timestamp = self.schedule_start_timestamp
         job._pending_best_effort = self._pending_best_effort
         job._ready = self._ready
         job._role_counts = {role: counts.copy() for role, counts in self._role_counts.items()}
         job._role_pending_be = self._role_pending_be.copy()
         return job
+
+    def restate(self, job: JobInfo) -> None:
+        """Take ``job``'s PodGroup (a copy, as :meth:`clone` makes) and every field not counted from tasks.
+
+        What stays: the uid, the priority, the tasks and what is counted from
+        them. The per-session notes are reset as in a clone (no fit errors per
+        task). The cache uses it for a reused copy of a job whose PodGroup
+        status alone changed.
+
+        .. versionadded:: 0.2
+        """
+        self.pod_group = job.pod_group.clone()
+        self.name = job.name
+        self.namespace = job.namespace
+        self.queue = job.queue
+        self.min_available = job.min_available
+        self.task_min_available = job.task_min_available
+        self.task_min_available_total = job.task_min_available_total
+        self.preemptable = job.preemptable
+        self.creation_timestamp = job.creation_timestamp
+        self.nodes_fit_errors = {}
+        self.job_fit_errors = job.job_fit_errors
+        self.unschedulable_reason = job.unschedulable_reason
+        self.schedule_start_timestamp = job.schedule_start_timestamp
 
     # ------------------------------------------------------------------ counts
 

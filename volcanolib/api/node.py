@@ -27,6 +27,11 @@ _ROW_PIPELINED: Final = 1
 _ROW_RELEASING: Final = 2
 
 
+def _equal(a: Resource, b: Resource) -> bool:
+    """Whether two vectors hold the same amounts under the same scalar names (a scalar at 0 counts as named)."""
+    return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
+
+
 def _row(status: TaskStatus) -> int:
     """Which row of the accounting table a status falls in."""
     return _ROW_PIPELINED if status is _PIPELINED else _ROW_RELEASING if status is _RELEASING else 0
@@ -214,17 +219,28 @@ class NodeInfo:
         """The status a task was accounted under on this node, or ``None`` if it is not here."""
         return self._accounted.get(task.key)
 
-    def clone(self, tasks: Mapping[str, TaskInfo] | None = None) -> NodeInfo:
+    def clone(self, tasks: Mapping[str, TaskInfo] | None = None, *, like: NodeInfo | None = None) -> NodeInfo:
         """Return a copy with its own resource vectors.
 
         :param tasks: the tasks to place on the copy, by key; the copy shares them.
             Without it the copy shares this node's task objects.
+        :param like: an earlier copy of this node, made while it had the same
+            allocatable and capability: the copy shares those two vectors with
+            it instead of copying them (nothing changes them once a node is
+            built; the cache replaces a node whose allocatable changes).
+
+        .. versionchanged:: 0.2
+           ``like``.
         """
         node = NodeInfo.__new__(NodeInfo)
         node.name = self.name
         node.node = self.node
-        node.allocatable = self.allocatable.clone()
-        node.capability = self.capability.clone()
+        if like is None:
+            node.allocatable = self.allocatable.clone()
+            node.capability = self.capability.clone()
+        else:
+            node.allocatable = like.allocatable
+            node.capability = like.capability
         node.idle = self.idle.clone()
         node.used = self.used.clone()
         node.releasing = self.releasing.clone()
@@ -237,6 +253,38 @@ class NodeInfo:
         else:
             node.tasks = {key: tasks.get(key, t) for key, t in self.tasks.items()}
         return node
+
+    def catch_up(self, source: NodeInfo) -> bool:
+        """Take ``source``'s task statuses when this node accounts for the same tasks as it; say whether it did.
+
+        This node (a copy of ``source`` made earlier) qualifies when it holds
+        tasks under the same keys, in the same order, and its idle, used,
+        releasing and pipelined resources equal ``source``'s: then only the
+        statuses its tasks were accounted under may differ within an
+        accounting row (a task Allocated here is Running there, say), and
+        those are taken from ``source``. Otherwise nothing changes. The task
+        objects stay this node's own; allocatable and capability are not
+        compared.
+
+        Runtime complexity: O(tasks on the node).
+
+        .. versionadded:: 0.2
+        """
+        # Cheapest tests first: most nodes that do not qualify gained or lost a task.
+        if len(self.tasks) != len(source.tasks):
+            return False
+        if not (
+            _equal(self.used, source.used)
+            and _equal(self.idle, source.idle)
+            and _equal(self.releasing, source.releasing)
+            and _equal(self.pipelined, source.pipelined)
+        ):
+            return False
+        if list(self.tasks) != list(source.tasks):
+            return False
+        if self._accounted != source._accounted:
+            self._accounted = source._accounted.copy()
+        return True
 
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle}, used={self.used}, tasks={len(self.tasks)})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
@@ -23,6 +23,8 @@ from volcanolib.errors import CacheError
 __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 
 log = logging.getLogger(__name__)
+#: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
+_BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -68,19 +70,34 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
     return task.clone()
 
 
+def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """The snapshot's objects for a node's tasks, by key in the node's order: ``reuse``'s, else :func:`_task_copy`."""
+    tasks = node.tasks
+    copies: dict[str, TaskInfo | None] = dict(zip(tasks, map(reuse.get, tasks), strict=True))
+    if None in copies.values():
+        for key, copy in copies.items():
+            if copy is None:
+                copies[key] = _task_copy(tasks[key], jobs)
+    return copies  # type: ignore[return-value]  # no None is left
+
+
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
-    """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go."""
+    """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go.
+
+    Its conditions are the cache's but for their transition ids and times (the
+    session that closed on it checked that, and neither side changed since).
+    """
     if copy.nodes_fit_errors:
         copy.nodes_fit_errors = {}
     copy.job_fit_errors = job.job_fit_errors
     copy.schedule_start_timestamp = job.schedule_start_timestamp
     theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
-    if len(theirs) == len(ours) and all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+    if len(theirs) == len(ours):
         # A renewed condition: only its transition id and time differ (the copy's objects are its own).
         for a, b in zip(theirs, ours, strict=True):
             a.transition_id = b.transition_id
             a.last_transition_time = b.last_transition_time
-    else:
+    else:  # not expected; copied all the same
         copy.pod_group.conditions = [
             PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
             for c in ours
@@ -142,6 +159,11 @@ class InMemoryCache:
         self.default_queue = default_queue
         self._nodes: dict[str, NodeInfo] = {}
         self._tasks: dict[str, TaskInfo] = {}
+        # Each task's place in ``_tasks`` (a counter, growing with each insertion), and the Binding or
+        # Bound tasks, so that starting them costs what is bound, in the order of ``_tasks``.
+        self._position: dict[str, int] = {}
+        self._inserted = 0
+        self._bound: set[str] = set()
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
         self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
@@ -156,6 +178,12 @@ class InMemoryCache:
         # tasks, their status or placement, its PodGroup), everything (priority classes).
         self._changed_nodes: set[str] = set()
         self._changed_jobs: set[str] = set()
+        # Of those, nodes added, replaced or removed (not only their tasks), and tasks (by uid) added,
+        # placed or moved to another status.
+        self._changed_specs: set[str] = set()
+        self._changed_tasks: set[str] = set()
+        # Jobs whose PodGroup status the cache took from a session (only their PodGroup changed).
+        self._changed_groups: set[str] = set()
         self._changed_all = False
         self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
@@ -203,6 +231,7 @@ class InMemoryCache:
                 fresh.add_task(task)
         self._nodes[node.name] = fresh
         self._changed_nodes.add(node.name)
+        self._changed_specs.add(node.name)
 
     update_node = add_node
 
@@ -213,6 +242,7 @@ class InMemoryCache:
         if node is None:
             return
         self._changed_nodes.add(name)
+        self._changed_specs.add(name)
         if node.tasks:
             placeholder = NodeInfo(name, Resource())
             placeholder.ready = False
@@ -231,7 +261,12 @@ class InMemoryCache:
         if task.uid in self._tasks:
             self._remove_task(self._tasks[task.uid])
         self._tasks[task.uid] = task
+        self._position[task.uid] = self._inserted
+        self._inserted += 1
+        if task.status in _BOUND:
+            self._bound.add(task.uid)
         self._changed_jobs.add(task.job)
+        self._changed_tasks.add(task.uid)
         if task.node_name and not in_statuses(task.status, COMPLETED_STATUSES):
             self._changed_nodes.add(task.node_name)
             node = self._nodes.get(task.node_name)
@@ -240,6 +275,7 @@ class InMemoryCache:
                 node.ready = False
                 node.not_ready_reason = "UnInitialized"
                 self._nodes[task.node_name] = node
+                self._changed_specs.add(task.node_name)
             node.add_task(task)
         if task.job:
             job = self._jobs.get(task.job)
@@ -259,6 +295,8 @@ class InMemoryCache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._tasks.pop(task.uid, None)
+        self._position.pop(task.uid, None)
+        self._bound.discard(task.uid)
         self._changed_jobs.add(task.job)
         self._changed_nodes.add(task.node_name)
         node = self._nodes.get(task.node_name)
@@ -414,6 +452,9 @@ class InMemoryCache:
         self._handed = _Handed(cluster.jobs.copy(), cluster.nodes.copy(), changes)
         self._changed_nodes = set()
         self._changed_jobs = set()
+        self._changed_specs = set()
+        self._changed_tasks = set()
+        self._changed_groups = set()
         self._changed_all = False
         self._changed_queues = set()
         self._scrub = set()
@@ -444,6 +485,9 @@ class InMemoryCache:
             old_jobs, old_nodes = {}, {}
             dirty_jobs = dirty_nodes = set()
         scrub = self._scrub if prev is not None else set()
+        groups = self._changed_groups
+        # Jobs reused with a new copy of their PodGroup (their tasks did not change on either side).
+        restated: list[str] = []
         # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
         recopied: list[str] = []
         for uid, job in self._jobs.items():
@@ -456,6 +500,10 @@ class InMemoryCache:
                 copy.priority = job_priority(job.pod_group)
                 if prev is not None:
                     recopied.append(uid)
+            elif uid in groups:
+                copy.restate(job)
+                copy.priority = job_priority(job.pod_group)
+                restated.append(uid)
             elif uid in scrub:
                 _reset_session_notes(copy, job)
             jobs[uid] = copy
@@ -464,22 +512,50 @@ class InMemoryCache:
                 skipped[uid] = f"PodGroup {uid} does not exist"
         nodes = cluster.nodes
         node_list = cluster.node_list
+        # Nodes copied afresh (every task looked up), and changed nodes: their new copy took the old
+        # one's task objects, or the old copy, holding the same tasks with the same accounting, took
+        # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
-        for name, node in self._nodes.items():
-            if not node.ready:
-                continue
-            node_copy = old_nodes.get(name)
-            if node_copy is None or name in dirty_nodes:
-                node_copy = node.clone(tasks={k: _task_copy(t, jobs) for k, t in node.tasks.items()})
-                copied.add(name)
-            nodes[name] = node_copy
-            node_list.append(node_copy)
+        renewed: list[str] = []
+        specs = self._changed_specs
+        own_nodes = self._nodes
+        if prev is not None and not specs:
+            # No node was added, replaced or removed: the ready nodes are the previous snapshot's,
+            # in the same order; only those whose tasks changed get a new copy.
+            nodes.update(old_nodes)
+            for name in dirty_nodes:
+                node_copy = nodes.get(name)
+                if node_copy is not None:
+                    node = own_nodes[name]
+                    if not node_copy.catch_up(node):
+                        nodes[name] = self._renew(node, node_copy, jobs, node_copy)
+                    renewed.append(name)
+            node_list.extend(nodes.values())
+        else:
+            for name, node in own_nodes.items():
+                if not node.ready:
+                    continue
+                node_copy = old_nodes.get(name)
+                if node_copy is None:
+                    node_copy = self._renew(node, None, jobs, None)
+                    copied.add(name)
+                elif name in dirty_nodes:
+                    if name in specs or not node_copy.catch_up(node):
+                        node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    renewed.append(name)
+                nodes[name] = node_copy
+                node_list.append(node_copy)
         if prev is not None:
-            # A node kept from ``prev`` still holds the previous copies of the tasks of jobs copied
+            # A node not copied afresh may still hold the previous copies of the tasks of jobs copied
             # again or touched: give it the new ones.
             for uid in dirty_jobs.union(recopied):
                 own = self._jobs.get(uid)
-                tasks = own.tasks.values() if own is not None else self._orphans.get(uid, {}).values()
+                if own is not None:
+                    tasks: Iterable[TaskInfo] = own.tasks.values()
+                elif uid:
+                    tasks = self._orphans.get(uid, {}).values()
+                else:  # tasks of no job: those that changed
+                    tasks = [t for t in map(self._tasks.get, self._changed_tasks) if t is not None and not t.job]
                 for task in tasks:
                     name = task.node_name
                     if name and name not in copied:
@@ -491,16 +567,41 @@ class InMemoryCache:
             gone_nodes = old_nodes.keys() - nodes.keys()
             cluster.delta = SnapshotDelta(
                 since=prev.changes,
-                nodes=frozenset(copied.union(gone_nodes)),
-                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied)),
+                nodes=frozenset(copied.union(renewed, gone_nodes)),
+                jobs=frozenset((old_jobs.keys() - jobs.keys()).union(recopied, restated)),
                 queues=frozenset(self._changed_queues),
                 # Names are compared in order: a node removed and added again between two snapshots moves to the end.
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
+                node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
+                tasks=self._placed_tasks(nodes),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
             cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
+
+    @staticmethod
+    def _renew(node: NodeInfo, old: NodeInfo | None, jobs: dict[str, JobInfo], like: NodeInfo | None) -> NodeInfo:
+        """A snapshot's copy of ``node``, taking the task objects of ``old`` (its previous copy) for tasks it still has.
+
+        Objects ``old`` held for tasks of jobs copied again must be replaced afterwards.
+        ``like`` is passed on to :meth:`NodeInfo.clone`.
+        """
+        copy = node.clone(like=like)
+        copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
+        return copy
+
+    def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
+        """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""
+        placed: dict[str, str] = {}
+        known = self._tasks
+        for uid in self._changed_tasks:
+            task = known.get(uid)
+            if task is not None and task.node_name:
+                node = nodes.get(task.node_name)
+                if node is not None and task.key in node.tasks:
+                    placed[task.key] = task.node_name
+        return placed
 
     # ------------------------------------------------------------------ effectors
 
@@ -514,6 +615,11 @@ class InMemoryCache:
     def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         self._changed_jobs.add(task.job)
         self._changed_nodes.add(task.node_name)
+        self._changed_tasks.add(task.uid)
+        if status in _BOUND:
+            self._bound.add(task.uid)
+        else:
+            self._bound.discard(task.uid)
         job = self._jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
             job.update_task_status(task, status)
@@ -653,7 +759,7 @@ class InMemoryCache:
             else:  # not checked: should incremental snapshots be switched on, the next one copies all
                 self._changed_all = True
             return
-        self._changed_jobs.add(own.uid)
+        self._changed_groups.add(own.uid)
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase
@@ -676,20 +782,29 @@ class InMemoryCache:
         (the PodGroup status, a condition, the priority) has the job copied again.
         """
         pg, mine = job.pod_group, own.pod_group
+        # Field by field (status_key's fields, then same_as's): every job is checked at every close.
         if (
-            pg.status_key() != mine.status_key()
+            pg.phase != mine.phase
+            or pg.running != mine.running
+            or pg.succeeded != mine.succeeded
+            or pg.failed != mine.failed
             or job.priority != self._job_priority(mine)
             or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != mine.annotations.get(JOB_ALLOCATED_HYPER_NODE)
         ):
             self._changed_jobs.add(own.uid)
             return
         theirs, ours = pg.conditions, mine.conditions
-        if theirs != ours:
-            if len(theirs) != len(ours) or not all(a.same_as(b) for a, b in zip(theirs, ours, strict=True)):
+        if len(theirs) != len(ours):
+            self._changed_jobs.add(own.uid)
+            return
+        renewed = False
+        for a, b in zip(theirs, ours, strict=True):
+            if a.type != b.type or a.status != b.status or a.reason != b.reason or a.message != b.message:
                 self._changed_jobs.add(own.uid)
                 return
-            self._scrub.add(own.uid)
-        elif (
+            if a.transition_id != b.transition_id or a.last_transition_time != b.last_transition_time:
+                renewed = True
+        if renewed or (
             job.nodes_fit_errors
             or job.job_fit_errors != own.job_fit_errors
             or job.schedule_start_timestamp != own.schedule_start_timestamp
@@ -709,13 +824,12 @@ class InMemoryCache:
 
     @_locked
     def start_bound_tasks(self) -> list[TaskInfo]:
-        """Mark bound tasks Running, as kubelets would; return them."""
-        started = []
-        for task in self._tasks.values():
-            if task.status in (TaskStatus.BINDING, TaskStatus.BOUND):
-                self._set_status(task, TaskStatus.RUNNING)
-                self._nodes[task.node_name].update_task(task)
-                started.append(task)
+        """Mark bound tasks Running, as kubelets would; return them (in the order of :meth:`tasks`)."""
+        position = self._position
+        started = [self._tasks[uid] for uid in sorted(self._bound, key=position.__getitem__)]
+        for task in started:
+            self._set_status(task, TaskStatus.RUNNING)
+            self._nodes[task.node_name].update_task(task)
         return started
 
     @_locked

@@ -70,6 +70,26 @@ class PartSums(Generic[K]):
         # Written out (no Resource.add/sub calls): opening a session puts every node or job once.
         total = self.total
         old = self.parts.pop(part, None)
+        if old is not None and amount is not None and self.exact and old.scalars.keys() == amount.scalars.keys():
+            # The part changes amounts on the same dimensions (a node or job updated at resume): the
+            # total moves by the differences. Exact sums do not depend on the order (see above).
+            self.parts[part] = amount
+            cpu = amount.milli_cpu
+            memory = amount.memory
+            total.milli_cpu += cpu - old.milli_cpu
+            total.memory += memory - old.memory
+            exact = not (cpu % 1 or memory % 1)
+            if amount.scalars:
+                scalars = total.scalars
+                olds = old.scalars
+                for name, value in amount.scalars.items():
+                    scalars[name] += value - olds[name]
+                    if value % 1 or not -_EXACT < scalars[name] < _EXACT:
+                        exact = False
+            if exact and not (-_EXACT < total.milli_cpu < _EXACT and -_EXACT < total.memory < _EXACT):
+                exact = False
+            self.exact = exact
+            return
         if old is not None:
             total.milli_cpu -= old.milli_cpu
             total.memory -= old.memory

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
-from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
+from volcanolib.api.job import ConditionType, JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
@@ -261,7 +261,8 @@ class Session:
         # Jobs whose tasks changed status here, and where to report them (and node_log) at close.
         self._touched_jobs: set[str] = set()
         self._changes: SnapshotChanges | None = None
-        self._baseline: dict[str, tuple[tuple[object, ...], list[PodGroupCondition], str | None]] = {}
+        # Each job's PodGroup status as loaded (:func:`_status_signature`), to tell at close whether it changed.
+        self._baseline: dict[str, tuple[object, ...]] = {}
         self._placement: Placement | None = None
         #: What differs from the previous session's snapshot, when this session follows it (see
         #: :class:`~volcanolib.framework.carry.Carry`); ``None`` when everything is computed afresh.
@@ -527,13 +528,9 @@ class Session:
         self.hyper_nodes = snapshot.hyper_nodes
         self.skipped_jobs = dict(snapshot.skipped_jobs)
         self.total_resource = self._total_allocatable()
-        for job in self.jobs.values():
-            pg = job.pod_group
-            self._baseline[job.uid] = (
-                pg.status_key(),
-                [_copy_cond(c) for c in pg.conditions],
-                pg.annotations.get(JOB_ALLOCATED_HYPER_NODE),
-            )
+        baseline = self._baseline
+        for uid, job in self.jobs.items():
+            baseline[uid] = _status_signature(job.pod_group)
 
     def _total_allocatable(self) -> Resource:
         """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
@@ -547,7 +544,7 @@ class Session:
         sums = carry.allocatable if delta is not None else None
         if sums is not None and delta is not None:
             nodes = self.nodes
-            for name in delta.nodes:
+            for name in delta.replaced_nodes():  # the others kept their allocatable
                 changed = nodes.get(name)
                 sums.put(name, changed.allocatable.clone() if changed is not None else None)
         if sums is None or not sums.exact:
@@ -596,15 +593,7 @@ class Session:
         pg.running = running
         pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
         pg.failed = len(index.get(TaskStatus.FAILED, ()))
-        base = self._baseline.get(job.uid)
-        if base is None:
-            return True
-        status, conditions, placed = base
-        if status != pg.status_key() or len(conditions) != len(pg.conditions):
-            return True
-        if placed != pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
-            return True
-        return not all(a.same_as(b) for a, b in zip(conditions, pg.conditions, strict=True))
+        return self._baseline.get(job.uid) != _status_signature(pg)
 
     def _queue_status(self) -> list[QueueInfo]:
         """Set every queue's ``allocated`` to the requests of the allocated tasks in it and its children.
@@ -953,5 +942,20 @@ class Session:
 _MAX_PLANS: Final = 1024
 
 
-def _copy_cond(c: PodGroupCondition) -> PodGroupCondition:
-    return PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
+def _status_signature(pg: PodGroup) -> tuple[object, ...]:
+    """A PodGroup's status as a session compares it: phase, counts, the HyperNode annotation and each condition.
+
+    Conditions compare without their transition id and time (as
+    :meth:`~volcanolib.api.job.PodGroupCondition.same_as` does). One flat
+    tuple per job: a session takes one of every job when it loads.
+    """
+    signature: list[object] = [
+        pg.phase,
+        pg.running,
+        pg.succeeded,
+        pg.failed,
+        pg.annotations.get(JOB_ALLOCATED_HYPER_NODE),
+    ]
+    for c in pg.conditions:
+        signature += (c.type, c.status, c.reason, c.message)
+    return tuple(signature)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
-from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions, gang_task
+from test_incremental import CheckedCache, FirstTryFails, World, apply, decisions, gang_task, linger
 
 from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
@@ -130,7 +130,8 @@ def run(
     for cycle in range(cycles):
         now[0] = float(cycle)
         cache.start_bound_tasks()
-        cache.finish_evictions()
+        if not linger(cycle):
+            cache.finish_evictions()
         for event in world.draw(cache):
             feed(cache, event)
         before = None if opened is None else (lambda ssn: opened(scheduler, ssn))
@@ -214,7 +215,8 @@ def test_resumed_sessions_decide_as_fresh_ones_with_taints_images_and_anti_affin
         now[0] = float(cycle)
         for cache in caches:
             cache.start_bound_tasks()
-            cache.finish_evictions()
+            if not linger(cycle):
+                cache.finish_evictions()
         events = world.draw(caches[0])
         for cache in caches:
             for event in events:
@@ -333,3 +335,70 @@ def test_a_delta_is_followed_only_from_the_last_closed_session_and_when_it_names
     carry.opened()
     cluster.delta = SnapshotDelta(changes, frozenset(), frozenset(), frozenset(), True)
     assert carry.delta(cluster) is None  # a session opened since
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resumed_pods_read_by_task_equal_resumed_pods_read_by_node(seed: int) -> None:
+    """``resumed_pods`` with the delta's changed tasks gives what reading every changed node in full gives."""
+    from volcanolib_contrib._nodepods import pods_where, resumed_pods
+
+    kept: dict[str, dict[str, Any]] = {}
+    compared = [0]
+
+    def closed(ssn: Session, previous: Session | None) -> None:
+        # What each plugin's index holds as the session closes, and its test.
+        for name, attr, test in (
+            ("nodeorder", "_affinity_pods", "_has_affinity"),
+            ("predicates", "_anti_pods", "_has_required_anti"),
+        ):
+            plugin = ssn.plugins[name]
+            kept[name] = {"pods": dict(getattr(plugin, attr)), "test": getattr(plugin, test)}
+
+    def opened(scheduler: Scheduler, ssn: Session) -> None:
+        delta = ssn.delta
+        if delta is None or not kept:
+            return
+        assert delta.tasks is not None and delta.node_specs is not None
+        plain = attrs.evolve(delta, tasks=None, node_specs=None)
+        for name, state in kept.items():
+            by_task = resumed_pods(state["pods"], ssn.nodes, delta, state["test"])
+            by_node = resumed_pods(state["pods"], ssn.nodes, plain, state["test"])
+            fresh = pods_where(ssn.node_list, state["test"])
+            assert by_task.keys() == by_node.keys() == fresh.keys(), f"seed {seed}: {name}"
+            assert all(by_task[key] is fresh[key] and by_node[key] is fresh[key] for key in fresh)
+            compared[0] += bool(fresh)
+
+    run(seed, 40, closed, opened, apply_varied)
+    assert compared[0] > 5  # some sessions had pods with (anti-)affinity to compare
+
+
+def test_a_node_ready_again_brings_its_pods_back_into_resumed_indexes() -> None:
+    """Pods on a node that leaves the snapshot and comes back are read again, though the cache did not change them."""
+    cache = InMemoryCache()
+    for i in range(8):  # a cycle changes at most two of them: every session can resume
+        cache.add_node(build_node(f"n{i}", cpu="8"))
+    cache.add_pod_group(build_pod_group("apart", min_member=1))
+    task = build_task("apart-0", job="apart", cpu="100m", node="n1", labels={"app": "apart"})
+    assert task.pod is not None
+    task.pod = attrs.evolve(task.pod, affinity=_SPREAD)
+    cache.add_task(task)
+    scheduler = Scheduler(cache, CONF)
+    resumed = []
+
+    def opened(ssn: Session) -> None:
+        resumed.append(ssn.delta is not None)
+        for name in ("nodeorder", "predicates"):
+            plugin: Any = scheduler.host.plugins[name]
+            fresh: Any = type(plugin)(plugin.arguments)
+            fresh.on_session_open(ssn)
+            assert plugin.kept_state() == fresh.kept_state(), f"{name} resumed differs from a fresh open"
+
+    scheduler.run_once(before_actions=opened)
+    scheduler.run_once(before_actions=opened)
+    for ready in (False, True):
+        node = build_node("n1", cpu="8")
+        node.ready = ready
+        cache.add_node(node)
+        scheduler.run_once(before_actions=opened)
+    assert resumed == [False, True, True, True]
+    assert "default/apart-0" in scheduler.host.plugins["predicates"].kept_state()[2]

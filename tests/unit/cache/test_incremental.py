@@ -1,8 +1,10 @@
 """Incremental snapshots: what they reuse, and random cycles proving they equal full rebuilds.
 
 Two caches are fed the same random events (gangs arriving, pods finishing,
-evictions, failed binds, nodes added, removed and not ready, queues added,
-changed and removed, priority classes changed). One reuses unchanged
+evictions, failed binds, pods replaced under the same name on their node,
+pods of no PodGroup, nodes added, removed and not ready, queues added,
+changed and removed, priority classes changed); evicted pods sometimes
+linger into the next cycle. One reuses unchanged
 copies between snapshots, the other copies everything every time. After
 every snapshot the incremental one is checked against a full rebuild of the
 same cache (a canonical dump of nodes, jobs, PodGroup status and queues),
@@ -128,6 +130,14 @@ class CheckedCache(InMemoryCache):
         self.dumps.append(got)
         return snap
 
+    def start_bound_tasks(self) -> list[TaskInfo]:
+        # The tasks kept as bound, in the order of all tasks, are those a scan of every task finds.
+        expected = [t for t in self.tasks() if t.status in (TaskStatus.BINDING, TaskStatus.BOUND)]
+        started = super().start_bound_tasks()
+        assert started == expected
+        assert all(t.status is TaskStatus.RUNNING for t in started)
+        return started
+
 
 class FirstTryFails:
     """A binder that fails the first bind of about one task in six, the same in every cache."""
@@ -151,6 +161,7 @@ class World:
         self.rng = random.Random(seed)
         self.next_node = nodes
         self.next_job = 0
+        self.next_pod = 0
         self.nodes = {f"n{i}" for i in range(nodes)}
         self.events: list[tuple[Any, ...]] = [("node", f"n{i}", self._node_size(), True) for i in range(nodes)]
         self.events += [("queue", name, 1, None) for name in QUEUES[1:3]]
@@ -188,6 +199,15 @@ class World:
         left = [uid for uid in running if uid not in finished]
         if left and rng.random() < 0.3:
             events.append(("evict", rng.choice(left)))
+        if left and rng.random() < 0.2:
+            # The pod is deleted and created again under its name, with another uid and a smaller
+            # request, on the same node (as a controller replacing it, bound by another scheduler).
+            events.append(("replace", rng.choice(left), self.next_pod))
+            self.next_pod += 1
+        if self.nodes and rng.random() < 0.15:
+            # A pod of no PodGroup running on a node (it counts there; no session schedules it).
+            events.append(("bare", f"bare{self.next_pod}", rng.choice(sorted(self.nodes))))
+            self.next_pod += 1
         if rng.random() < 0.1:
             jobs = sorted(j.uid for j in cache.jobs())
             if jobs:
@@ -248,9 +268,15 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
     elif kind == "prio":
         cache.add_priority_class(event[1], event[2])
     elif kind == "gang":
-        _, name, queue, size, min_member, _, prio, _, phase = event
+        _, name, queue, size, min_member, cpu, prio, _, phase = event
+        # Half the gangs (by name) state their minimum resources, which admission reserves.
+        minimum = (
+            build_resource(f"{cpu * min_member}m", f"{512 * min_member}Mi") if zlib.crc32(name.encode()) % 2 else None
+        )
         cache.add_pod_group(
-            build_pod_group(name, queue=queue, min_member=min_member, priority_class_name=prio, phase=phase)
+            build_pod_group(
+                name, queue=queue, min_member=min_member, priority_class_name=prio, phase=phase, min_resources=minimum
+            )
         )
         for i in range(size):
             cache.add_task(gang_task(event, i))
@@ -264,6 +290,27 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         task = cache.get_task(event[1])
         assert task is not None
         cache.evict(task, "drained")
+    elif kind == "replace":
+        _, uid, serial = event
+        old = cache.get_task(uid)
+        if old is not None and old.node_name:
+            cache.delete_task(uid)
+            cache.add_task(
+                build_task(
+                    old.name,
+                    job=old.job.split("/")[-1],
+                    namespace=old.namespace,
+                    cpu=f"{max(int(old.resreq.milli_cpu) // 2, 1)}m",
+                    memory="256Mi",
+                    node=old.node_name,
+                    priority=old.priority,
+                    preemptable=old.preemptable,
+                    uid=f"{uid}-r{serial}",
+                )
+            )
+    elif kind == "bare":
+        _, name, node = event
+        cache.add_task(build_task(name, cpu="100m", memory="128Mi", node=node, priority=10))
     elif kind == "delete_job":
         namespace, name = event[1].split("/")
         for task in [t for t in cache.tasks() if t.job == event[1]]:
@@ -271,6 +318,11 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         cache.delete_pod_group(namespace, name)
     else:  # pragma: no cover - a typo in the generator
         raise AssertionError(kind)
+
+
+def linger(cycle: int) -> bool:
+    """Whether the pods evicted so far stay (Releasing) into this cycle, as during a grace period."""
+    return cycle % 3 == 1
 
 
 def decisions(result: CycleResult) -> Any:
@@ -312,6 +364,8 @@ def run_cycles(seed: int, cycles: int, nodes: int) -> CheckedCache:
         now[0] = float(cycle)
         for cache in caches:
             cache.start_bound_tasks()
+            if linger(cycle):
+                continue
             cache.finish_evictions()
         events = world.draw(caches[0])
         for cache in caches:
