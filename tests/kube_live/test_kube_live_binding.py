@@ -152,6 +152,23 @@ def test_eviction_as_volcano_does_it_marks_and_deletes_the_pod(
     eventually(lambda: cache.get_task(task.uid) is None, what="the evicted pod to go")
 
 
+def test_a_view_of_the_victim_from_before_its_eviction_does_not_bring_it_back(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
+) -> None:
+    server.create("nodes", make_node("n0"))
+    _running_pod(server, "victim")
+    cache = make_cache()
+    (task,) = cache.tasks()
+    before = server.find("pods", "victim")
+    assert before is not None
+    cache.evict(task, "preempt")
+    # The watch may deliver a version from before the deletion after the eviction returned.
+    stale = {**before, "metadata": {**before["metadata"], "resourceVersion": "999999"}}
+    cache.pods.apply(stale)
+    assert cache.get_task(task.uid).status is TaskStatus.RELEASING  # type: ignore[union-attr]
+    eventually(lambda: cache.get_task(task.uid) is None, what="the evicted pod to go")
+
+
 def test_the_eviction_api_refusal_keeps_the_victim_and_is_reported(
     server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
 ) -> None:

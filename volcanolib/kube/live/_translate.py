@@ -359,6 +359,8 @@ class PodTranslator(_Translator):
         self.observe(task, obj)
         if old is not None and not task.node_name and allocated_status(old.status):
             return  # an assumed bind, not observed yet
+        if old is not None and old.status is TaskStatus.RELEASING and allocated_status(task.status):
+            return  # a view from before the deletion (an eviction of this cache's, say): deletions are not undone
         if task.job:
             generated = reader.generated.pop(task.job, None)
             if generated is not None and task.job not in cache.pod_group_keys():
