@@ -47,7 +47,14 @@ class Cache(Protocol):
         """
 
     def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:
-        """Write a job's PodGroup status (phase, conditions, counts) when ``update_pod_group``."""
+        """Write a job's PodGroup status (phase, conditions, counts) when ``update_pod_group``.
+
+        A session calls it for every job at close, except when its snapshot
+        came with a :attr:`~volcanolib.api.cluster.ClusterInfo.delta`: then
+        jobs the cache did not change since the previous snapshot and the
+        session left alone (tasks, PodGroup and notes as loaded) are not
+        handed over.
+        """
 
     def update_queue_status(self, queue: QueueInfo) -> None:
         """Write a queue's status (its allocated resources)."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
+import attrs
+
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
 from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import NoArguments
@@ -46,6 +48,8 @@ NOT_ENOUGH_TASKS: Final = "NotEnoughTasks"
 NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
 #: Reason of the ``Scheduled`` condition written at session close.
 SCHEDULED_REASON: Final = "tasks in gang are ready to be scheduled"
+#: The condition of a ready job (compared with, never handed out: a session stamps what it is given).
+_SCHEDULED: Final = PodGroupCondition(ConditionType.SCHEDULED, "True", SCHEDULED_REASON, "")
 
 _PENDING = TaskStatus.PENDING
 _PIPELINED = TaskStatus.PIPELINED
@@ -206,7 +210,8 @@ class GangPlugin:
         gang unschedulable: <fit error>"``, also stored in
         :attr:`JobInfo.job_fit_errors`; ``<missing>`` counts pending tasks
         whose placement was discarded this session as schedulable. A ready
-        job gets ``Scheduled``. Jobs without tasks are skipped, and so are
+        job gets ``Scheduled``, kept as it is (its transition time included)
+        while the job stays ready. Jobs without tasks are skipped, and so are
         jobs whose only missing members are scheduled tasks still being
         released (nothing is left to place).
         """
@@ -214,9 +219,9 @@ class GangPlugin:
             if not job.tasks:
                 continue
             if job.is_ready():
-                ssn.update_pod_group_condition(
-                    job, PodGroupCondition(ConditionType.SCHEDULED, "True", SCHEDULED_REASON, "")
-                )
+                # A job that stays scheduled keeps its condition, transition id and time included.
+                if not any(c.same_as(_SCHEDULED) for c in job.pod_group.conditions):
+                    ssn.update_pod_group_condition(job, attrs.evolve(_SCHEDULED))
                 continue
             if _only_releasing_missing(job):
                 continue

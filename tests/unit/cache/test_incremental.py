@@ -428,6 +428,44 @@ def test_a_closed_session_lets_the_next_snapshot_reuse_what_did_not_change() -> 
     assert second.queues["default"] is not first.queues["default"]  # queues are always copied
 
 
+def test_a_following_session_hands_the_cache_only_the_jobs_it_may_have_changed(monkeypatch: Any) -> None:
+    handed: list[str] = []
+    original = InMemoryCache.update_job_status
+
+    def update_job_status(self: InMemoryCache, job: Any, changed: bool) -> None:
+        handed.append(job.uid)
+        original(self, job, changed)
+
+    monkeypatch.setattr(InMemoryCache, "update_job_status", update_job_status)
+    # The same cycles with and without the shortcut, on a clock that ticks alike.
+    runs = []
+    for quiet in (True, False):
+        monkeypatch.setattr("volcanolib.framework.session._QUIET_JOBS", quiet)
+        cache, _ = small()
+        now = [0.0]
+        scheduler = Scheduler(cache, CONF, clock=lambda now=now: now[0])  # type: ignore[misc]
+        handed_per_cycle: list[list[str]] = []
+        dumps = []
+        for cycle in range(6):
+            now[0] = float(cycle)
+            if cycle == 4:
+                cache.set_task_phase("default-j1-0", TaskStatus.SUCCEEDED)
+                cache.add_pod_group(build_pod_group("late", min_member=1))
+                cache.add_task(build_task("late-0", job="late", cpu="1"))
+            handed.clear()
+            scheduler.run_once()
+            cache.start_bound_tasks()
+            handed_per_cycle.append(sorted(handed))
+            dumps.append(dump(cache.full_snapshot()))
+        runs.append((handed_per_cycle, dumps))
+    (quiet_handed, quiet_dumps), (all_handed, all_dumps) = runs
+    assert quiet_dumps == all_dumps
+    assert all(h == ["default/j0", "default/j1", "default/j2"] for h in all_handed[:4])
+    # Settled (every job Running, its Scheduled condition kept), a cycle hands over only what changed.
+    assert quiet_handed[3] == []
+    assert quiet_handed[4] == ["default/j1", "default/late"]
+
+
 def test_a_snapshot_not_given_back_by_a_session_is_not_reused() -> None:
     cache, scheduler = small()
     scheduler.run_once()
