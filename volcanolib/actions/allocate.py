@@ -334,6 +334,8 @@ class Allocate(BaseAction[AllocateArguments]):
                     return None
                 job.pod_group.phase = PodGroupPhase.INQUEUE
             # Validity is asked only of a job with something to place: an answer is all it gives.
+            if job.pending_task_num() == job.pending_best_effort_task_num():
+                return None
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
             if not tasks or not ssn.job_valid(job).ok:
                 return None

@@ -92,6 +92,8 @@ class Backfill(BaseAction[BackfillArguments]):
     @staticmethod
     def _pick_tasks(ssn: Session) -> list[TaskInfo]:
         def best_effort(job: JobInfo) -> list[TaskInfo] | None:
+            if not job.pending_best_effort_task_num() and not job.waiting_task_num():
+                return None
             picked = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
             pipelined = [t for t in job.tasks_in(TaskStatus.PIPELINED) if t.best_effort]
             # Only a job with a best-effort task to place is asked whether it may be scheduled.
