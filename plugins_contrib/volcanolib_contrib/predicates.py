@@ -316,7 +316,6 @@ class PredicatesPlugin:
         predicate cache start afresh.
         """
         full, special, anti, verdicts = self._full, self._special, self._anti_pods, self._verdicts
-        previous = self._ssn.nodes if self._ssn is not None else {}
         self._reset(ssn)
         nodes = ssn.nodes
         changed = delta.nodes
@@ -333,29 +332,19 @@ class PredicatesPlugin:
         else:
             self._special = [node for node in ssn.node_list if _is_special(node)]
         self._anti_pods = resumed_pods(anti, nodes, delta, self._has_required_anti)
-        self._verdicts = self._resumed_verdicts(verdicts, previous, nodes, changed)
+        self._verdicts = self._resumed_verdicts(verdicts, nodes, delta.replaced_nodes())
 
     def _resumed_verdicts(
-        self,
-        verdicts: dict[str, _Verdicts],
-        previous: Mapping[str, NodeInfo],
-        nodes: Mapping[str, NodeInfo],
-        changed: Iterable[str],
+        self, verdicts: dict[str, _Verdicts], nodes: Mapping[str, NodeInfo], renewed: Iterable[str]
     ) -> dict[str, _Verdicts]:
-        """The kept verdicts the last session used, with every node whose labels, taints or flags changed checked again.
+        """The kept verdicts the last session used, with every node that was added, replaced or removed checked again.
 
-        The stable checks read a node's ``Node`` object alone, which a copy
-        of an unchanged node shares; a node whose object was replaced, added
-        or removed is checked again for every kept token.
+        The stable checks read a node's ``Node`` object alone, which stays
+        the same while only the node's tasks change.
         """
         kept = {token: v for token, v in verdicts.items() if v.used}
         if not kept:
             return kept
-        renewed: list[str] = []
-        for name in changed:
-            node, before = nodes.get(name), previous.get(name)
-            if node is None or before is None or node.node is not before.node:
-                renewed.append(name)
         for v in kept.values():
             v.used = False
             static = v.static

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
@@ -531,14 +531,11 @@ class Session:
         self.hyper_nodes = snapshot.hyper_nodes
         self.skipped_jobs = dict(snapshot.skipped_jobs)
         self.total_resource = self._total_allocatable()
-        baseline = self._baseline
-        if self.delta is None:
-            for uid, job in self.jobs.items():
-                baseline[uid] = _status_signature(job.pod_group)
-        else:
-            marks = self._marks
-            for uid, job in self.jobs.items():
-                baseline[uid] = _status_signature(job.pod_group)
+        baseline, marks = self._baseline, self._marks
+        follows = self.delta is not None
+        for uid, job in self.jobs.items():
+            baseline[uid] = _status_signature(job.pod_group)
+            if follows:
                 marks[uid] = _job_mark(job)
 
     def _total_allocatable(self) -> Resource:
@@ -615,7 +612,7 @@ class Session:
             else:
                 # The start time enqueue notes lasts one session: the copy goes back to the cache's, as
                 # the cache would reset it for the next snapshot.
-                job.schedule_start_timestamp = loaded[0]  # type: ignore[assignment]
+                job.schedule_start_timestamp = cast("float | None", loaded[0])
         return out
 
     def _update_job_status(self, job: JobInfo) -> bool:
