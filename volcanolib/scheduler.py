@@ -290,7 +290,7 @@ class Scheduler:
                 timings[action.name] = timings.get(action.name, 0.0) + time.perf_counter() - a0
         t3 = time.perf_counter()
         pipelined = tuple(
-            (task, task.node_name) for job in ssn.jobs.values() for task in job.tasks_in(TaskStatus.PIPELINED)
+            (task, task.node_name) for job in ssn.unsettled_jobs() for task in job.tasks_in(TaskStatus.PIPELINED)
         )
         if ran:
             ssn.close()

@@ -341,7 +341,7 @@ class Allocate(BaseAction[AllocateArguments]):
                 return None
             return tasks
 
-        order = job_queues(ssn, pending)
+        order = job_queues(ssn, pending, ssn.unsettled_jobs())
         run.tasks = order.tasks
         queues, jobs_by_queue = order.queues, order.jobs
         while queues:

@@ -103,4 +103,4 @@ class Backfill(BaseAction[BackfillArguments]):
                 ssn.unpipeline(task)
             return picked + pipelined
 
-        return job_queues(ssn, best_effort).drain()
+        return job_queues(ssn, best_effort, ssn.unsettled_jobs()).drain()

@@ -48,7 +48,7 @@ class Enqueue(BaseAction[NoArguments]):
                 job.schedule_start_timestamp = now
             return () if job.is_pending() else None
 
-        order = job_queues(ssn, pending)
+        order = job_queues(ssn, pending, ssn.unsettled_jobs())
         queues = order.queues
         while queues:
             queue = queues.pop()

@@ -133,7 +133,7 @@ class Carry:
     .. versionadded:: 0.2
     """
 
-    __slots__ = ("allocatable", "closed", "failed", "node_classes")
+    __slots__ = ("allocatable", "closed", "failed", "node_classes", "settled")
 
     def __init__(self) -> None:
         #: The report of the last session that closed, while no session has opened since; else ``None``.
@@ -144,6 +144,9 @@ class Carry:
         self.node_classes: NodeClasses | None = None
         #: The ready nodes' allocatable resources in the last snapshot loaded, summed.
         self.allocatable: PartSums[str] | None = None
+        #: The jobs that session left settled (see :meth:`Session.unsettled_jobs
+        #: <volcanolib.framework.session.Session.unsettled_jobs>`), by uid.
+        self.settled: set[str] = set()
 
     def delta(self, snapshot: ClusterInfo) -> SnapshotDelta | None:
         """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.
@@ -168,3 +171,5 @@ class Carry:
         self.closed = changes
         self.failed = failed
         self.node_classes = classes if changes is not None and not failed else None
+        if changes is None or failed:
+            self.settled = set()

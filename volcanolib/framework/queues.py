@@ -159,11 +159,11 @@ class JobQueues:
         return ordered
 
 
-def job_queues(ssn: Session, select: TaskSelector) -> JobQueues:
+def job_queues(ssn: Session, select: TaskSelector, among: Iterable[JobInfo] | None = None) -> JobQueues:
     """Order the jobs ``select`` keeps, by queue, job and task order.
 
-    ``select`` is called once for each job of the session, in the session's
-    order, inside :meth:`Session.guard` (a plugin failing in it is recorded
+    ``select`` is called once for each job of ``among`` (by default every job
+    of the session), in the session's order, inside :meth:`Session.guard` (a plugin failing in it is recorded
     against the job, which is left out). It returns the job's tasks to queue
     (an empty iterable keeps the job with no task), or ``None`` to leave the
     job out. A job whose queue is not in the session is left out after
@@ -175,6 +175,9 @@ def job_queues(ssn: Session, select: TaskSelector) -> JobQueues:
 
     :param ssn: the open session.
     :param select: the job filter, giving the tasks to queue.
+    :param among: the jobs to consider, in the session's order: the session's
+        :meth:`~volcanolib.framework.session.Session.unsettled_jobs` when
+        ``select`` keeps no settled job.
     :returns: the queues, jobs and tasks, none of them popped yet.
     """
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_key)
@@ -182,7 +185,7 @@ def job_queues(ssn: Session, select: TaskSelector) -> JobQueues:
     tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
     session_queues = ssn.queues
     job_key, task_key = ssn.job_key, ssn.task_key
-    for job in ssn.jobs.values():
+    for job in ssn.jobs.values() if among is None else among:
         # What ssn.guard(job) does, without a context manager per job.
         try:
             tasks = select(job)

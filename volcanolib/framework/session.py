@@ -266,6 +266,11 @@ class Session:
         # With a delta, each job's PodGroup and notes as loaded (:func:`_job_mark`), to skip at close
         # the jobs this session left alone.
         self._marks: dict[str, tuple[object, ...]] = {}
+        # Jobs the previous session left settled and the cache did not change since (see unsettled_jobs),
+        # the other jobs in session order, and the settled ones this session changed all the same.
+        self._settled: set[str] = set()
+        self._unsettled: list[JobInfo] = []
+        self._woken: set[str] = set()
         self._placement: Placement | None = None
         #: What differs from the previous session's snapshot, when this session follows it (see
         #: :class:`~volcanolib.framework.carry.Carry`); ``None`` when everything is computed afresh.
@@ -532,11 +537,17 @@ class Session:
         self.skipped_jobs = dict(snapshot.skipped_jobs)
         self.total_resource = self._total_allocatable()
         baseline, marks = self._baseline, self._marks
-        follows = self.delta is not None
-        for uid, job in self.jobs.items():
-            baseline[uid] = _status_signature(job.pod_group)
+        delta = self.delta
+        settled = self._settled = carry.settled - delta.jobs if carry is not None and delta is not None else set()
+        jobs = self.jobs
+        unsettled = self._unsettled = (
+            [job for uid, job in jobs.items() if uid not in settled] if settled else list(jobs.values())
+        )
+        follows = delta is not None
+        for job in unsettled:
+            baseline[job.uid] = _status_signature(job.pod_group)
             if follows:
-                marks[uid] = _job_mark(job)
+                marks[job.uid] = _job_mark(job)
 
     def _total_allocatable(self) -> Resource:
         """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
@@ -573,7 +584,8 @@ class Session:
             self._on_close()
         except PluginError as err:
             self.record_plugin_error(err)
-        for job in self._jobs_to_write():
+        candidates = self.unsettled_jobs()
+        for job in self._jobs_to_write(candidates):
             changed = self._update_job_status(job)
             self.cache.update_job_status(job, changed)
         for queue in self._queue_status():
@@ -582,15 +594,62 @@ class Session:
         if changes is not None:
             # Tell the cache what this session changed, so its next snapshot re-copies only that.
             changes.report(self.node_log, self._touched_jobs)
-        if self._carry is not None and self._prepared:
+        carry = self._carry
+        if carry is not None and self._prepared:
             failed = frozenset(err.plugin or "" for err in self.plugin_errors)
             placement = self._placement
-            self._carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
+            if changes is not None and _QUIET_JOBS:
+                settled = self._settled
+                settled -= self._woken
+                settled.update(job.uid for job in candidates if _settles(job))
+                carry.settled = settled
+            carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
 
-    def _jobs_to_write(self) -> Iterable[JobInfo]:
-        """The jobs whose status close must compute and hand to the cache.
+    def unsettled_jobs(self) -> list[JobInfo]:
+        """The jobs that may still need an action or a status write in this session, in :attr:`jobs` order.
 
-        Every job, unless the snapshot followed the previous one
+        Every job, except those the previous session of the same scheduler
+        left *settled* and that have not changed since: every task placed
+        and none pending or pipelined, ready, its PodGroup past Pending, no
+        fit error noted. For such a job ``enqueue``, ``allocate`` and
+        ``backfill`` have nothing to do and its status stays as written, so
+        they and ``gang``'s close walk only these jobs. A settled job whose
+        task changes status in this session (an eviction, say), or whose
+        condition a plugin sets with :meth:`update_pod_group_condition`, is
+        in the list again from then on; a plugin changing a job in some other
+        way calls :meth:`unsettle` first.
+
+        .. versionadded:: 0.3
+        """
+        if not self._settled:
+            return list(self.jobs.values())
+        woken = self._woken
+        if not woken:
+            return list(self._unsettled)
+        settled = self._settled
+        return [job for uid, job in self.jobs.items() if uid not in settled or uid in woken]
+
+    def unsettle(self, job: JobInfo) -> None:
+        """Count a job among :meth:`unsettled_jobs` from now on, so that close writes its status if it changed.
+
+        For a plugin about to change a job in a way the session does not see
+        (a note or a PodGroup field set directly): call it first. Task status
+        changes and :meth:`update_pod_group_condition` do it themselves.
+
+        .. versionadded:: 0.3
+        """
+        uid = job.uid
+        if uid not in self._settled or uid in self._woken:
+            return
+        self._woken.add(uid)
+        if uid not in self._baseline:
+            self._baseline[uid] = _status_signature(job.pod_group)
+            self._marks[uid] = _job_mark(job)
+
+    def _jobs_to_write(self, candidates: list[JobInfo]) -> Iterable[JobInfo]:
+        """The jobs among ``candidates`` (:meth:`unsettled_jobs`) whose status close must compute and hand to the cache.
+
+        Every one, unless the snapshot followed the previous one
         (:attr:`delta`): then a job the cache did not change since, whose
         tasks this session did not change, and whose PodGroup and notes are
         as loaded is left out. Its status is a function of those tasks and
@@ -599,10 +658,11 @@ class Session:
         """
         delta = self.delta
         if delta is None or not _QUIET_JOBS:
-            return self.jobs.values()
+            return candidates
         named, touched, marks = delta.jobs, self._touched_jobs, self._marks
         out = []
-        for uid, job in self.jobs.items():
+        for job in candidates:
+            uid = job.uid
             if uid in named or uid in touched or job.nodes_fit_errors:
                 out.append(job)
                 continue
@@ -725,6 +785,8 @@ class Session:
         self._touched_jobs.add(task.job)
         job = self.jobs.get(task.job)
         if job is not None:
+            if task.job in self._settled:
+                self.unsettle(job)
             job.update_task_status(task, status)
         else:
             task.status = status
@@ -753,6 +815,8 @@ class Session:
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         """Set a PodGroup condition, replacing one of the same type."""
+        if job.uid in self._settled:
+            self.unsettle(job)
         condition.transition_id = self.uid
         condition.last_transition_time = self.clock()
         conditions = job.pod_group.conditions
@@ -978,6 +1042,18 @@ _MAX_PLANS: Final = 1024
 
 #: Whether close leaves out the jobs a following session left alone (tests switch it off to compare).
 _QUIET_JOBS = True
+
+
+def _settles(job: JobInfo) -> bool:
+    """Whether a job is settled after close (see :meth:`Session.unsettled_jobs`)."""
+    return bool(
+        job.tasks
+        and not job.nodes_fit_errors
+        and job.pod_group.phase is not PodGroupPhase.PENDING
+        and not job.pending_task_num()
+        and not job.waiting_task_num()
+        and job.is_ready()
+    )
 
 
 def _job_mark(job: JobInfo) -> tuple[object, ...]:

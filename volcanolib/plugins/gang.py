@@ -215,7 +215,7 @@ class GangPlugin:
         jobs whose only missing members are scheduled tasks still being
         released (nothing is left to place).
         """
-        for job in ssn.jobs.values():
+        for job in ssn.unsettled_jobs():  # a settled job is ready and keeps its Scheduled condition
             if not job.tasks:
                 continue
             if job.is_ready():

@@ -499,6 +499,8 @@ def test_what_a_session_changes_is_copied_again() -> None:
     stmt.evict(task, "test")
     stmt.discard()  # undone: Running again, but the task remembers the undone decision
     assert task.last_transaction is not None
+    assert ssn.jobs["default/j0"] not in ssn.unsettled_jobs()  # settled: left alone unless a plugin says
+    ssn.unsettle(ssn.jobs["default/j0"])
     ssn.jobs["default/j0"].job_fit_errors = "a note of this session"
     ssn.close()
     after = cache.snapshot()
