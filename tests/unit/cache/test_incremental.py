@@ -537,3 +537,26 @@ def test_switching_incremental_snapshots_on_starts_with_a_full_copy() -> None:
     second = cache.snapshot()
     assert all(second.jobs[uid] is not job for uid, job in first.jobs.items())
     assert dump(second) == dump(cache.full_snapshot())
+
+
+def test_settled_jobs_are_left_out_until_something_changes_them() -> None:
+    cache, scheduler = small()
+    cache.add_pod_group(build_pod_group("big", min_member=1))
+    cache.add_task(build_task("big-0", job="big", cpu="100"))  # fits no node: never settles
+    scheduler.run_once()
+    cache.start_bound_tasks()
+    scheduler.run_once()
+    scheduler.run_once()
+    ssn = scheduler.new_session()
+    ssn.open()
+    assert [job.uid for job in ssn.unsettled_jobs()] == ["default/big"]
+    job = ssn.jobs["default/j1"]
+    task = next(iter(job.tasks.values()))
+    stmt = ssn.statement()
+    stmt.evict(task, "test")
+    stmt.commit()
+    # The evicted job is back, in session order, and close writes its status: one task running.
+    assert [j.uid for j in ssn.unsettled_jobs()] == ["default/j1", "default/big"]
+    ssn.close()
+    assert cache.snapshot().jobs["default/j1"].pod_group.running == 1
+    assert dump(cache.snapshot()) == dump(cache.full_snapshot())
