@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
     from volcanolib.framework.nodeclass import NodeClasses
 
-__all__ = ["Carry", "PartSums", "whole"]
+__all__ = ["Carry", "JobSums", "PartSums", "whole"]
 
 K = TypeVar("K", bound=Hashable)
 #: Whole numbers below this add exactly as floats, in any order.
@@ -127,13 +127,52 @@ class PartSums(Generic[K]):
 
 
 @final
+class JobSums:
+    """Per queue, the requests of its jobs' allocated tasks, kept across sessions and updated job by job.
+
+    Each job is a part of its queue's :class:`PartSums` (its allocated tasks'
+    requests added up): a session puts again only the jobs that changed.
+
+    .. versionadded:: 0.3
+    """
+
+    __slots__ = ("queue_of", "queues")
+
+    def __init__(self) -> None:
+        #: Per queue name: the sum over its jobs.
+        self.queues: dict[str, PartSums[str]] = {}
+        #: The queue each job was put in, by job uid.
+        self.queue_of: dict[str, str] = {}
+
+    def put(self, uid: str, queue: str | None, amount: Resource | None) -> None:
+        """Make ``amount`` the job's part of ``queue`` (``None``, either: drop the job)."""
+        old = self.queue_of.pop(uid, None)
+        if old is not None and old != queue:
+            self.queues[old].put(uid, None)
+        if queue is None or amount is None:
+            if old == queue and old is not None:
+                self.queues[old].put(uid, None)
+            return
+        sums = self.queues.get(queue)
+        if sums is None:
+            sums = self.queues[queue] = PartSums()
+        sums.put(uid, amount)
+        self.queue_of[uid] = queue
+
+    @property
+    def exact(self) -> bool:
+        """Whether every queue's total is exactly the sum of its jobs' parts (see :class:`PartSums`)."""
+        return all(sums.exact for sums in self.queues.values())
+
+
+@final
 class Carry:
     """The hand-over between the sessions of one scheduler and configuration.
 
     .. versionadded:: 0.2
     """
 
-    __slots__ = ("allocatable", "closed", "failed", "node_classes", "settled")
+    __slots__ = ("allocatable", "closed", "failed", "job_sums", "node_classes", "settled")
 
     def __init__(self) -> None:
         #: The report of the last session that closed, while no session has opened since; else ``None``.
@@ -147,6 +186,8 @@ class Carry:
         #: The jobs that session left settled (see :meth:`Session.unsettled_jobs
         #: <volcanolib.framework.session.Session.unsettled_jobs>`), by uid.
         self.settled: set[str] = set()
+        #: Per queue, the allocated requests of its jobs at that session's close.
+        self.job_sums: JobSums | None = None
 
     def delta(self, snapshot: ClusterInfo) -> SnapshotDelta | None:
         """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.

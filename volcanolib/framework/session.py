@@ -35,7 +35,7 @@ from volcanolib.api.task import (
 )
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine
-from volcanolib.framework.carry import Carry, PartSums
+from volcanolib.framework.carry import Carry, JobSums, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind
@@ -701,15 +701,70 @@ class Session:
         hold a value that is not a whole number, where the order of additions
         could change the result, every task is added one by one as before.
         """
-        allocated = self._queue_totals(by_job=True)
+        allocated = self._kept_queue_totals()
+        if allocated is None:
+            allocated = self._queue_totals(by_job=True)
         if allocated is None:
             allocated = self._queue_totals(by_job=False)
             assert allocated is not None
         out = []
         for name, queue in self.queues.items():
-            queue.allocated = allocated[name]
+            total = allocated[name]
+            if len(total.scalars) > 1:  # in name order, however the sum was taken
+                total.scalars = dict(sorted(total.scalars.items()))
+            queue.allocated = total
             out.append(queue)
         return out
+
+    def _kept_queue_totals(self) -> dict[str, Resource] | None:
+        """What :meth:`_queue_totals` gives, from each queue's job sums kept since the previous session.
+
+        Only the jobs the cache or this session changed are added up again
+        (with a carry; the first session adds up every job). ``None`` without
+        a carry, or when a sum is not exact (see
+        :class:`~volcanolib.framework.carry.PartSums`).
+        """
+        carry = self._carry
+        if carry is None:
+            return None
+        jobs, queues = self.jobs, self.queues
+        delta = self.delta
+        sums = carry.job_sums if delta is not None and not delta.queues else None
+        changed: Iterable[str]
+        if sums is None or delta is None:
+            sums = JobSums()
+            changed = jobs
+        else:
+            changed = delta.jobs | self._touched_jobs
+        carry.job_sums = None  # until this close is done: a failure half-way leaves nothing to trust
+        for uid in changed:
+            job = jobs.get(uid)
+            if job is None or job.queue not in queues:
+                sums.put(uid, None, None)
+                continue
+            amount = Resource()
+            for task in job.tasks_in(ALLOCATED_STATUSES):
+                amount.add(task.resreq)
+            sums.put(uid, job.queue, amount)
+        carry.job_sums = sums
+        if not sums.exact:
+            return None
+        allocated: dict[str, Resource] = {name: Resource() for name in queues}
+        for leaf, part in sums.queues.items():
+            total = part.total
+            if not part.parts:
+                continue
+            name: str | None = leaf
+            seen = set()
+            while name is not None and name in allocated and name not in seen:
+                seen.add(name)
+                allocated[name].add(total)
+                parent = queues[name].parent
+                name = parent if parent is not None else ("root" if name != "root" else None)
+        for res in allocated.values():
+            if not (_whole(res.milli_cpu) and _whole(res.memory) and all(_whole(v) for v in res.scalars.values())):
+                return None
+        return allocated
 
     def _queue_totals(self, *, by_job: bool) -> dict[str, Resource] | None:
         """Per queue, the allocated requests of its jobs and its children's; ``None`` when a job total is not whole."""
