@@ -213,13 +213,15 @@ class VictimNodes:
         victim filter the action applies).
     """
 
-    __slots__ = ("_alive", "_changes", "_mark", "_possible")
+    __slots__ = ("_alive", "_changes", "_mark", "_members", "_possible")
 
     def __init__(self, changes: NodeChanges, possible: Callable[[TaskInfo], bool]) -> None:
         self._changes = changes
         self._mark = changes.mark()
         self._possible = possible
         self._alive: SortedList[int] = SortedList(i for i, node in enumerate(changes.nodes) if self._holds(node))
+        # The same positions as a set: membership without searching the sorted list.
+        self._members: set[int] = set(self._alive)
 
     @property
     def nodes(self) -> Sequence[NodeInfo]:
@@ -238,12 +240,15 @@ class VictimNodes:
         changes = self._changes
         if self._mark != changes.mark():
             alive = self._alive
+            members = self._members
             nodes = changes.nodes
             for position in changes.since(self._mark):
-                holds = self._holds(nodes[position])
-                if holds and position not in alive:
-                    alive.add(position)
-                elif not holds and position in alive:
+                if self._holds(nodes[position]):
+                    if position not in members:
+                        members.add(position)
+                        alive.add(position)
+                elif position in members:
+                    members.discard(position)
                     alive.remove(position)
             self._mark = changes.mark()
         return self._alive
