@@ -39,9 +39,9 @@ from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, No
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
-    from volcanolib.framework.nodeclass import _Partition
     from volcanolib.api.resource import Resource
     from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.nodeclass import _Partition
     from volcanolib.framework.session import Session
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
 
 #: Task signatures whose class answers are remembered before starting over.
 _MAX_SIGNATURES: Final = 4096
-_MISSING: Final = object()
 
 
 def predicate_error_cache_argument(doc: str) -> bool:
@@ -673,18 +672,19 @@ class Placement:
         answers: dict[Hashable, Answer] = {}
         new: list[tuple[Hashable, NodeInfo]] = []
         for key, members in part.classes.items():
-            answer = memo.get(key, _MISSING)
-            if answer is _MISSING:
+            if key not in memo:
                 new.append((key, nodes[members[0]]))
-            elif answer is not None:
-                answers[key] = answer
+                continue
+            known = memo[key]
+            if known is not None:
+                answers[key] = known
         if new:
             reps = [rep for _, rep in new]
             passed = self.feasible(task, reps, cache=cache, for_preempt=True)
             scores = ssn.node_scores(task, passed) if passed else {}
             for key, rep in new:
                 score = scores.get(rep.name)
-                answer = None if score is None else (rep.first_insufficient(req) is None, score)
+                answer: Answer | None = None if score is None else (rep.first_insufficient(req) is None, score)
                 memo[key] = answer
                 if answer is not None:
                     answers[key] = answer

@@ -41,11 +41,21 @@ def full_cluster(seed: int, *, roles: bool) -> FakeCache:
     slots = [f"n{i}" for i in range(nodes) for _ in range(4)]
     rng.shuffle(slots)
     for j in range(len(slots) // 4):
-        cache.add_pod_group(build_pod_group(f"low{j}", min_member=1, phase=PodGroupPhase.RUNNING, priority_class_name="low"))
+        cache.add_pod_group(
+            build_pod_group(f"low{j}", min_member=1, phase=PodGroupPhase.RUNNING, priority_class_name="low")
+        )
         for k, node in enumerate(slots[j * 4 : (j + 1) * 4]):
-            cache.add_task(build_task(
-                    f"low{j}-{k}", job=f"low{j}", cpu="4", memory="16Gi", node=node, priority=10, priority_class_name="low"
-                ))
+            cache.add_task(
+                build_task(
+                    f"low{j}-{k}",
+                    job=f"low{j}",
+                    cpu="4",
+                    memory="16Gi",
+                    node=node,
+                    priority=10,
+                    priority_class_name="low",
+                )
+            )
     for j in range(3):
         size = rng.randint(3, 6)
         cache.add_pod_group(build_pod_group(f"high{j}", min_member=size, priority_class_name="high"))
