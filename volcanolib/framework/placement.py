@@ -35,12 +35,13 @@ from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.nodeclass import ClassAnswers, NodeClasses, NodeClassPlan
+from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.resource import Resource
     from volcanolib.api.task import TaskInfo
+    from volcanolib.framework.nodeclass import _Partition
     from volcanolib.framework.session import Session
 
 __all__ = [
@@ -211,13 +212,15 @@ class VictimNodes:
         victim filter the action applies).
     """
 
-    __slots__ = ("_alive", "_changes", "_mark", "_possible")
+    __slots__ = ("_alive", "_changes", "_mark", "_members", "_possible")
 
     def __init__(self, changes: NodeChanges, possible: Callable[[TaskInfo], bool]) -> None:
         self._changes = changes
         self._mark = changes.mark()
         self._possible = possible
         self._alive: SortedList[int] = SortedList(i for i, node in enumerate(changes.nodes) if self._holds(node))
+        # The same positions as a set: membership without searching the sorted list.
+        self._members: set[int] = set(self._alive)
 
     @property
     def nodes(self) -> Sequence[NodeInfo]:
@@ -236,12 +239,15 @@ class VictimNodes:
         changes = self._changes
         if self._mark != changes.mark():
             alive = self._alive
+            members = self._members
             nodes = changes.nodes
             for position in changes.since(self._mark):
-                holds = self._holds(nodes[position])
-                if holds and position not in alive:
-                    alive.add(position)
-                elif not holds and position in alive:
+                if self._holds(nodes[position]):
+                    if position not in members:
+                        members.add(position)
+                        alive.add(position)
+                elif position in members:
+                    members.discard(position)
                     alive.remove(position)
             self._mark = changes.mark()
         return self._alive
@@ -265,7 +271,7 @@ class Placement:
     to group them; the answers are the same either way.
     """
 
-    __slots__ = ("_answers", "_changes", "_classes", "_fit", "_ssn", "nodes")
+    __slots__ = ("_answers", "_changes", "_classes", "_fit", "_preempt_answers", "_ssn", "nodes")
 
     def __init__(self, ssn: Session, kept: NodeClasses | None = None, changed: Iterable[str] = ()) -> None:
         self._ssn = ssn
@@ -281,6 +287,8 @@ class Placement:
             self._classes = kept
         #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
         self._answers: dict[Hashable, ClassAnswers] = {}
+        #: Per preemptor signature (plan token, request, role): each class value's answer for preemption.
+        self._preempt_answers: dict[Hashable, dict[Hashable, Answer | None]] = {}
 
     def node_classes(self) -> NodeClasses | None:
         """The node classes grouped so far in this session (``None`` when none were), for the next one."""
@@ -600,31 +608,84 @@ class Placement:
         classes = self._node_classes()
         part = classes.partition(plan)
         nodes = classes.nodes
-        reps: list[NodeInfo] = []
-        members_of: dict[str, list[int]] = {}
-        for members in part.classes.values():
-            rep = nodes[members[0]]
-            reps.append(rep)
-            members_of[rep.name] = members
-        passed = self.feasible(task, reps, cache=cache, for_preempt=True)
-        if not passed:
+        req = task.init_resreq
+        # Each score level: the classes passing there, each with whether the task fits it as it is.
+        levels: dict[float, list[tuple[bool, list[int], Hashable]]] = {}
+        role = cache._key(task)
+        if plan.pointwise and (role is None or not cache._failed.get(role)):
+            # No failure is recorded for the task's role, so the cache decides nothing: each class's
+            # answer depends on the class alone and is remembered while the class exists.
+            for key, (fits, score) in self._preemption_answers(task, plan, part, cache, role).items():
+                levels.setdefault(score, []).append((fits, part.classes[key], key))
+        else:
+            reps: list[NodeInfo] = []
+            members_of: dict[str, list[int]] = {}
+            for members in part.classes.values():
+                rep = nodes[members[0]]
+                reps.append(rep)
+                members_of[rep.name] = members
+            passed = self.feasible(task, reps, cache=cache, for_preempt=True)
+            if not passed:
+                return
+            scores = ssn.node_scores(task, passed)
+            key_of = part.key_of
+            for rep in passed:
+                members = members_of[rep.name]
+                fits = rep.first_insufficient(req) is None
+                levels.setdefault(scores[rep.name], []).append((fits, members, key_of[members[0]]))
+        if not levels:
             return
-        scores = ssn.node_scores(task, passed)
-        levels: dict[float, list[NodeInfo]] = {}
-        for rep in passed:
-            levels.setdefault(scores[rep.name], []).append(rep)
         alive = holding.alive()
         key_of = part.key_of
-        req = task.init_resreq
         for score in sorted(levels, reverse=True):
             whole: list[list[int]] = []
             only_victims: set[Hashable] = set()
-            for rep in levels[score]:
-                members = members_of[rep.name]
-                if rep.first_insufficient(req) is None:
+            for fits, members, key in levels[score]:
+                if fits:
                     whole.append(members)
                 else:
-                    only_victims.add(key_of[members[0]])
+                    only_victims.add(key)
             with_victims = (p for p in alive if key_of[p] in only_victims) if only_victims else iter(())
             for position in heapq.merge(*whole, with_victims):
                 yield nodes[position]
+
+    def _preemption_answers(
+        self, task: TaskInfo, plan: NodeClassPlan, part: _Partition, cache: PredicateCache, role: str | None
+    ) -> dict[Hashable, Answer]:
+        """Each current class passing for preemption: (the task fits its nodes as they are, their score).
+
+        A pointwise plan's answers depend on the class alone (its key
+        functions' values and resources), for tasks of one plan token and
+        request: each class value is checked and scored once for the tasks
+        of one role, and the answer is kept when the class empties, for
+        when a node is in that state again.
+        """
+        ssn = self._ssn
+        req = task.init_resreq
+        signature = ("preempt", plan.token, req.key(), role)
+        memo = self._preempt_answers.get(signature)
+        if memo is None or len(memo) >= _MAX_SIGNATURES:
+            if len(self._preempt_answers) >= _MAX_SIGNATURES:
+                self._preempt_answers.clear()
+            memo = self._preempt_answers[signature] = {}
+        nodes = self._node_classes().nodes
+        answers: dict[Hashable, Answer] = {}
+        new: list[tuple[Hashable, NodeInfo]] = []
+        for key, members in part.classes.items():
+            if key not in memo:
+                new.append((key, nodes[members[0]]))
+                continue
+            known = memo[key]
+            if known is not None:
+                answers[key] = known
+        if new:
+            reps = [rep for _, rep in new]
+            passed = self.feasible(task, reps, cache=cache, for_preempt=True)
+            scores = ssn.node_scores(task, passed) if passed else {}
+            for key, rep in new:
+                score = scores.get(rep.name)
+                answer: Answer | None = None if score is None else (rep.first_insufficient(req) is None, score)
+                memo[key] = answer
+                if answer is not None:
+                    answers[key] = answer
+        return answers
