@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from prop_clusters import CONF, GPU, REGISTRY, ClusterSpec, build, clusters, random_operations
 
 from volcanolib import InMemoryCache, Resource, Scheduler, Session, TaskStatus
-from volcanolib.framework.config import parse_config
 from volcanolib.api.task import ALLOCATED_STATUSES
+from volcanolib.framework.config import parse_config
 from volcanolib.testing import build_node, build_pod_group, build_task, open_session
 
 FPGA = "example.com/fpga"
