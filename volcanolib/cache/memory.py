@@ -36,6 +36,8 @@ class _Handed:
     jobs: dict[str, JobInfo]
     nodes: dict[str, NodeInfo]
     changes: SnapshotChanges
+    #: The jobs left out for a queue that does not exist, with the reason.
+    no_queue: dict[str, str]
 
 
 @attrs.frozen
@@ -188,6 +190,8 @@ class InMemoryCache:
         self._changed_queues: set[str] = set()
         # Jobs whose session copy differs only in what a fresh copy resets (see _check_unchanged).
         self._scrub: set[str] = set()
+        # Jobs added since the last snapshot (at the end of _jobs), oldest first.
+        self._new_jobs: list[str] = []
         self._handed: _Handed | None = None
         self._hyper_nodes: dict[str, HyperNode] = {}
 
@@ -350,6 +354,8 @@ class InMemoryCache:
         tasks += list(self._orphans.pop(uid, {}).values())
         for task in tasks:
             job.add_task_info(task)
+        if old is None:
+            self._new_jobs.append(uid)
         self._jobs[uid] = job
         self._changed_jobs.add(uid)
 
@@ -446,10 +452,12 @@ class InMemoryCache:
         prev = self._handed
         if prev is None or not self.incremental_snapshots or not prev.changes.closed or self._changed_all:
             prev = None
-        cluster = self._build(prev)
+        no_queue: dict[str, str] = {}
+        cluster = self._build(prev, no_queue)
         changes = SnapshotChanges()
         cluster.changes = changes
-        self._handed = _Handed(cluster.jobs.copy(), cluster.nodes.copy(), changes)
+        self._handed = _Handed(cluster.jobs.copy(), cluster.nodes.copy(), changes, no_queue)
+        self._new_jobs = []
         self._changed_nodes = set()
         self._changed_jobs = set()
         self._changed_specs = set()
@@ -468,10 +476,13 @@ class InMemoryCache:
         :meth:`snapshot` can still reuse the previous one): for checks,
         debugging and tools that want a private copy.
         """
-        return self._build(None)
+        return self._build(None, {})
 
-    def _build(self, prev: _Handed | None) -> ClusterInfo:
-        """The snapshot, reusing ``prev``'s copies of nodes and jobs that changed on neither side."""
+    def _build(self, prev: _Handed | None, no_queue: dict[str, str]) -> ClusterInfo:
+        """The snapshot, reusing ``prev``'s copies of nodes and jobs that changed on neither side.
+
+        ``no_queue`` receives the jobs left out for a missing queue, with the reason.
+        """
         cluster = ClusterInfo()
         queues = self._queues
         job_priority = self._job_priority
@@ -490,10 +501,11 @@ class InMemoryCache:
         restated: list[str] = []
         # Jobs copied afresh: their tasks are new objects, which nodes kept from ``prev`` must hold.
         recopied: list[str] = []
-        for uid, job in self._jobs.items():
+
+        def take(uid: str, job: JobInfo) -> None:
             if job.queue not in queues:
-                skipped[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
-                continue
+                no_queue[uid] = f"queue {job.queue!r} of PodGroup {uid} does not exist"
+                return
             copy = old_jobs.get(uid)
             if copy is None or uid in dirty_jobs:
                 copy = job.clone()
@@ -507,6 +519,11 @@ class InMemoryCache:
             elif uid in scrub:
                 _reset_session_notes(copy, job)
             jobs[uid] = copy
+
+        if not self._take_changed_jobs(prev, take, jobs, no_queue, dirty_jobs | groups | scrub):
+            for uid, job in self._jobs.items():
+                take(uid, job)
+        skipped.update(no_queue)
         for uid, orphans in self._orphans.items():
             if orphans:
                 skipped[uid] = f"PodGroup {uid} does not exist"
@@ -579,6 +596,62 @@ class InMemoryCache:
         if self._hyper_nodes:
             cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
+
+    def _take_changed_jobs(
+        self,
+        prev: _Handed | None,
+        take: Callable[[str, JobInfo], None],
+        jobs: dict[str, JobInfo],
+        no_queue: dict[str, str],
+        changed: set[str],
+    ) -> bool:
+        """Fill ``jobs`` from ``prev`` and ``take`` only the ``changed`` jobs and those added since.
+
+        The result is what taking every job in the cache's order would give
+        (``False`` is returned, with nothing done, where this cannot be done
+        cheaply: without ``prev``, after a queue changed, or when a changed job
+        would take a place in the middle of the order).
+        """
+        if prev is None or self._changed_queues:
+            return False
+        own, old_jobs = self._jobs, prev.jobs
+        added = list(dict.fromkeys(reversed(self._new_jobs)))[::-1]  # the order of their last addition
+        fresh = set(added)
+        for uid in changed:
+            if uid not in fresh and uid in own and uid not in old_jobs and uid not in prev.no_queue:
+                return False  # not expected: a job neither added nor known before
+        jobs.update(old_jobs)
+        no_queue.update(prev.no_queue)
+        for uid in added:
+            jobs.pop(uid, None)
+            no_queue.pop(uid, None)
+        for uid in changed:
+            if uid in fresh:
+                continue
+            job = own.get(uid)
+            if job is None or (uid not in old_jobs and uid in prev.no_queue):
+                jobs.pop(uid, None)
+                no_queue.pop(uid, None)
+                if job is None or job.queue not in self._queues:
+                    if job is not None:
+                        take(uid, job)
+                    continue
+                return self._start_over(jobs, no_queue)  # its queue exists now: its place is in the middle
+            if job.queue not in self._queues:
+                jobs.pop(uid, None)
+            no_queue.pop(uid, None)
+            take(uid, job)
+        for uid in added:
+            job = own.get(uid)
+            if job is not None:
+                take(uid, job)
+        return True
+
+    @staticmethod
+    def _start_over(jobs: dict[str, JobInfo], no_queue: dict[str, str]) -> bool:
+        jobs.clear()
+        no_queue.clear()
+        return False
 
     @staticmethod
     def _renew(node: NodeInfo, old: NodeInfo | None, jobs: dict[str, JobInfo], like: NodeInfo | None) -> NodeInfo:

@@ -211,7 +211,12 @@ class World:
         if rng.random() < 0.1:
             jobs = sorted(j.uid for j in cache.jobs())
             if jobs:
-                events.append(("delete_job", rng.choice(jobs)))
+                events.append(("delete_job", rng.choice(jobs), rng.random() < 0.5))
+        if rng.random() < 0.1:
+            jobs = sorted(j.uid for j in cache.jobs())
+            if jobs:
+                # A PodGroup moved to another queue (one that may have been deleted).
+                events.append(("requeue", rng.choice(jobs), rng.choice(QUEUES)))
         roll = rng.random()
         names = sorted(self.nodes)
         if roll < 0.15:
@@ -313,9 +318,20 @@ def apply(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         cache.add_task(build_task(name, cpu="100m", memory="128Mi", node=node, priority=10))
     elif kind == "delete_job":
         namespace, name = event[1].split("/")
+        again = event[2]
+        old = next((j for j in cache.jobs() if j.uid == event[1]), None) if again else None
         for task in [t for t in cache.tasks() if t.job == event[1]]:
             cache.delete_task(task.uid)
         cache.delete_pod_group(namespace, name)
+        if old is not None:  # created again under its name: it moves to the end of the cache's order
+            cache.add_pod_group(build_pod_group(name, queue=old.queue, min_member=1))
+    elif kind == "requeue":
+        job = next((j for j in cache.jobs() if j.uid == event[1]), None)
+        if job is not None:
+            pg = job.pod_group
+            cache.update_pod_group(
+                build_pod_group(pg.name, queue=event[2], min_member=job.min_available, phase=pg.phase)
+            )
     else:  # pragma: no cover - a typo in the generator
         raise AssertionError(kind)
 
