@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from volcanolib._gc import gc_frozen, gc_paused
+from volcanolib._gc import YOUNG_THRESHOLD, gc_frozen, gc_paused
 
 
 class _Node:
@@ -55,3 +55,20 @@ def test_objects_frozen_by_the_process_before_stay_frozen() -> None:
         assert gc.get_freeze_count() >= count > 0
     finally:
         gc.unfreeze()
+
+
+def test_frozen_block_collects_the_young_generation_less_often_then_restores() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with gc_frozen():
+            assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 5, 5)  # a higher threshold of the process's own is kept
+        with gc_frozen():
+            assert gc.get_threshold() == (50_000, 5, 5)
+        gc.set_threshold(0, 10, 10)  # automatic collection switched off stays off
+        with gc_frozen():
+            assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)

@@ -27,7 +27,7 @@ from volcanolib.framework.hookspecs import SPECS
 if TYPE_CHECKING:
     from volcanolib.framework.registry import PluginHost
 
-__all__ = ["CompiledHook", "Tables", "bind", "compile_tables"]
+__all__ = ["CompiledHook", "Tables", "bind", "compile_tables", "trace_enabled"]
 
 log = logging.getLogger("volcanolib.trace")
 TRACE_ENV: Final = "VOLCANOLIB_TRACE_PLUGINS"
@@ -92,14 +92,21 @@ def _traced(plugin: str, hook: str, fn: Callable[..., Any]) -> Callable[..., Any
     return traced
 
 
-def bind(ssn: object, hook: str, tiers: tuple[tuple[CompiledHook, ...], ...]) -> Table:
+def trace_enabled() -> bool:
+    """Whether plugin calls are logged (the ``VOLCANOLIB_TRACE_PLUGINS`` environment variable is set)."""
+    return bool(os.environ.get(TRACE_ENV))
+
+
+def bind(ssn: object, hook: str, tiers: tuple[tuple[CompiledHook, ...], ...], *, trace: bool | None = None) -> Table:
     """Fix the session argument of every implementation of one hook, and guard it.
 
     The result takes the hook's arguments without ``ssn``, in spec order; a
     failure is raised as a :class:`~volcanolib.errors.PluginError` naming the
-    plugin and ``hook``.
+    plugin and ``hook``. Each call is logged when ``trace`` is true (by
+    default: when :func:`trace_enabled`).
     """
-    trace = bool(os.environ.get(TRACE_ENV))
+    if trace is None:
+        trace = trace_enabled()
     arity = len(SPECS[hook].argnames) - 1
     out = []
     for tier in tiers:

@@ -38,7 +38,7 @@ from volcanolib.framework import combine
 from volcanolib.framework.carry import Carry, JobSums, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
-from volcanolib.framework.dispatch import Tables, bind
+from volcanolib.framework.dispatch import Tables, bind, trace_enabled
 from volcanolib.framework.hookspecs import SPECS
 from volcanolib.framework.nodeclass import NodeClasses, NodeClassKey, NodeClassPlan
 from volcanolib.framework.placement import Placement
@@ -312,7 +312,7 @@ class Session:
     # ------------------------------------------------------------------ compilation
 
     def _table(self, hook: str) -> combine.Table:
-        return bind(self, hook, self._tables.get(hook, ()))
+        return bind(self, hook, self._tables.get(hook, ()), trace=self._trace)
 
     def implemented(self, hook: str) -> bool:
         """Whether some plugin of the configuration takes part in ``hook`` (implements it, its switch on).
@@ -388,16 +388,14 @@ class Session:
             self.record_plugin_error(err)
 
     def _compile(self) -> None:
-        """Build every combined answer from the hooks' declarations (:data:`~volcanolib.framework.hookspecs.SPECS`)."""
+        """Build the combined answers every session uses from the hooks' declarations.
+
+        Hooks whose rule needs nothing but their table (:data:`_BUILT`) are
+        built when first read, as few sessions read them all.
+        """
         self._key_based: dict[str, bool] = {}
         self._order_faults: set[tuple[str | None, str | None]] = set()
-        # Hooks whose rule needs nothing but their table: one attribute each, named after the hook.
-        faster = {spec.form_of for spec in SPECS.values()}
-        for spec in SPECS.values():
-            build = combine.BUILDERS.get(spec.rule)
-            if build is None or spec.form_of is not None or spec.name in faster or spec.name == "on_session_resume":
-                continue  # orders, node checks and scores, node class keys: below; resuming: in prepare
-            setattr(self, _PRIVATE.get(spec.name, spec.name), build(self._table(spec.name)))
+        self._trace = trace_enabled()
 
         # Orders (``first_nonzero``), each with its key form and its tie-break.
         self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
@@ -1089,6 +1087,40 @@ class Session:
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""
         return [self.nodes[n] for n in names if n in self.nodes]
+
+
+class _Built:
+    """A combined answer of one hook, built on a session's first read and kept in its ``__dict__``."""
+
+    __slots__ = ("build", "hook", "name")
+
+    def __init__(self, hook: str, name: str, build: Callable[[combine.Table], Any]) -> None:
+        self.hook, self.name, self.build = hook, name, build
+
+    def __get__(self, ssn: Session | None, owner: type[Session]) -> Any:
+        if ssn is None:
+            return self
+        value = self.build(ssn._table(self.hook))
+        ssn.__dict__[self.name] = value
+        return value
+
+
+def _built_hooks() -> dict[str, str]:
+    """Hooks whose rule needs nothing but their table, by the attribute of the session answering them."""
+    faster = {spec.form_of for spec in SPECS.values()}
+    out = {}
+    for spec in SPECS.values():
+        if spec.rule not in combine.BUILDERS or spec.form_of is not None or spec.name in faster:
+            continue  # orders, node checks and scores, node class keys: built by _compile
+        if spec.name != "on_session_resume":  # resuming: in prepare
+            out[_PRIVATE.get(spec.name, spec.name)] = spec.name
+    return out
+
+
+#: The session attributes answering a hook whose rule needs nothing but its table, with their hooks.
+_BUILT: Final = _built_hooks()
+for _name, _hook in _BUILT.items():
+    setattr(Session, _name, _Built(_hook, _name, combine.BUILDERS[SPECS[_hook].rule]))
 
 
 #: Node class plans remembered per session before starting over.
