@@ -182,7 +182,8 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         drains: list[tuple[int, float, float]] = []
         t0 = time.perf_counter()
         while submitted < args.pending:
-            result = scheduler.run_once()
+            with cache.holding():  # as volcanolib serve runs a cycle: its binds start when it ends
+                result = scheduler.run_once()
             c1 = time.perf_counter()
             cycles.append({k: round(v, 4) for k, v in result.timings.items()})
             submitted += len(result.binds)
