@@ -1,9 +1,12 @@
-"""KeyedWriter: writes per object, in order, coalesced, held until due, retried."""
+"""KeyedWriter: writes per object, in order, coalesced, held until due, retried; the Pool they run on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,3 +151,16 @@ def test_shutting_down_a_held_pool_runs_what_it_held() -> None:
     assert ran == ["bind"] and pool.pending == 0
     with pytest.raises(RuntimeError):
         pool.submit(ran.append, "late")
+
+
+def test_work_a_pool_still_holds_when_the_interpreter_exits_is_run_first(tmp_path: Path) -> None:
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "from volcanolib.kube.live._effectors import Pool\n"
+        "pool = Pool(2, 'test-exit')\n"
+        "pool.hold()\n"
+        "pool.submit(print, 'bound')\n"
+        "print('exiting')\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["exiting", "bound"]

@@ -7,11 +7,13 @@ PodDisruptionBudget's ``429``) keeps the victim in that very session.
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import functools
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -42,6 +44,17 @@ def rfc3339(when: float) -> str:
     return _dt.datetime.fromtimestamp(int(when), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: Every pool: the interpreter finishes their work before it exits.
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_pools() -> None:
+    """At exit, run what every pool still has (as a ``ThreadPoolExecutor`` would): a bind assumed is sent."""
+    for pool in list(_POOLS):
+        pool.shutdown()
+
+
 class Pool:
     """A bounded pool of worker threads that can be waited on, and held.
 
@@ -64,6 +77,7 @@ class Pool:
         self._pending = 0
         self._held = 0
         self._stopping = False
+        _POOLS.add(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on a worker (once the pool is released); an exception it raises is logged."""
