@@ -112,6 +112,18 @@ def test_a_proxy_leaves_requests_to_the_clients_pool(kube_api: KubeApiServer, tm
     assert not KubeApi(api.api_client).direct
 
 
+def _local_api(port: int, tmp_path: Path) -> KubeApi:
+    """A connection to ``http://127.0.0.1:port`` through a kubeconfig, as the adapter makes it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        '{"apiVersion": "v1", "kind": "Config", "current-context": "c",'
+        f' "clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:{port}"}}}}],'
+        ' "users": [{"name": "u", "user": {}}],'
+        ' "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}'
+    )
+    return load_api(str(kubeconfig))
+
+
 @pytest.fixture
 def closing_server() -> Iterator[tuple[int, list[int]]]:
     """A server that answers one request per connection, then closes it without saying so."""
@@ -145,14 +157,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_once(
     closing_server: tuple[int, list[int]], tmp_path: Path
 ) -> None:
     port, connections = closing_server
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        '{"apiVersion": "v1", "kind": "Config", "current-context": "c",'
-        f' "clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:{port}"}}}}],'
-        ' "users": [{"name": "u", "user": {}}],'
-        ' "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}'
-    )
-    api = load_api(str(kubeconfig))
+    api = _local_api(port, tmp_path)
     assert api.direct
     assert [api.request("GET", "/version")["n"] for _ in range(3)] == [1, 2, 3]
     assert len(connections) == 3
@@ -161,13 +166,6 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_once(
 def test_no_answer_is_status_0(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed again: nothing listens there
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        '{"apiVersion": "v1", "kind": "Config", "current-context": "c",'
-        f' "clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:{port}"}}}}],'
-        ' "users": [{"name": "u", "user": {}}],'
-        ' "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}'
-    )
     with pytest.raises(ApiError) as err:
-        load_api(str(kubeconfig)).request("GET", "/api/v1/nodes", timeout=2.0)
+        _local_api(port, tmp_path).request("GET", "/api/v1/nodes", timeout=2.0)
     assert err.value.status == 0 and "ConnectionRefusedError" in err.value.message

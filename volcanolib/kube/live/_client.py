@@ -111,7 +111,7 @@ class _Direct:
         self.prefix = parts.path.rstrip("/")
         self.context: ssl.SSLContext | None = None
         if self.https:
-            context = ssl.create_default_context(cafile=cfg.ssl_ca_cert, cadata=cfg.ca_cert_data)
+            context = ssl.create_default_context(cafile=cfg.ssl_ca_cert, cadata=getattr(cfg, "ca_cert_data", None))
             if not cfg.verify_ssl:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE
