@@ -303,6 +303,8 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "binds_per_cycle": binds,
             "median_ms": medians,
             "max_cycle_ms": round(max(t["cycle"] for t in measured) * 1000, 2),
+            "cycle_ms": [round(t["cycle"] * 1000, 1) for t in measured],
+            "cycle_gc_ms": [round(t["gc_in_cycle"] * 1000, 1) for t in measured],
             "median_watch_delivery_ms": round(statistics.median(apply_waits) * 1000, 2),
             "target_cycle_ms": 100,
             "full_gc_collections": full_collections,
