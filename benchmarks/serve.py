@@ -166,7 +166,7 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cache = _cache(kubeconfig, bind_workers=args.workers)
         cache.start()
         cache.wait_ready()
-        scheduler = Scheduler(cache, period=0)
+        scheduler = Scheduler(cache, args.conf, period=0)
         first: list[float] = []
         binder_bind = cache.binder.bind
 
@@ -182,7 +182,8 @@ def bind(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         drains: list[tuple[int, float, float]] = []
         t0 = time.perf_counter()
         while submitted < args.pending:
-            result = scheduler.run_once()
+            with cache.holding():  # as volcanolib serve runs a cycle: its binds start when it ends
+                result = scheduler.run_once()
             c1 = time.perf_counter()
             cycles.append({k: round(v, 4) for k, v in result.timings.items()})
             submitted += len(result.binds)
@@ -234,16 +235,26 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cache = _cache(kubeconfig, bind_workers=args.workers)
         cache.start()
         cache.wait_ready()
-        scheduler = Scheduler(cache, period=0)
+        scheduler = Scheduler(cache, args.conf, period=0)
         # Warm up: the first cycles write the status of every group once (phase, counts, conditions).
         for _ in range(args.warmup):
-            scheduler.run_once()
+            with cache.holding():
+                scheduler.run_once()
             cache.flush()
         writes_before = dict(cache.status.writes)
+        import gc
+
+        from benchmarks.steady import _GcTimer
+
+        collector = _GcTimer()
+        gc.callbacks.append(collector)
         measured: list[dict[str, float]] = []
         binds: list[int] = []
         apply_waits: list[float] = []
+        full_collections = 0
         for _ in range(args.cycles):
+            period_cpu = time.process_time()
+            gc_period, full_period = collector.seconds, collector.full
             expected = len(cache.tasks()) + standin.call("add", args.new)
             w0 = time.perf_counter()
             while len(cache.tasks()) < expected:  # the watch delivers them (not part of the cycle)
@@ -251,21 +262,36 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             apply_waits.append(time.perf_counter() - w0)
             c0 = time.perf_counter()
             p0 = time.process_time()
-            if args.profile is not None and len(measured) == args.cycles - 1:
-                import cProfile
+            t0 = time.thread_time()
+            gc_cycle = collector.seconds
+            with cache.holding():  # as volcanolib serve runs a cycle: binds and writes start after it
+                if args.profile is not None and len(measured) == args.cycles - 1:
+                    import cProfile
 
-                profiler = cProfile.Profile()
-                result = profiler.runcall(scheduler.run_once)
-                profiler.dump_stats(str(args.profile))
-            else:
-                result = scheduler.run_once()
-            cycle_seconds = time.perf_counter() - c0
+                    profiler = cProfile.Profile()
+                    result = profiler.runcall(scheduler.run_once)
+                    profiler.dump_stats(str(args.profile))
+                else:
+                    result = scheduler.run_once()
+                cycle_seconds = time.perf_counter() - c0
+                cycle_cpu = time.thread_time() - t0
+                cycle_cpu_all = time.process_time() - p0
+                gc_cycle = collector.seconds - gc_cycle
             timings = dict(result.timings)
             timings["cycle"] = cycle_seconds
-            timings["cycle_cpu_all_threads"] = time.process_time() - p0
-            measured.append(timings)
+            timings["cycle_cpu_all_threads"] = cycle_cpu_all
+            timings["cycle_cpu"] = cycle_cpu
+            timings["handover"] = time.perf_counter() - c0 - cycle_seconds
             binds.append(len(result.binds))
-            cache.flush()
+            d0 = time.perf_counter()
+            cache.flush()  # the binds, events and status writes of the cycle, answered
+            timings["drain"] = time.perf_counter() - d0
+            timings["adapter_cpu_outside_cycle"] = time.process_time() - period_cpu - cycle_cpu_all
+            timings["gc_in_cycle"] = gc_cycle
+            timings["gc_in_period"] = collector.seconds - gc_period
+            full_collections += collector.full - full_period
+            measured.append(timings)
+        gc.callbacks.remove(collector)
         keys = sorted({k for t in measured for k in t})
         medians = {k: round(statistics.median(t.get(k, 0.0) for t in measured) * 1000, 2) for k in keys}
         record = {
@@ -277,8 +303,11 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "binds_per_cycle": binds,
             "median_ms": medians,
             "max_cycle_ms": round(max(t["cycle"] for t in measured) * 1000, 2),
+            "cycle_ms": [round(t["cycle"] * 1000, 1) for t in measured],
+            "cycle_gc_ms": [round(t["gc_in_cycle"] * 1000, 1) for t in measured],
             "median_watch_delivery_ms": round(statistics.median(apply_waits) * 1000, 2),
             "target_cycle_ms": 100,
+            "full_gc_collections": full_collections,
             "status_writes": dict(cache.status.writes),
             "podgroup_writes_per_cycle": (cache.status.writes["podgroup"] - writes_before["podgroup"]) / args.cycles,
         }
@@ -301,6 +330,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=int, default=16, help="bind threads (default 16)")
     parser.add_argument("--cycles", type=int, default=10, help="serve-steady: measured cycles (default 10)")
     parser.add_argument("--warmup", type=int, default=3, help="serve-steady: cycles before them (default 3)")
+    parser.add_argument("--conf", type=Path, help="volcano-scheduler.conf to schedule with (default: the default one)")
     parser.add_argument("--out", type=Path, help="also write the record to this JSON file")
     parser.add_argument("--profile", type=Path, help="serve-steady: write a cProfile .prof of the last cycle")
     args = parser.parse_args(argv)

@@ -234,3 +234,29 @@ def test_priority_classes_order_the_jobs(server: KubeApiServer, make_cache: Call
     cache = make_cache()
     result = cycle(Scheduler(cache), cache)
     assert [t.name for t, _ in result.binds] == ["high-0"]
+
+
+def test_binds_and_events_of_a_cycle_run_while_holding_are_sent_once_the_cycle_is_over(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
+) -> None:
+    server.create("nodes", make_node("n0"))
+    server.create("podgroups", make_podgroup("g", min_member=2))
+    for i in range(2):
+        server.create("pods", make_pod(f"g-{i}", group="g"))
+    cache = make_cache()
+    scheduler = Scheduler(cache)
+    with cache.holding():
+        result = scheduler.run_once()
+        assert sorted(t.name for t, _ in result.binds) == ["g-0", "g-1"]
+        # Assumed at once, as ever; nothing sent yet.
+        assumed = [cache.get_task(t.uid) for t, _ in result.binds]
+        assert [(t.status, t.node_name) for t in assumed if t is not None] == [(TaskStatus.BOUND, "n0")] * 2
+        assert not cache.flush(0.2)
+        assert server.requests("POST") == [] and server.requests("PATCH") == []
+    assert cache.flush(10)
+    for i in range(2):
+        assert bind_posts(server, f"g-{i}") == [201]
+        assert server.get("pods", f"g-{i}")["spec"]["nodeName"] == "n0"
+    assert len(server.requests("POST", "/events")) >= 2  # each pod's Scheduled event
+    settle(server, cache)
+    assert cache.consistency_problems() == []

@@ -238,3 +238,38 @@ def test_an_earlier_write_of_ours_coming_back_late_leaves_the_later_status(
     cache.pod_groups.apply(foreign)
     assert added == ["a"]
     assert cache.snapshot().jobs["default/a"].pod_group.phase is PodGroupPhase.UNKNOWN
+
+
+def test_a_queue_status_write_coming_back_leaves_the_queue_but_a_spec_or_state_change_replaces_it(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
+) -> None:
+    for i in range(4):  # a session resumes the last one while fewer than half the nodes changed
+        server.create("nodes", make_node(f"n{i}"))
+    server.create("pods", make_pod("p"))
+    cache = make_cache()
+    scheduler = Scheduler(cache)
+    queues = next(r for r in cache.reflectors if r.kind == "queues").handler
+    assert [t.name for t, _ in cycle(scheduler, cache).binds] == ["p"]
+
+    def seen(version: str) -> bool:
+        return queues.known.get("default") == version
+
+    # The session wrote the queue's allocated; once its echo is in, the next session resumes with the queue as it was.
+    written = server.get("queues", "default")
+    assert written["status"]["allocated"]["cpu"] == "1"
+    eventually(lambda: seen(written["metadata"]["resourceVersion"]), what="the status echo")
+    session = cycle(scheduler, cache).session
+    assert session.delta is not None and session.delta.queues == frozenset()
+    assert cache.status.writes["queue"] == 1
+
+    server.patch("queues", "default", {"spec": {"weight": 3}})
+    eventually(lambda: seen(server.get("queues", "default")["metadata"]["resourceVersion"]), what="the new weight")
+    session = cycle(scheduler, cache).session
+    assert session.delta is not None and session.delta.queues == frozenset({"default"})
+    assert session.queues["default"].weight == 3
+
+    server.patch("queues", "default", {"status": {"state": "Closed"}}, subresource="status")
+    eventually(lambda: seen(server.get("queues", "default")["metadata"]["resourceVersion"]), what="the new state")
+    session = cycle(scheduler, cache).session
+    assert session.delta is not None and session.delta.queues == frozenset({"default"})
+    assert str(session.queues["default"].state) == "Closed"

@@ -1,8 +1,12 @@
-"""KeyedWriter: writes per object, in order, coalesced, held until due, retried."""
+"""KeyedWriter: writes per object, in order, coalesced, held until due, retried; the Pool they run on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,3 +92,75 @@ def test_a_write_without_an_answer_is_retried_under_later_fields_and_a_refusal_i
     assert writer.held == 0 and writer.waiting("h") is None
     assert attempts[-1] == {"phase": "Running"} and len(attempts) == 3
     writer.stop()
+
+
+def test_a_held_pool_starts_nothing_until_released_then_runs_everything_submitted_meanwhile() -> None:
+    pool = Pool(2, "test-held")
+    ran: list[int] = []
+    try:
+        pool.hold()
+        pool.hold()  # holds nest
+        for i in range(5):
+            pool.submit(ran.append, i)
+        assert not pool.flush(0.1)
+        assert ran == [] and pool.pending == 5 and pool.held
+        pool.release()
+        assert not pool.flush(0.1) and ran == []
+        pool.release()
+        assert pool.flush(5)
+        assert sorted(ran) == [0, 1, 2, 3, 4] and pool.pending == 0 and not pool.held
+    finally:
+        pool.shutdown()
+
+
+def test_a_pool_runs_at_most_its_workers_at_once_and_survives_a_failing_call() -> None:
+    pool = Pool(3, "test-bound")
+    lock = threading.Lock()
+    running = [0, 0]  # now, most
+    gate = threading.Event()
+
+    def call() -> None:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        gate.wait(5)
+        with lock:
+            running[0] -= 1
+
+    def fail() -> None:
+        raise ApiError(500, "boom")
+
+    try:
+        pool.submit(fail)
+        for _ in range(10):
+            pool.submit(call)
+        time.sleep(0.2)
+        gate.set()
+        assert pool.flush(5)
+        assert running == [0, 3]
+    finally:
+        pool.shutdown()
+
+
+def test_shutting_down_a_held_pool_runs_what_it_held() -> None:
+    pool = Pool(2, "test-shutdown")
+    ran: list[str] = []
+    pool.hold()
+    pool.submit(ran.append, "bind")
+    pool.shutdown()
+    assert ran == ["bind"] and pool.pending == 0
+    with pytest.raises(RuntimeError):
+        pool.submit(ran.append, "late")
+
+
+def test_work_a_pool_still_holds_when_the_interpreter_exits_is_run_first(tmp_path: Path) -> None:
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "from volcanolib.kube.live._effectors import Pool\n"
+        "pool = Pool(2, 'test-exit')\n"
+        "pool.hold()\n"
+        "pool.submit(print, 'bound')\n"
+        "print('exiting')\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["exiting", "bound"]

@@ -5,15 +5,27 @@ adapter reads and writes plain JSON through the client's own
 :class:`kubernetes.client.ApiClient` (its configuration, authentication and
 connection pool) and parses it with :mod:`json`, which is what lets a start-up
 list 50,000 pods in seconds.
+
+Plain requests (binds, status writes, Events, lists) go one step further
+when the configuration allows it (``http`` or ``https`` without a proxy, a
+custom TLS server name or socket options): they are sent on keep-alive
+:mod:`http.client` connections, one per thread, with the configuration's
+CA, client certificate and token, which costs less than half the CPU of a
+request through the client's pool (headers and body leave in one write).
+Watches always use the client.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import ssl
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote, urlencode, urlsplit
 
 from volcanolib.errors import CacheError, ConfigError, MissingExtraError
 
@@ -76,14 +88,136 @@ def _status_error(status: int, data: bytes) -> ApiError:
     return ApiError(status, str(body)[:200])
 
 
+#: Errors of a kept-alive connection the server closed while it was idle: the request is sent again, once.
+_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+class _Direct:
+    """Requests on :mod:`http.client` keep-alive connections, one per thread, as the client's configuration says.
+
+    Build it with :meth:`for_client`, which returns ``None`` when the
+    configuration needs what only the client's pool does (a proxy, a TLS
+    server name other than the host, socket options).
+    """
+
+    def __init__(self, api_client: Any) -> None:
+        cfg = api_client.configuration
+        self.api_client = api_client
+        self.configuration = cfg
+        parts = urlsplit(cfg.host)
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or "localhost"
+        self.port = parts.port or (443 if self.https else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.context: ssl.SSLContext | None = None
+        if self.https:
+            context = ssl.create_default_context(cafile=cfg.ssl_ca_cert, cadata=getattr(cfg, "ca_cert_data", None))
+            if not cfg.verify_ssl:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            elif cfg.assert_hostname is False:
+                context.check_hostname = False
+            if cfg.cert_file:
+                context.load_cert_chain(cfg.cert_file, cfg.key_file)
+            self.context = context
+        self._local = threading.local()
+
+    @classmethod
+    def for_client(cls, api_client: Any) -> _Direct | None:
+        """The direct transport for this client, or ``None`` when its configuration needs the client's pool."""
+        cfg = api_client.configuration
+        scheme = urlsplit(str(cfg.host or "")).scheme
+        if scheme not in ("http", "https") or getattr(cfg, "proxy", None):
+            return None
+        if getattr(cfg, "tls_server_name", None) or getattr(cfg, "socket_options", None) is not None:
+            return None
+        if getattr(cfg, "keep_alive", False) or getattr(cfg, "assert_hostname", None) not in (None, False):
+            return None
+        return cls(api_client)
+
+    def headers(self, content_type: str | None) -> dict[str, str]:
+        """What the client would send besides the body: its default headers, cookie and credentials."""
+        client = self.api_client
+        headers = {"Accept": JSON, **client.default_headers}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        if client.cookie:
+            headers["Cookie"] = client.cookie
+        for setting in self.configuration.auth_settings().values():  # refreshes an expiring token
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _connection(self, connect: float | None) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self.https:
+                conn = http.client.HTTPSConnection(self.host, self.port, timeout=connect, context=self.context)
+            else:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=connect)
+            self._local.conn = conn
+        return conn
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        params: list[tuple[str, Any]],
+        body: Any,
+        content_type: str,
+        timeout: float | tuple[float, float] | None,
+    ) -> tuple[int, bytes]:
+        """Send one request; return the status and the whole answer.
+
+        :raises ApiError: status 0 when there was no answer.
+        """
+        url = self.prefix + path
+        if params:
+            url += "?" + urlencode([(k, str(v)) for k, v in params], quote_via=quote)
+        data = None if body is None else json.dumps(body).encode()
+        headers = self.headers(content_type if body is not None else None)
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        for attempt in (0, 1):
+            conn = self._connection(connect)
+            reused = conn.sock is not None
+            try:
+                if conn.sock is None:
+                    conn.timeout = connect
+                    conn.connect()
+                assert conn.sock is not None
+                conn.sock.settimeout(read)
+                conn.request(method, url, body=data, headers=headers)
+                response = conn.getresponse()
+                answer = response.read()
+            except _STALE as exc:
+                conn.close()
+                if reused and not attempt:
+                    continue  # the server closed the idle connection: once more, on a new one
+                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            except Exception as exc:  # refused, timed out, TLS: no answer
+                conn.close()
+                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            return response.status, answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
 class KubeApi:
     """Requests to the API server through an official-client ``ApiClient``.
 
     :param api_client: a configured :class:`kubernetes.client.ApiClient`.
+    :param direct: send plain requests on the adapter's own keep-alive
+        connections when the configuration allows it (see the module); the
+        answers are the same either way.
     """
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, *, direct: bool = True) -> None:
         self.api_client = api_client
+        self._direct = _Direct.for_client(api_client) if direct else None
+
+    @property
+    def direct(self) -> bool:
+        """Whether plain requests go on the adapter's own connections."""
+        return self._direct is not None
 
     def _send(
         self,
@@ -121,13 +255,19 @@ class KubeApi:
 
         :raises ApiError: for any answer outside 2xx, or no answer.
         """
-        response = self._send(method, path, query, body, content_type, timeout)
-        try:
-            data = response.read()
-        except Exception as exc:
-            raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        if not 200 <= response.status < 300:
-            raise _status_error(response.status, data)
+        direct = self._direct
+        if direct is not None:
+            params = [(k, v) for k, v in (query or {}).items() if v is not None]
+            status, data = direct.send(method, path, params, body, content_type, timeout)
+        else:
+            response = self._send(method, path, query, body, content_type, timeout)
+            try:
+                data = response.read()
+            except Exception as exc:
+                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            status = response.status
+        if not 200 <= status < 300:
+            raise _status_error(status, data)
         return json.loads(data) if data else None
 
     def stream(self, path: str, *, query: Mapping[str, Any], timeout: float) -> Any:

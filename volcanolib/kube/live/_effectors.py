@@ -7,14 +7,15 @@ PodDisruptionBudget's ``429``) keeps the victim in that very session.
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import functools
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
@@ -43,43 +44,130 @@ def rfc3339(when: float) -> str:
     return _dt.datetime.fromtimestamp(int(when), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: Every pool: the interpreter finishes their work before it exits.
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_pools() -> None:
+    """At exit, run what every pool still has (as a ``ThreadPoolExecutor`` would): a bind assumed is sent."""
+    for pool in list(_POOLS):
+        pool.shutdown()
+
+
 class Pool:
-    """A bounded thread pool that can be waited on: :meth:`flush` returns when all submitted work is done."""
+    """A bounded pool of worker threads that can be waited on, and held.
+
+    :meth:`flush` returns when all submitted work is done. While the pool
+    is held (:meth:`hold`), work submitted is only queued: no worker starts
+    it until :meth:`release`, so that a scheduling cycle handing over its
+    binds and writes does not share the interpreter with them.
+
+    :param workers: the most calls running at once.
+    :param name: the prefix of the workers' thread names.
+    """
 
     def __init__(self, workers: int, name: str) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        self._workers = max(1, workers)
+        self._name = name
+        self._queue: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._idle_workers = 0
         self._pending = 0
-        self._idle = threading.Condition()
+        self._held = 0
+        self._stopping = False
+        _POOLS.add(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on a worker; an exception it raises is logged."""
-        with self._idle:
+        """Run ``fn(*args)`` on a worker (once the pool is released); an exception it raises is logged."""
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError(f"pool {self._name} is shut down")
             self._pending += 1
-        future = self._executor.submit(fn, *args)
-        future.add_done_callback(self._done)
+            self._queue.append((fn, args))
+            if not self._held:
+                self._wake(1)
 
-    def _done(self, future: Future[Any]) -> None:
-        exc = future.exception()
-        if exc is not None:
-            log.error("background API call failed: %s: %s", type(exc).__name__, exc)
-        with self._idle:
-            self._pending -= 1
-            if not self._pending:
-                self._idle.notify_all()
+    def hold(self) -> None:
+        """Queue submitted work without starting it until :meth:`release` (holds nest)."""
+        with self._cond:
+            self._held += 1
+
+    def release(self) -> None:
+        """End one :meth:`hold`; once none is left, the workers start what was queued meanwhile."""
+        with self._cond:
+            if self._held:
+                self._held -= 1
+            if not self._held:
+                self._wake(len(self._queue))
+
+    @property
+    def held(self) -> bool:
+        """Whether submitted work waits for :meth:`release`."""
+        return self._held > 0
+
+    def _wake(self, count: int) -> None:
+        """Have ``count`` more calls started: wake idle workers, start new ones up to the bound. Hold the lock."""
+        if not count:
+            return
+        self._cond.notify(count)
+        # Calls queued that no idle worker will take: a new worker each, within the bound.
+        missing = min(len(self._queue) - self._idle_workers, self._workers - len(self._threads))
+        for _ in range(max(0, missing)):
+            thread = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            self._idle_workers += 1  # idle until it takes its first call
+            thread.start()
+
+    def _work(self) -> None:
+        cond = self._cond
+        queue = self._queue
+        while True:
+            with cond:
+                while not queue or self._held:
+                    if self._stopping and not queue:
+                        self._idle_workers -= 1
+                        return
+                    cond.wait()
+                fn, args = queue.popleft()
+                self._idle_workers -= 1
+            try:
+                fn(*args)
+            except Exception as exc:
+                log.error("background API call failed: %s: %s", type(exc).__name__, exc)
+            finally:
+                with cond:
+                    self._idle_workers += 1
+                    self._pending -= 1
+                    if not self._pending:
+                        cond.notify_all()
 
     @property
     def pending(self) -> int:
-        """Calls submitted and not finished."""
+        """Calls submitted and not finished (those held included)."""
         return self._pending
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until no call is pending; return whether that happened within ``timeout``."""
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._pending, timeout)
+        """Wait until no call is pending; return whether that happened within ``timeout``.
+
+        Work held (:meth:`hold`) is pending too: a flush while the pool is
+        held waits for its release.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending, timeout)
 
     def shutdown(self) -> None:
-        """Finish what was submitted and stop the workers."""
-        self._executor.shutdown(wait=True)
+        """Release the pool, finish what was submitted and stop the workers."""
+        with self._cond:
+            self._held = 0
+            self._stopping = True
+            self._wake(len(self._queue))
+            self._cond.notify_all()
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join()
 
 
 class EventRecorder:

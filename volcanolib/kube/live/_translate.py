@@ -135,26 +135,50 @@ class NodeTranslator(_Translator):
 
 
 class QueueTranslator(_Translator):
-    """Queues, and the allocated resources their status last held."""
+    """Queues, and the allocated resources their status last held.
+
+    A Queue whose change is only in what the scheduler writes (its
+    ``status.allocated``, the echo of a status write) is not replaced in the
+    cache: the next session then resumes from the last one instead of
+    treating the queue as new.
+    """
 
     kind = "Queue"
+
+    def __init__(self, cache: KubernetesCache) -> None:
+        super().__init__(cache)
+        #: Each applied queue's metadata (less its versions), spec and state, by name.
+        self._signatures: dict[str, tuple[dict[str, Any], Any, Any]] = {}
 
     def apply(self, obj: dict[str, Any]) -> None:
         key = _key(obj)
         if self.unchanged(key, obj):
+            return
+        meta = _meta(obj)
+        status = obj.get("status") or {}
+        # What the scheduler reads of a Queue: all but its versions and the allocated it writes itself.
+        signature = (
+            {k: v for k, v in meta.items() if k not in _VOLATILE},
+            obj.get("spec"),
+            status.get("state") if isinstance(status, dict) else status,
+        )
+        if self._signatures.get(key) == signature:
+            self.known[key] = str(meta.get("resourceVersion", ""))
+            self.cache.status.observe_queue(key, status.get("allocated") or {})
             return
         try:
             queue = _queue(obj, self.ref(obj))
         except ManifestError as exc:
             self.bad(obj, exc)
             return
-        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
-        status = obj.get("status") or {}
+        self.known[key] = str(meta.get("resourceVersion", ""))
+        self._signatures[key] = signature
         self.cache.status.observe_queue(key, status.get("allocated") or {})
         self.cache.add_queue(queue)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
+        self._signatures.pop(key, None)
         self.cache.status.forget_queue(key)
         self.cache.delete_queue(key)
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, KeysView
+from collections.abc import Callable, Collection, Iterator, KeysView
 from typing import Any
 
 from volcanolib._gc import gc_paused
@@ -170,6 +171,24 @@ class KubernetesCache(InMemoryCache):
             if not pool.flush(left):
                 return False
         return True
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold the binds, status writes and events issued inside the block until it ends.
+
+        ``volcanolib serve`` runs each cycle inside one: the cycle only
+        queues them (the cache assumes each bind at once, as always), and
+        the workers start them when the cycle is over, so that they do not
+        compete with it for the interpreter. A :meth:`flush` inside the
+        block waits for its end.
+        """
+        self.bind_pool.hold()
+        self.write_pool.hold()
+        try:
+            yield
+        finally:
+            self.bind_pool.release()
+            self.write_pool.release()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the binds and writes in flight (held counts too), then stop watching."""

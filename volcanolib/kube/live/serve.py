@@ -188,7 +188,8 @@ class Server:
                     code = 1
                     break
                 try:
-                    result = self.scheduler.run_once()
+                    with self.cache.holding():  # binds and writes start once the cycle is over
+                        result = self.scheduler.run_once()
                 except Exception:  # a failing cycle is reported; the next one starts afresh
                     log.exception("scheduling cycle failed")
                 else:
