@@ -788,8 +788,13 @@ class _Replay:
             nodes = cache.nodes()
         self.freed = set()
         nodes = [node for node in nodes if node.ready]
+        tried = set()  # requests already checked: pods of one job usually ask for the same
         for pod in self.waiting.values():
             req = pod.task.init_resreq
+            key = (req.milli_cpu, req.memory, tuple(req.scalars.items()))
+            if key in tried:
+                continue
+            tried.add(key)
             for node in nodes:
                 if node.fits_future_idle(req):
                     self.no_fit = False
