@@ -638,10 +638,21 @@ class NodeOrderPlugin:
         if terms is not None and not terms.terms:
             terms = None
         images = tuple(pod.images) if self.image_weight and pod is not None and pod.images else ()
+        # An image's score also reads how many of the ready nodes have it: those counts are in the token,
+        # so that an equal token in a later session means an equal key.
+        spread = (
+            (
+                len(self._ssn.node_list) if self._ssn is not None else 1,
+                *(self._image_nodes.get(_k8s.normalized_image_name(image), 0) for image in images),
+            )
+            if images
+            else ()
+        )
         token = (
             repr(tolerations) if tolerations is not None else None,
             repr(pod.affinity.get("nodeAffinity")) if terms is not None and pod is not None and pod.affinity else None,
             images,
+            spread,
         )
         usage = pods.usage
         image_score = self._image_score
@@ -660,8 +671,7 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        # Durable unless images score: an image's score depends on how many nodes have it.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=not images)
+        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
         self._class_keys[task.template] = found
         return found
 

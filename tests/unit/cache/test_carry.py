@@ -80,7 +80,7 @@ def apply_varied(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         zone = {"zone": "a" if _hash(name) % 2 else "b"}
         taints = [Taint("dedicated", "x", effect)]
         node = build_node(name, cpu=f"{cpu}m", memory=f"{gi}Gi", pods=pods, labels=zone, taints=taints)
-        node.node = attrs.evolve(node.node, images={f"img{_hash(name) % 2}": 300 * 1024 * 1024})
+        node.node = attrs.evolve(node.node, images={f"img{_hash(name) % 2}:latest": 300 * 1024 * 1024})
         node.ready = ready
         if not ready:
             node.not_ready_reason = "NotReady"
@@ -89,6 +89,13 @@ def apply_varied(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
         # Pods that must run in zone a: the stable checks fail every other node.
         for i in range(event[3]):
             cache.add_task(gang_task(event, i, node_selector={"zone": "a"}))
+    elif kind == "gang" and _hash(event[1]) % 4 == 2:
+        # Pods whose image scores: their node classes read how many nodes hold the image.
+        for i in range(event[3]):
+            task = gang_task(event, i)
+            assert task.pod is not None
+            task.pod = attrs.evolve(task.pod, images=("img1",))
+            cache.add_task(task)
     elif kind == "gang" and _hash(event[1]) % 4 == 0:
         for i in range(event[3]):
             task = gang_task(event, i, labels={"app": "apart"})
@@ -402,3 +409,35 @@ def test_a_node_ready_again_brings_its_pods_back_into_resumed_indexes() -> None:
         scheduler.run_once(before_actions=opened)
     assert resumed == [False, True, True, True]
     assert "default/apart-0" in scheduler.host.plugins["predicates"].kept_state()[2]
+
+
+def test_a_kept_grouping_follows_image_counts_when_a_node_gets_an_image_in_place() -> None:
+    cache = InMemoryCache()
+    image = {"img:latest": 300 * 1024 * 1024}
+
+    def node(i: int, *, with_image: bool) -> Any:
+        made = build_node(f"n{i}", cpu="4", memory="8Gi")
+        if with_image:
+            made.node = attrs.evolve(made.node, images=image)
+        return made
+
+    for i in range(6):
+        cache.add_node(node(i, with_image=i < 2))
+    cache.add_pod_group(build_pod_group("big", min_member=1))
+    task = build_task("big-0", job="big", cpu="100")  # fits no node: every session groups nodes for it
+    assert task.pod is not None
+    task.pod = attrs.evolve(task.pod, images=("img",))
+    cache.add_task(task)
+    scheduler = Scheduler(cache, CONF)
+    scheduler.run_once()
+    # n5 gets the image (same name, same place): the image scores of n0 and n1 change too.
+    cache.add_node(node(5, with_image=True))
+    ssn = scheduler.run_once().session
+    assert ssn is not None and ssn.delta is not None and ssn.delta.same_nodes
+    kept = ssn.placement.node_classes()
+    assert kept is not None
+    plans = _plans(ssn)
+    assert plans
+    for plan in plans:
+        fresh = NodeClasses(NodeChanges(ssn.node_list, []))
+        assert kept.classes(plan) == fresh.classes(plan)
