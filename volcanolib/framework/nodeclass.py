@@ -33,6 +33,7 @@ __all__ = [
     "NodeClassKey",
     "NodeClassPlan",
     "NodeClasses",
+    "Refusal",
     "resource_key",
     "static_resource_key",
 ]
@@ -66,7 +67,9 @@ class NodeClassKey:
     #: Whether ``key(node)`` depends on that node alone (its object, its tasks), never on other nodes or on
     #: state the plugin computes over the whole cluster, and the same token in a later session of the same
     #: configuration means the same key function; then a grouping is kept from one session to the next and
-    #: only the nodes the snapshot names as changed are grouped again.
+    #: only the nodes the snapshot names as changed are grouped again. For a pointwise key, the same token
+    #: must also mean the same checks and scores of a node of a given key in that later session (whatever
+    #: else the plugin reads is in the token): a class's answers are then kept with the grouping.
     #:
     #: .. versionadded:: 0.2
     durable: bool = False
@@ -202,7 +205,7 @@ class NodeClasses:
         ties are broken in, are the ones grouped.
     """
 
-    __slots__ = ("_changes", "_interned", "_parts", "_static", "nodes")
+    __slots__ = ("_changes", "_interned", "_parts", "_static", "answers", "nodes")
 
     #: Plans remembered before the grouping starts over.
     MAX_PLANS: Final = 64
@@ -212,6 +215,9 @@ class NodeClasses:
         self.nodes = nodes
         self._changes = changes
         self._parts: dict[tuple[Hashable, ...], _Partition] = {}
+        #: Per task signature (plan token, request): each class's answer, for pointwise plans; those
+        #: of durable plans are carried over with the classes (see :attr:`NodeClassKey.durable`).
+        self.answers: dict[Hashable, ClassAnswers] = {}
         # Equal static keys are interned, so comparing class keys mostly compares small objects by identity.
         interned: dict[Hashable, Hashable] = {}
         self._interned = interned
@@ -234,7 +240,12 @@ class NodeClasses:
             return False
         self._parts = {token: part for token, part in self._parts.items() if part.durable}
         if not self._parts:
+            self.answers = {}
             return False
+        kept = {id(part) for part in self._parts.values()}
+        self.answers = {sig: view for sig, view in self.answers.items() if id(view.part) in kept}
+        for view in self.answers.values():
+            view.carry_over()
         where = changes.position
         positions = sorted(where[name] for name in changed if name in where)
         interned = self._interned
@@ -305,6 +316,16 @@ class NodeClasses:
 Answer = tuple[bool, float]
 
 
+@attrs.frozen
+class Refusal:
+    """Why the nodes of a class cannot take a task: the checks failed (``checked``), or resources are short."""
+
+    #: Whether the node's resources would do and a check (predicate) failed; else a resource is short.
+    checked: bool
+    #: The reasons, as the fit errors give them.
+    reasons: tuple[str, ...]
+
+
 class ClassAnswers:
     """One task signature's answer for every current class of a grouping, worked out once per class.
 
@@ -315,17 +336,29 @@ class ClassAnswers:
     every class.
     """
 
-    __slots__ = ("answers", "by_answer", "part", "seen")
+    __slots__ = ("answers", "by_answer", "part", "refusals", "seen", "stale")
 
     def __init__(self) -> None:
         self.part: _Partition | None = None
         self.seen = 0
         #: Class key -> answer, for the classes whose answer is not ``None``.
         self.answers: dict[Hashable, Answer] = {}
+        #: Class key -> why its nodes refuse the task, for the other classes.
+        self.refusals: dict[Hashable, Refusal] = {}
         #: Answer -> the keys of the classes that gave it, in answer order.
         self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
+        #: Keys of classes that changed in an earlier session after the answers were last brought up to date.
+        self.stale: set[Hashable] = set()
+
+    def carry_over(self) -> None:
+        """The partition's changes start over for the next session: remember those not read yet."""
+        part = self.part
+        if part is not None:
+            self.stale.update(part.changes[self.seen :])
+        self.seen = 0
 
     def _drop(self, key: Hashable) -> None:
+        self.refusals.pop(key, None)
         old = self.answers.pop(key, None)
         if old is not None:
             keys = self.by_answer[old]
@@ -346,20 +379,25 @@ class ClassAnswers:
         self,
         part: _Partition,
         nodes: Sequence[NodeInfo],
-        ask: Callable[[list[NodeInfo]], Sequence[Answer | None]],
+        ask: Callable[[list[NodeInfo]], Sequence[Answer | Refusal]],
     ) -> None:
         """Bring the answers up to date with ``part``.
 
-        :param ask: answers for one node of each new class, in the order given.
+        :param ask: answers (or refusals) for one node of each new class, in the order given.
         """
         classes = part.classes
         if part is not self.part:
             self.part = part
             self.answers.clear()
+            self.refusals.clear()
             self.by_answer.clear()
+            self.stale.clear()
             keys: Iterable[Hashable] = list(classes)
-        elif self.seen < len(part.changes):
+        elif self.seen < len(part.changes) or self.stale:
             keys = set(part.changes[self.seen :])
+            if self.stale:
+                keys.update(self.stale)
+                self.stale = set()
         else:
             return
         self.seen = len(part.changes)
@@ -371,8 +409,9 @@ class ClassAnswers:
                 self._drop(key)
         if new:
             for key, answer in zip(new, ask([nodes[classes[key][0]] for key in new]), strict=True):
-                if answer is None:
+                if isinstance(answer, Refusal):
                     self._drop(key)
+                    self.refusals[key] = answer
                 else:
                     self._set(key, answer)
 

@@ -35,7 +35,7 @@ from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan
+from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan, Refusal
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -55,6 +55,8 @@ __all__ = [
 
 #: Task signatures whose class answers are remembered before starting over.
 _MAX_SIGNATURES: Final = 4096
+#: What :meth:`Placement._choose_remembered` gives when no node is feasible and no explanation was asked for.
+_UNEXPLAINED: Final = FitErrors()
 
 
 def predicate_error_cache_argument(doc: str) -> bool:
@@ -271,7 +273,7 @@ class Placement:
     to group them; the answers are the same either way.
     """
 
-    __slots__ = ("_answers", "_changes", "_classes", "_fit", "_preempt_answers", "_ssn", "nodes")
+    __slots__ = ("_changes", "_classes", "_fit", "_preempt_answers", "_ssn", "nodes")
 
     def __init__(self, ssn: Session, kept: NodeClasses | None = None, changed: Iterable[str] = ()) -> None:
         self._ssn = ssn
@@ -285,8 +287,6 @@ class Placement:
         self._classes: NodeClasses | None = None
         if kept is not None and kept.carry_over(self._changes, changed):
             self._classes = kept
-        #: Per task signature (plan token, request): each class's fit and score, for pointwise plans.
-        self._answers: dict[Hashable, ClassAnswers] = {}
         #: Per preemptor signature (plan token, request, role): each class value's answer for preemption.
         self._preempt_answers: dict[Hashable, dict[Hashable, Answer | None]] = {}
 
@@ -417,12 +417,13 @@ class Placement:
         if not nominated and node_classes:
             plan = ssn.node_class_plan(task)
             if plan is not None:
+                explain = not cache.has_failures(task)
                 chosen: NodeInfo | FitErrors | None = None
                 if plan.pointwise:
-                    chosen = self._choose_remembered(task, plan)
+                    chosen = self._choose_remembered(task, plan, explain=explain)
                 if chosen is None:
-                    chosen = self._choose_by_class(task, plan, explain=not cache.has_failures(task))
-                if chosen is not None:
+                    chosen = self._choose_by_class(task, plan, explain=explain)
+                if chosen is not None and chosen is not _UNEXPLAINED:
                     return chosen
         errors = FitErrors(total_nodes=len(self.nodes))
         feasible: list[NodeInfo] = []
@@ -494,36 +495,74 @@ class Placement:
                     return chosen
         return None
 
-    def _choose_remembered(self, task: TaskInfo, plan: NodeClassPlan) -> NodeInfo | None:
+    def _choose_remembered(self, task: TaskInfo, plan: NodeClassPlan, *, explain: bool) -> NodeInfo | FitErrors:
         """:meth:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
 
         Tasks with the same plan token and request get the same answers from
-        a class as long as it exists, so only classes that appeared since the
-        last such task are checked and scored. ``None`` when no node is feasible.
+        a class as long as it exists (and, for a durable plan, in the
+        following sessions of the scheduler), so only classes that appeared
+        since the last such task are checked and scored. When no node is
+        feasible: with ``explain``, why, as :meth:`_choose_by_class` gives it;
+        else :data:`_UNEXPLAINED`.
         """
         classes = self._node_classes()
         ssn = self._ssn
         req = task.init_resreq
         part = classes.partition(plan)
         signature = (plan.token, req.key())
-        view = self._answers.get(signature)
+        remembered = classes.answers
+        view = remembered.get(signature)
         if view is None:
-            if len(self._answers) >= _MAX_SIGNATURES:
-                self._answers.clear()
-            view = self._answers[signature] = ClassAnswers()
+            if len(remembered) >= _MAX_SIGNATURES:
+                remembered.clear()
+            view = remembered[signature] = ClassAnswers()
+        nodes = classes.nodes
 
-        def ask(reps: list[NodeInfo]) -> list[tuple[bool, float] | None]:
-            fitting = [rep for rep in reps if rep.first_insufficient(req) is None]
-            passed = ssn.predicate_nodes(task, fitting) if fitting else []
+        def ask(reps: list[NodeInfo]) -> list[Answer | Refusal]:
+            fitting: list[NodeInfo] = []
+            lacking: dict[str, str] = {}
+            for rep in reps:
+                short = rep.first_insufficient(req)
+                if short is None:
+                    fitting.append(rep)
+                else:
+                    lacking[rep.name] = short
+            errors = FitErrors(total_nodes=len(nodes))
+            passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
             scores = ssn.node_scores(task, passed) if passed else {}
-            return [(req.less_equal(rep.idle), scores[rep.name]) if rep.name in scores else None for rep in reps]
+            failed = errors.nodes
+            out: list[Answer | Refusal] = []
+            for rep in reps:
+                name = rep.name
+                if name in scores:
+                    out.append((req.less_equal(rep.idle), scores[name]))
+                elif name in lacking:
+                    out.append(Refusal(False, (insufficient(lacking[name]),)))
+                else:
+                    out.append(Refusal(True, tuple(failed[name].reasons)))
+            return out
 
-        view.update(part, classes.nodes, ask)
+        view.update(part, nodes, ask)
         best = view.best()
-        if best is None:
-            return None
-        groups = [part.classes[key] for key in best[1]]
-        return classes.nodes[self._draw(classes, groups)]
+        if best is not None:
+            groups = [part.classes[key] for key in best[1]]
+            return nodes[self._draw(classes, groups)]
+        if not explain:
+            return _UNEXPLAINED
+        # As _choose_by_class gives it: the classes whose checks failed, then those short of a resource,
+        # each in class order.
+        grouped = FitErrors(total_nodes=len(nodes))
+        refusals = view.refusals
+        short: list[tuple[tuple[str, ...], list[int]]] = []
+        for key, members in part.classes.items():
+            refusal = refusals[key]
+            if refusal.checked:
+                grouped.set_group_error(task.key, NodeNames(nodes, members), refusal.reasons)
+            else:
+                short.append((refusal.reasons, members))
+        for reasons, members in short:
+            grouped.set_group_error(task.key, NodeNames(nodes, members), reasons)
+        return grouped
 
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
         """One position among the members of ``groups``, drawn as the node-by-node path draws its tie."""

@@ -441,3 +441,47 @@ def test_a_kept_grouping_follows_image_counts_when_a_node_gets_an_image_in_place
     for plan in plans:
         fresh = NodeClasses(NodeChanges(ssn.node_list, []))
         assert kept.classes(plan) == fresh.classes(plan)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_remembered_refusals_explain_as_a_fresh_check_of_every_class(seed: int) -> None:
+    """Why no node takes a task, from class answers kept across tasks and sessions, equals checking every class."""
+    from volcanolib.api.fiterrors import FitErrors
+    from volcanolib.api.task import TaskStatus
+
+    compared = [0]
+
+    def compare(scheduler: Scheduler, ssn: Session) -> None:
+        placement = ssn.placement
+        for job in list(ssn.jobs.values()):
+            for task in list(job.tasks_in(TaskStatus.PENDING)):
+                plan = ssn.node_class_plan(task)
+                if plan is None or not plan.pointwise:
+                    continue
+                fresh = placement._choose_by_class(task, plan, explain=True)
+                if not isinstance(fresh, FitErrors):
+                    continue
+                kept = placement._choose_remembered(task, plan, explain=True)
+                assert isinstance(kept, FitErrors), f"seed {seed}: {task.key} fits by kept answers only"
+                assert kept.error() == fresh.error()
+                assert {n: e.reasons for n, e in kept.nodes.items()} == {n: e.reasons for n, e in fresh.nodes.items()}
+                compared[0] += 1
+
+    def feed(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
+        apply(cache, event)
+        kind = event[0]
+        if kind == "node":  # zones, so that a selector fails some nodes
+            _, name, ((cpu, gi), pods), ready = event
+            node = build_node(name, cpu=f"{cpu}m", memory=f"{gi}Gi", pods=pods, labels={"zone": "ab"[_hash(name) % 2]})
+            node.ready = ready
+            if not ready:
+                node.not_ready_reason = "NotReady"
+            cache.add_node(node)
+        elif kind == "gang" and _hash(event[1]) % 3 == 0:
+            # One more member that no node takes: too much memory, and for some gangs zone a only.
+            selector = {"zone": "a"} if _hash(event[1]) % 2 else None
+            name = event[1]
+            cache.add_task(build_task(f"{name}-99", job=name, cpu="100m", memory="512Gi", node_selector=selector))
+
+    run(seed, 30, lambda ssn, previous: None, opened=compare, feed=feed)
+    assert compared[0] > 20
