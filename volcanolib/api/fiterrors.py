@@ -94,12 +94,14 @@ class FitError:
 class FitErrors:
     """The reasons one task fits no node, node by node, with an overall message."""
 
-    __slots__ = ("_groups", "_nodes", "message", "total_nodes")
+    __slots__ = ("_counts", "_groups", "_nodes", "message", "total_nodes")
 
     def __init__(self, total_nodes: int | None = None) -> None:
         self._nodes: dict[str, FitError] = {}
         #: Reasons shared by many nodes, kept as given until someone reads :attr:`nodes`.
         self._groups: list[tuple[str, Sequence[str], tuple[str, ...]]] = []
+        # The reason counts, when the groups alone were recorded by set_class_errors.
+        self._counts: Counter[str] | None = None
         self.message = ""
         #: How many nodes were considered, for the "0/N nodes are available" summary.
         self.total_nodes = total_nodes
@@ -120,13 +122,41 @@ class FitErrors:
 
     def set_node_error(self, error: FitError) -> None:
         """Record why the task does not fit one node."""
+        self._counts = None
         if self._groups:
             self._expand()
         self._nodes[error.node_name] = error
 
     def set_group_error(self, task_key: str, node_names: Sequence[str], reasons: Iterable[str]) -> None:
         """Record the same reasons for many nodes (later records for a node win, as one by one)."""
+        self._counts = None
         self._groups.append((task_key, node_names, tuple(reasons)))
+
+    def set_class_errors(
+        self,
+        task_key: str,
+        groups: Sequence[tuple[NodeNames, tuple[str, ...]]],
+        counts: Counter[str] | None = None,
+    ) -> None:
+        """Record the reasons of groups of nodes that share no node (the classes of one grouping).
+
+        :param counts: how many nodes give each reason (no zero counts),
+            when the caller already knows (else counted here); kept as given.
+        .. versionadded:: 0.3
+        """
+        fresh = not self._nodes and not self._groups
+        self._groups.extend((task_key, names, reasons) for names, reasons in groups)
+        if not fresh:
+            self._counts = None
+            return
+        if counts is None:
+            counts = Counter()
+            for names, reasons in groups:
+                size = len(names)
+                if size:
+                    for reason in reasons:
+                        counts[reason] += size
+        self._counts = counts
 
     def set_error(self, message: str) -> None:
         """Record a reason that applies to every node."""
@@ -151,7 +181,9 @@ class FitErrors:
             head = ALL_NODES_UNAVAILABLE
         if not self._nodes and not any(names for _, names, _ in self._groups):
             return head if head.endswith(".") else head + "."
-        counts = self._disjoint_counts()
+        counts = self._counts
+        if counts is None:
+            counts = self._disjoint_counts()
         if counts is None:
             counts = Counter(self.reasons())
         return f"{head}: {', '.join(_histogram(counts))}."

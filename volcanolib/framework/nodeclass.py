@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -24,6 +25,7 @@ import attrs
 from sortedcontainers import SortedDict
 
 if TYPE_CHECKING:
+    from volcanolib.api.fiterrors import NodeNames
     from volcanolib.api.node import NodeInfo
     from volcanolib.framework.placement import NodeChanges
 
@@ -141,7 +143,19 @@ class _Partition:
     identity; the value tuples are compared only when a key is looked up.
     """
 
-    __slots__ = ("changes", "classes", "durable", "interned", "key_of", "keys", "pending", "seen", "static")
+    __slots__ = (
+        "changes",
+        "classes",
+        "durable",
+        "epoch",
+        "interned",
+        "key_of",
+        "keys",
+        "pending",
+        "seen",
+        "static",
+        "version",
+    )
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
         self.keys = plan.keys
@@ -163,8 +177,13 @@ class _Partition:
         # than sorted containers for the small classes most nodes end up in.
         self.classes: dict[Hashable, list[int]] = grouped
         self.seen = seen
-        #: Keys of the classes that appeared or emptied since the grouping was made, in order.
+        #: Keys of the classes that appeared or emptied since the grouping was made (or :attr:`epoch`
+        #: last changed), in order; kept from session to session.
         self.changes: list[Hashable] = []
+        #: Counts the times :attr:`changes` started over (a reader then reads every class again).
+        self.epoch = 0
+        #: Counts the nodes that moved to another class.
+        self.version = 0
 
     def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
         """The interned key of the class ``node`` belongs in."""
@@ -179,6 +198,7 @@ class _Partition:
         new = self.class_key(position, node)
         if new is old:
             return
+        self.version += 1
         classes = self.classes
         members = classes[old]
         del members[bisect.bisect_left(members, position)]
@@ -238,14 +258,14 @@ class NodeClasses:
         nodes = changes.nodes
         if len(nodes) != len(self.nodes):
             return False
+        before = len(self._parts)
         self._parts = {token: part for token, part in self._parts.items() if part.durable}
         if not self._parts:
             self.answers = {}
             return False
-        kept = {id(part) for part in self._parts.values()}
-        self.answers = {sig: view for sig, view in self.answers.items() if id(view.part) in kept}
-        for view in self.answers.values():
-            view.carry_over()
+        if len(self._parts) < before:
+            kept = {id(part) for part in self._parts.values()}
+            self.answers = {sig: view for sig, view in self.answers.items() if id(view.part) in kept}
         where = changes.position
         positions = sorted(where[name] for name in changed if name in where)
         interned = self._interned
@@ -257,7 +277,9 @@ class NodeClasses:
             part.pending = positions if part.pending is None else sorted(set(part.pending).union(positions))
             # Every change in the next session's node log is after the snapshot: read it from its start.
             part.seen = 0
-            part.changes = []
+            if len(part.changes) > _MAX_CHANGES + 4 * len(part.classes):
+                part.changes = []
+                part.epoch += 1
         self.nodes = nodes
         self._changes = changes
         return True
@@ -312,6 +334,9 @@ class NodeClasses:
         return low
 
 
+#: Changes a partition keeps across sessions (plus four per class) before starting them over.
+_MAX_CHANGES: Final = 4096
+
 #: A class's answer for a task: (the task fits the node's idle resources now, the node's score).
 Answer = tuple[bool, float]
 
@@ -336,7 +361,7 @@ class ClassAnswers:
     every class.
     """
 
-    __slots__ = ("answers", "by_answer", "part", "refusals", "seen", "stale")
+    __slots__ = ("answers", "by_answer", "epoch", "explained", "part", "refusals", "seen")
 
     def __init__(self) -> None:
         self.part: _Partition | None = None
@@ -347,15 +372,10 @@ class ClassAnswers:
         self.refusals: dict[Hashable, Refusal] = {}
         #: Answer -> the keys of the classes that gave it, in answer order.
         self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
-        #: Keys of classes that changed in an earlier session after the answers were last brought up to date.
-        self.stale: set[Hashable] = set()
-
-    def carry_over(self) -> None:
-        """The partition's changes start over for the next session: remember those not read yet."""
-        part = self.part
-        if part is not None:
-            self.stale.update(part.changes[self.seen :])
-        self.seen = 0
+        self.epoch = 0
+        #: The refusals of every class as fit error groups, with their reason counts, and the partition's
+        #: (epoch, version) they were made at (see :meth:`Placement._choose_remembered`).
+        self.explained: tuple[tuple[int, int], list[tuple[NodeNames, tuple[str, ...]]], Counter[str]] | None = None
 
     def _drop(self, key: Hashable) -> None:
         self.refusals.pop(key, None)
@@ -386,18 +406,16 @@ class ClassAnswers:
         :param ask: answers (or refusals) for one node of each new class, in the order given.
         """
         classes = part.classes
-        if part is not self.part:
+        if part is not self.part or self.epoch != part.epoch:
             self.part = part
+            self.epoch = part.epoch
             self.answers.clear()
             self.refusals.clear()
             self.by_answer.clear()
-            self.stale.clear()
+            self.explained = None
             keys: Iterable[Hashable] = list(classes)
-        elif self.seen < len(part.changes) or self.stale:
+        elif self.seen < len(part.changes):
             keys = set(part.changes[self.seen :])
-            if self.stale:
-                keys.update(self.stale)
-                self.stale = set()
         else:
             return
         self.seen = len(part.changes)

@@ -28,6 +28,7 @@ identity (``nodes is ssn.node_list``).
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -550,18 +551,22 @@ class Placement:
         if not explain:
             return _UNEXPLAINED
         # As _choose_by_class gives it: the classes whose checks failed, then those short of a resource,
-        # each in class order.
+        # each in class order; made again only once a node moved to another class.
+        made_at = (part.epoch, part.version)
+        explained = view.explained
+        if explained is None or explained[0] != made_at:
+            refusals = view.refusals
+            checked: list[tuple[NodeNames, tuple[str, ...]]] = []
+            short: list[tuple[NodeNames, tuple[str, ...]]] = []
+            counts: Counter[str] = Counter()
+            for key, members in part.classes.items():
+                refusal = refusals[key]
+                (checked if refusal.checked else short).append((NodeNames(nodes, members), refusal.reasons))
+                for reason in refusal.reasons:
+                    counts[reason] += len(members)
+            explained = view.explained = (made_at, checked + short, counts)
         grouped = FitErrors(total_nodes=len(nodes))
-        refusals = view.refusals
-        short: list[tuple[tuple[str, ...], list[int]]] = []
-        for key, members in part.classes.items():
-            refusal = refusals[key]
-            if refusal.checked:
-                grouped.set_group_error(task.key, NodeNames(nodes, members), refusal.reasons)
-            else:
-                short.append((refusal.reasons, members))
-        for reasons, members in short:
-            grouped.set_group_error(task.key, NodeNames(nodes, members), reasons)
+        grouped.set_class_errors(task.key, explained[1], explained[2])
         return grouped
 
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
@@ -602,11 +607,9 @@ class Placement:
             # classes cover every node, so the groups alone say it all (and count without naming nodes).
             failed = errors.nodes
             grouped = FitErrors(total_nodes=len(nodes))
-            for rep in fitting:
-                reasons = failed[rep.name].reasons
-                grouped.set_group_error(task.key, NodeNames(nodes, members_of[rep.name]), reasons)
-            for lacking, members in short:
-                grouped.set_group_error(task.key, NodeNames(nodes, members), (insufficient(lacking),))
+            groups = [(NodeNames(nodes, members_of[rep.name]), tuple(failed[rep.name].reasons)) for rep in fitting]
+            groups += [(NodeNames(nodes, members), (insufficient(lacking),)) for lacking, members in short]
+            grouped.set_class_errors(task.key, groups)
             return grouped
         if len(group) == 1 and len(members_of[group[0].name]) == 1:
             return group[0]

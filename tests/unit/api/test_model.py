@@ -237,6 +237,38 @@ def test_job_clone_equals_the_job_built_again_from_its_tasks() -> None:
         assert copy.nodes_fit_errors == {}
 
 
+def test_class_errors_summarise_and_expand_as_groups_recorded_one_by_one() -> None:
+    import random
+    from collections import Counter
+
+    from volcanolib.api.fiterrors import FitErrors, NodeNames
+
+    rng = random.Random(3)
+    nodes = [build_node(f"n{i}") for i in range(10)]
+    reasons = ["Insufficient cpu", "Insufficient memory", "node(s) had taints"]
+    for trial in range(200):
+        order = list(range(10))
+        rng.shuffle(order)
+        cuts = sorted(rng.sample(range(11), rng.randint(1, 4)))
+        groups = [
+            (NodeNames(nodes, order[start:end]), tuple(rng.sample(reasons, rng.randint(1, 2))))
+            for start, end in zip(cuts, [*cuts[1:], 10], strict=False)
+        ]
+        one_by_one = FitErrors(total_nodes=10)
+        for names, why in groups:
+            one_by_one.set_group_error("t", names, why)
+        by_class = FitErrors(total_nodes=10)
+        counted = Counter[str]()
+        for names, why in groups:
+            for reason in why:
+                if names:
+                    counted[reason] += len(names)
+        by_class.set_class_errors("t", groups, counted if trial % 2 else None)
+        assert by_class.error() == one_by_one.error()
+        assert {n: e.reasons for n, e in by_class.nodes.items()} == {n: e.reasons for n, e in one_by_one.nodes.items()}
+        assert by_class.error() == one_by_one.error()  # counts kept after the groups were expanded
+
+
 def test_fit_error_summary_of_node_groups_counts_as_node_by_node() -> None:
     import random
 
