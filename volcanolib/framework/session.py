@@ -752,13 +752,8 @@ class Session:
             total = part.total
             if not part.parts:
                 continue
-            name: str | None = leaf
-            seen = set()
-            while name is not None and name in allocated and name not in seen:
-                seen.add(name)
-                allocated[name].add(total)
-                parent = queues[name].parent
-                name = parent if parent is not None else ("root" if name != "root" else None)
+            for res in _chain(queues, allocated, leaf):
+                res.add(total)
         for res in allocated.values():
             if not (_whole(res.milli_cpu) and _whole(res.memory) and all(_whole(v) for v in res.scalars.values())):
                 return None
@@ -775,16 +770,7 @@ class Session:
             if chain is None:
                 if leaf not in allocated:
                     continue
-                # The queue and its ancestors up to root (root itself is every queue's parent).
-                totals = []
-                name: str | None = leaf
-                seen = set()
-                while name is not None and name in allocated and name not in seen:
-                    seen.add(name)
-                    totals.append(allocated[name])
-                    parent = queues[name].parent
-                    name = parent if parent is not None else ("root" if name != "root" else None)
-                chain = chains[leaf] = tuple(totals)
+                chain = chains[leaf] = _chain(queues, allocated, leaf)
             if by_job:
                 total = job.allocated
                 scalars = total.scalars
@@ -1129,6 +1115,19 @@ _MAX_PLANS: Final = 1024
 
 #: Whether close leaves out the jobs a following session left alone (tests switch it off to compare).
 _QUIET_JOBS = True
+
+
+def _chain(queues: Mapping[str, QueueInfo], totals: Mapping[str, Resource], leaf: str) -> tuple[Resource, ...]:
+    """The totals of a queue and of its ancestors up to root (root itself is every queue's parent)."""
+    chain = []
+    name: str | None = leaf
+    seen = set()
+    while name is not None and name in totals and name not in seen:
+        seen.add(name)
+        chain.append(totals[name])
+        parent = queues[name].parent
+        name = parent if parent is not None else ("root" if name != "root" else None)
+    return tuple(chain)
 
 
 def _settles(job: JobInfo) -> bool:
