@@ -601,6 +601,8 @@ class Session:
                 settled -= self._woken
                 settled.update(job.uid for job in candidates if _settles(job))
                 carry.settled = settled
+            else:
+                carry.settled = set()
             carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
 
     def unsettled_jobs(self) -> list[JobInfo]:
@@ -740,10 +742,7 @@ class Session:
             if job is None or job.queue not in queues:
                 sums.put(uid, None, None)
                 continue
-            amount = Resource()
-            for task in job.tasks_in(ALLOCATED_STATUSES):
-                amount.add(task.resreq)
-            sums.put(uid, job.queue, amount)
+            sums.put(uid, job.queue, _allocated_part(job))
         carry.job_sums = sums
         if not sums.exact:
             return None
@@ -1115,6 +1114,26 @@ _MAX_PLANS: Final = 1024
 
 #: Whether close leaves out the jobs a following session left alone (tests switch it off to compare).
 _QUIET_JOBS = True
+
+
+def _allocated_part(job: JobInfo) -> Resource:
+    """The requests of a job's allocated tasks, added up: a copy of its kept total where that is the same sum.
+
+    As :meth:`Session._queue_totals` reads it: the total stands for the tasks
+    when its amounts are whole and it names no scalar, or one that is not zero.
+    """
+    total = job.allocated
+    scalars = total.scalars
+    if (
+        _whole(total.milli_cpu)
+        and _whole(total.memory)
+        and (not scalars or (len(scalars) == 1 and all(v and _whole(v) for v in scalars.values())))
+    ):
+        return total.clone()
+    amount = Resource()
+    for task in job.tasks_in(ALLOCATED_STATUSES):
+        amount.add(task.resreq)
+    return amount
 
 
 def _chain(queues: Mapping[str, QueueInfo], totals: Mapping[str, Resource], leaf: str) -> tuple[Resource, ...]:
