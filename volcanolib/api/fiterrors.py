@@ -179,9 +179,11 @@ class FitErrors:
             head = f"0/{self.total_nodes} nodes are available"
         else:
             head = ALL_NODES_UNAVAILABLE
+        counts = self._counts
+        if counts:  # counted groups name nodes
+            return f"{head}: {', '.join(_histogram(counts))}."
         if not self._nodes and not any(names for _, names, _ in self._groups):
             return head if head.endswith(".") else head + "."
-        counts = self._counts
         if counts is None:
             counts = self._disjoint_counts()
         if counts is None:
