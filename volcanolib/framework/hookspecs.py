@@ -171,7 +171,10 @@ def on_session_close(ssn: Session) -> None:
     """Called once when a session closes, after the last action.
 
     Called in tier order, before job statuses are written back. Gang writes
-    its PodGroup conditions here.
+    its PodGroup conditions here. A session that follows another writes
+    back only the jobs of ``ssn.unsettled_jobs()``: set conditions with
+    ``ssn.update_pod_group_condition``, or call ``ssn.unsettle(job)`` before
+    changing a job another way.
 
     :param ssn: the session.
     :returns: nothing.
