@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Final
 import attrs
 from sortedcontainers import SortedDict
 
+from volcanolib.api.fiterrors import NodeNames
+
 if TYPE_CHECKING:
-    from volcanolib.api.fiterrors import NodeNames
     from volcanolib.api.node import NodeInfo
     from volcanolib.framework.placement import NodeChanges
 
@@ -151,10 +152,10 @@ class _Partition:
         "interned",
         "key_of",
         "keys",
+        "moved",
         "pending",
         "seen",
         "static",
-        "version",
     )
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
@@ -182,8 +183,9 @@ class _Partition:
         self.changes: list[Hashable] = []
         #: Counts the times :attr:`changes` started over (a reader then reads every class again).
         self.epoch = 0
-        #: Counts the nodes that moved to another class.
-        self.version = 0
+        #: Keys of the classes whose members changed (both classes of every node that moved), in order;
+        #: kept from session to session and started over with :attr:`changes`.
+        self.moved: list[Hashable] = []
 
     def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
         """The interned key of the class ``node`` belongs in."""
@@ -198,7 +200,7 @@ class _Partition:
         new = self.class_key(position, node)
         if new is old:
             return
-        self.version += 1
+        self.moved += (old, new)
         classes = self.classes
         members = classes[old]
         del members[bisect.bisect_left(members, position)]
@@ -277,8 +279,9 @@ class NodeClasses:
             part.pending = positions if part.pending is None else sorted(set(part.pending).union(positions))
             # Every change in the next session's node log is after the snapshot: read it from its start.
             part.seen = 0
-            if len(part.changes) > _MAX_CHANGES + 4 * len(part.classes):
+            if len(part.changes) + len(part.moved) > _MAX_CHANGES + 8 * len(part.classes):
                 part.changes = []
+                part.moved = []
                 part.epoch += 1
         self.nodes = nodes
         self._changes = changes
@@ -361,7 +364,7 @@ class ClassAnswers:
     every class.
     """
 
-    __slots__ = ("answers", "by_answer", "epoch", "explained", "part", "refusals", "seen")
+    __slots__ = ("answers", "by_answer", "entries", "epoch", "explained", "part", "read", "refusals", "seen", "tally")
 
     def __init__(self) -> None:
         self.part: _Partition | None = None
@@ -373,9 +376,12 @@ class ClassAnswers:
         #: Answer -> the keys of the classes that gave it, in answer order.
         self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
         self.epoch = 0
-        #: The refusals of every class as fit error groups, with their reason counts, and the partition's
-        #: (epoch, version) they were made at (see :meth:`Placement._choose_remembered`).
-        self.explained: tuple[tuple[int, int], list[tuple[NodeNames, tuple[str, ...]]], Counter[str]] | None = None
+        # For explain: each class's nodes and refusal, how many nodes give each reason, how much of the
+        # partition's ``moved`` log was read, and the last explanation with the length of the log it read.
+        self.entries: dict[Hashable, tuple[NodeNames, Refusal]] = {}
+        self.tally: Counter[str] = Counter()
+        self.read = 0
+        self.explained: tuple[int, list[tuple[NodeNames, tuple[str, ...]]], Counter[str]] | None = None
 
     def _drop(self, key: Hashable) -> None:
         self.refusals.pop(key, None)
@@ -412,6 +418,9 @@ class ClassAnswers:
             self.answers.clear()
             self.refusals.clear()
             self.by_answer.clear()
+            self.entries.clear()
+            self.tally.clear()
+            self.read = 0
             self.explained = None
             keys: Iterable[Hashable] = list(classes)
         elif self.seen < len(part.changes):
@@ -432,6 +441,48 @@ class ClassAnswers:
                     self.refusals[key] = answer
                 else:
                     self._set(key, answer)
+
+    def explain(self, nodes: Sequence[NodeInfo]) -> tuple[list[tuple[NodeNames, tuple[str, ...]]], Counter[str]]:
+        """Why every class refuses the task, as fit error groups, with how many nodes give each reason.
+
+        The classes whose checks failed come first, then those short of a
+        resource, each in class order (what the results give out is not to
+        be changed).
+
+        Call it after :meth:`update`, when no class gave an answer. Only the
+        classes whose members changed since the last call are looked at again.
+        """
+        part = self.part
+        assert part is not None
+        moved = part.moved
+        explained = self.explained
+        if explained is not None and explained[0] == len(moved):
+            return explained[1], explained[2]
+        entries, tally = self.entries, self.tally
+        for key in set(moved[self.read :]):
+            entry = entries.pop(key, None)
+            if entry is not None:
+                size = len(entry[0])
+                for reason in entry[1].reasons:
+                    tally[reason] -= size
+                    if not tally[reason]:
+                        del tally[reason]
+        self.read = len(moved)
+        refusals = self.refusals
+        checked: list[tuple[NodeNames, tuple[str, ...]]] = []
+        short: list[tuple[NodeNames, tuple[str, ...]]] = []
+        for key, members in part.classes.items():
+            entry = entries.get(key)
+            if entry is None:
+                refusal = refusals[key]
+                entry = entries[key] = (NodeNames(nodes, members), refusal)
+                for reason in refusal.reasons:
+                    tally[reason] += len(members)
+            (checked if entry[1].checked else short).append((entry[0], entry[1].reasons))
+        groups = checked + short
+        counts = Counter(tally)  # given out: the tally itself changes with the classes
+        self.explained = (len(moved), groups, counts)
+        return groups, counts
 
     def best(self) -> tuple[Answer, set[Hashable]] | None:
         """The best answer (fitting idle resources first, then the highest score) and its classes."""

@@ -28,7 +28,6 @@ identity (``nodes is ssn.node_list``).
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -550,23 +549,10 @@ class Placement:
             return nodes[self._draw(classes, groups)]
         if not explain:
             return _UNEXPLAINED
-        # As _choose_by_class gives it: the classes whose checks failed, then those short of a resource,
-        # each in class order; made again only once a node moved to another class.
-        made_at = (part.epoch, part.version)
-        explained = view.explained
-        if explained is None or explained[0] != made_at:
-            refusals = view.refusals
-            checked: list[tuple[NodeNames, tuple[str, ...]]] = []
-            short: list[tuple[NodeNames, tuple[str, ...]]] = []
-            counts: Counter[str] = Counter()
-            for key, members in part.classes.items():
-                refusal = refusals[key]
-                (checked if refusal.checked else short).append((NodeNames(nodes, members), refusal.reasons))
-                for reason in refusal.reasons:
-                    counts[reason] += len(members)
-            explained = view.explained = (made_at, checked + short, counts)
+        # As _choose_by_class gives it (a test compares them).
+        refused, counts = view.explain(nodes)
         grouped = FitErrors(total_nodes=len(nodes))
-        grouped.set_class_errors(task.key, explained[1], explained[2])
+        grouped.set_class_errors(task.key, refused, counts)
         return grouped
 
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:

@@ -787,7 +787,6 @@ class _Replay:
         else:
             nodes = cache.nodes()
         self.freed = set()
-        nodes = [node for node in nodes if node.ready]
         tried = set()  # requests already checked: pods of one job usually ask for the same
         for pod in self.waiting.values():
             req = pod.task.init_resreq
@@ -796,7 +795,7 @@ class _Replay:
                 continue
             tried.add(key)
             for node in nodes:
-                if node.fits_future_idle(req):
+                if node.ready and node.fits_future_idle(req):
                     self.no_fit = False
                     return True
         self.no_fit = True
