@@ -153,6 +153,7 @@ class _Partition:
         "key_of",
         "keys",
         "moved",
+        "moved_epoch",
         "pending",
         "seen",
         "static",
@@ -186,6 +187,8 @@ class _Partition:
         #: Keys of the classes whose members changed (both classes of every node that moved), in order;
         #: kept from session to session and started over with :attr:`changes`.
         self.moved: list[Hashable] = []
+        #: Counts the times :attr:`moved` started over.
+        self.moved_epoch = 0
 
     def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
         """The interned key of the class ``node`` belongs in."""
@@ -279,10 +282,12 @@ class NodeClasses:
             part.pending = positions if part.pending is None else sorted(set(part.pending).union(positions))
             # Every change in the next session's node log is after the snapshot: read it from its start.
             part.seen = 0
-            if len(part.changes) + len(part.moved) > _MAX_CHANGES + 8 * len(part.classes):
+            if len(part.changes) > _MAX_CHANGES + 4 * len(part.classes):
                 part.changes = []
-                part.moved = []
                 part.epoch += 1
+            if len(part.moved) > _MAX_CHANGES + 4 * len(part.classes):
+                part.moved = []
+                part.moved_epoch += 1
         self.nodes = nodes
         self._changes = changes
         return True
@@ -364,7 +369,19 @@ class ClassAnswers:
     every class.
     """
 
-    __slots__ = ("answers", "by_answer", "entries", "epoch", "explained", "part", "read", "refusals", "seen", "tally")
+    __slots__ = (
+        "answers",
+        "by_answer",
+        "entries",
+        "epoch",
+        "explained",
+        "moved_epoch",
+        "part",
+        "read",
+        "refusals",
+        "seen",
+        "tally",
+    )
 
     def __init__(self) -> None:
         self.part: _Partition | None = None
@@ -381,6 +398,7 @@ class ClassAnswers:
         self.entries: dict[Hashable, tuple[NodeNames, Refusal]] = {}
         self.tally: Counter[str] = Counter()
         self.read = 0
+        self.moved_epoch = 0
         self.explained: tuple[int, list[tuple[NodeNames, tuple[str, ...]]], Counter[str]] | None = None
 
     def _drop(self, key: Hashable) -> None:
@@ -420,7 +438,8 @@ class ClassAnswers:
             self.by_answer.clear()
             self.entries.clear()
             self.tally.clear()
-            self.read = 0
+            self.read = len(part.moved)
+            self.moved_epoch = part.moved_epoch
             self.explained = None
             keys: Iterable[Hashable] = list(classes)
         elif self.seen < len(part.changes):
@@ -454,6 +473,12 @@ class ClassAnswers:
         """
         part = self.part
         assert part is not None
+        if self.moved_epoch != part.moved_epoch:  # the log started over: look at every class again
+            self.moved_epoch = part.moved_epoch
+            self.entries.clear()
+            self.tally.clear()
+            self.read = 0
+            self.explained = None
         moved = part.moved
         explained = self.explained
         if explained is not None and explained[0] == len(moved):
