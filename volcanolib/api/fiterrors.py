@@ -94,7 +94,7 @@ class FitError:
 class FitErrors:
     """The reasons one task fits no node, node by node, with an overall message."""
 
-    __slots__ = ("_counts", "_groups", "_nodes", "message", "total_nodes")
+    __slots__ = ("_classes", "_counts", "_groups", "_nodes", "message", "total_nodes")
 
     def __init__(self, total_nodes: int | None = None) -> None:
         self._nodes: dict[str, FitError] = {}
@@ -102,6 +102,8 @@ class FitErrors:
         self._groups: list[tuple[str, Sequence[str], tuple[str, ...]]] = []
         # The reason counts, when the groups alone were recorded by set_class_errors.
         self._counts: Counter[str] | None = None
+        # Groups set_class_errors recorded, with their task key, until something needs them in _groups.
+        self._classes: tuple[str, Sequence[tuple[NodeNames, tuple[str, ...]]]] | None = None
         self.message = ""
         #: How many nodes were considered, for the "0/N nodes are available" summary.
         self.total_nodes = total_nodes
@@ -109,9 +111,17 @@ class FitErrors:
     @property
     def nodes(self) -> dict[str, FitError]:
         """Why the task does not fit, by node name (do not change it)."""
+        self._take_classes()
         if self._groups:
             self._expand()
         return self._nodes
+
+    def _take_classes(self) -> None:
+        pending = self._classes
+        if pending is not None:
+            self._classes = None
+            task_key, groups = pending
+            self._groups.extend([(task_key, names, reasons) for names, reasons in groups])
 
     def _expand(self) -> None:
         nodes = self._nodes
@@ -123,6 +133,7 @@ class FitErrors:
     def set_node_error(self, error: FitError) -> None:
         """Record why the task does not fit one node."""
         self._counts = None
+        self._take_classes()
         if self._groups:
             self._expand()
         self._nodes[error.node_name] = error
@@ -130,6 +141,7 @@ class FitErrors:
     def set_group_error(self, task_key: str, node_names: Sequence[str], reasons: Iterable[str]) -> None:
         """Record the same reasons for many nodes (later records for a node win, as one by one)."""
         self._counts = None
+        self._take_classes()
         self._groups.append((task_key, node_names, tuple(reasons)))
 
     def set_class_errors(
@@ -140,15 +152,19 @@ class FitErrors:
     ) -> None:
         """Record the reasons of groups of nodes that share no node (the classes of one grouping).
 
+        ``groups`` is kept as given (do not change it afterwards).
+
         :param counts: how many nodes give each reason (no zero counts),
             when the caller already knows (else counted here); kept as given.
+
         .. versionadded:: 0.3
         """
-        fresh = not self._nodes and not self._groups
-        self._groups.extend((task_key, names, reasons) for names, reasons in groups)
-        if not fresh:
+        if self._nodes or self._groups or self._classes is not None:
+            self._take_classes()
+            self._groups.extend([(task_key, names, reasons) for names, reasons in groups])
             self._counts = None
             return
+        self._classes = (task_key, groups)
         if counts is None:
             counts = Counter()
             for names, reasons in groups:
@@ -164,6 +180,7 @@ class FitErrors:
 
     def reasons(self) -> list[str]:
         """Every per-node reason, once per node that gave it."""
+        self._take_classes()
         if not self._groups:
             return [reason for err in self._nodes.values() for reason in err.reasons]
         final: dict[str, Sequence[str]] = {name: err.reasons for name, err in self._nodes.items()}
@@ -182,6 +199,7 @@ class FitErrors:
         counts = self._counts
         if counts:  # counted groups name nodes
             return f"{head}: {', '.join(_histogram(counts))}."
+        self._take_classes()
         if not self._nodes and not any(names for _, names, _ in self._groups):
             return head if head.endswith(".") else head + "."
         if counts is None:
@@ -195,6 +213,7 @@ class FitErrors:
 
         Then no record overrides another, and each group counts its reasons once per node.
         """
+        self._take_classes()
         groups = self._groups
         if self._nodes or not groups:
             return None
