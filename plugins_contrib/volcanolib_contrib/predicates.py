@@ -105,7 +105,7 @@ def _taint_status(taint: Taint) -> Status:
 
 
 class _Spec:
-    """The scheduling constraints of one task template, parsed once per session."""
+    """The scheduling constraints of one task template, parsed once per session (or kept, see ``_spec``)."""
 
     __slots__ = (
         "affinity",
@@ -114,6 +114,7 @@ class _Spec:
         "class_token",
         "ports",
         "selector",
+        "source",
         "spread",
         "spread_valid",
         "static",
@@ -123,6 +124,8 @@ class _Spec:
 
     def __init__(self, task: TaskInfo) -> None:
         pod = task.pod
+        #: What it was parsed from: the pod object and the namespace.
+        self.source = (pod, task.namespace)
         labels: Mapping[str, str] = pod.labels if pod is not None else {}
         self.selector = _k8s.required_node_affinity(
             pod.node_selector if pod is not None else {}, pod.affinity if pod is not None else None
@@ -279,6 +282,8 @@ class PredicatesPlugin:
     def _reset(self, ssn: Session | None) -> None:
         self._ssn = ssn
         self._pods: NodePods | None = NodePods(ssn) if ssn is not None else None
+        # The last session's parsed templates: one whose task has the same pod object is taken over.
+        self._parsed: dict[str, _Spec] = getattr(self, "_specs", {})
         self._specs: dict[str, _Spec] = {}
         self._existing_affinity: dict[str, _k8s.PodAffinity] = {}
         #: Pods with required anti-affinity terms, by task key.
@@ -402,7 +407,13 @@ class PredicatesPlugin:
     def _spec(self, task: TaskInfo) -> _Spec:
         spec = self._specs.get(task.template)
         if spec is None:
-            spec = self._specs[task.template] = _Spec(task)
+            spec = self._parsed.get(task.template)
+            if spec is not None and spec.source[0] is task.pod and spec.source[1] == task.namespace:
+                spec.static = None  # what depends on the session is made again
+                spec.class_key = None
+            else:
+                spec = _Spec(task)
+            self._specs[task.template] = spec
         return spec
 
     def _pod_affinity_of(self, task: TaskInfo) -> _k8s.PodAffinity:

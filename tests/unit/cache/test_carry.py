@@ -489,3 +489,21 @@ def test_remembered_refusals_explain_as_a_fresh_check_of_every_class(seed: int) 
     assert compared[0] > 20
     # What was given out does not change as the classes change afterwards.
     assert all(errors.error() == message for errors, message in given)
+
+
+def test_a_template_whose_pod_changed_is_parsed_again() -> None:
+    """predicates keeps a template's parsed constraints only while its task keeps the same pod."""
+    cache = InMemoryCache()
+    for zone in "ab":
+        cache.add_node(build_node(zone, cpu="4", memory="8Gi", labels={"zone": zone}))
+    cache.add_pod_group(build_pod_group("j", min_member=1))
+    cache.add_task(build_task("j-0", job="j", role="worker", cpu="100m", node_selector={"zone": "c"}))
+    scheduler = Scheduler(cache, CONF)
+    assert not scheduler.run_once().binds  # zone c: no node
+    # The pod is made again under its name and role (the same template), asking for zone b.
+    old = cache.get_task("default-j-0")
+    assert old is not None
+    cache.delete_task(old.uid)
+    cache.add_task(build_task("j-0", job="j", role="worker", cpu="100m", node_selector={"zone": "b"}, uid="again"))
+    binds = scheduler.run_once().binds
+    assert [(task.name, node) for task, node in binds] == [("j-0", "b")]
