@@ -72,3 +72,38 @@ def test_frozen_block_collects_the_young_generation_less_often_then_restores() -
             assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*before)
+
+
+def test_frozen_block_without_automatic_collection_then_as_before() -> None:
+    assert gc.isenabled()
+    with gc_frozen(automatic=False):
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_released_session_is_freed_without_the_collector() -> None:
+    from volcanolib import InMemoryCache, Scheduler
+    from volcanolib.framework.config import DEFAULT_CONFIG
+    from volcanolib.testing import build_node, build_pod_group, build_task
+
+    cache = InMemoryCache()
+    for i in range(3):
+        cache.add_node(build_node(f"n{i}", cpu="4", memory="8Gi"))
+    cache.add_pod_group(build_pod_group("j", min_member=2))
+    for t in range(2):
+        cache.add_task(build_task(f"j-{t}", job="j", cpu="1"))
+    scheduler = Scheduler(cache, DEFAULT_CONFIG)
+    gc.disable()
+    try:
+        refs = []
+        for _ in range(3):
+            result = scheduler.run_once()
+            assert result.session is not None and result.binds is not None
+            result.session.release()
+            refs.append(weakref.ref(result.session))
+            del result
+            cache.start_bound_tasks()
+        # Plugins hold on to the last session until the next one opens; the others are gone already.
+        assert [ref() is None for ref in refs] == [True, True, False]
+    finally:
+        gc.enable()

@@ -605,6 +605,24 @@ class Session:
                 carry.settled = set()
             carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
 
+    def release(self) -> None:
+        """Drop what ties the session to itself (its combined answers and placement), once it is closed.
+
+        The session's state (jobs, nodes, queues, what it decided) stays
+        readable, but no plugin hook may be called through it afterwards.
+        Nothing then keeps it alive but references from outside, so it is
+        freed as soon as those go, without the cyclic garbage collector: a
+        long replay releases each session it is done with.
+
+        .. versionadded:: 0.3
+        """
+        attributes = self.__dict__
+        for name in _COMPILED:
+            attributes.pop(name, None)
+        for name in _BUILT:
+            attributes.pop(name, None)
+        self._placement = None
+
     def unsettled_jobs(self) -> list[JobInfo]:
         """The jobs that may still need an action or a status write in this session, in :attr:`jobs` order.
 
@@ -1104,6 +1122,28 @@ def _built_hooks() -> dict[str, str]:
 
 #: The session attributes answering a hook whose rule needs nothing but its table, with their hooks.
 _BUILT: Final = _built_hooks()
+#: The attributes _compile sets that hold functions bound to the session (see :meth:`Session.release`).
+_COMPILED: Final = (
+    "compare_jobs",
+    "job_key",
+    "compare_jobs_by_plugins",
+    "job_key_by_plugins",
+    "_job_keys",
+    "compare_queues",
+    "queue_key",
+    "compare_tasks",
+    "task_key",
+    "_task_keys",
+    "compare_victim_queues",
+    "_predicate_entries",
+    "_score_entries",
+    "predicate",
+    "_predicate_nodes",
+    "node_scores",
+    "_class_entries",
+    "_class_keys",
+    "_plans",
+)
 for _name, _hook in _BUILT.items():
     setattr(Session, _name, _Built(_hook, _name, combine.BUILDERS[SPECS[_hook].rule]))
 

@@ -42,6 +42,7 @@ every session run.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import time
@@ -102,6 +103,8 @@ FINISHED_PHASES: Final = frozenset({"Completed", "Failed", "Aborted", "Terminate
 
 # Event kinds, in the order events of one time happen.
 _ARRIVE, _TICK, _START, _FINISH, _GONE, _CANCEL = range(6)
+#: Sessions between two passes of the cyclic garbage collector in a replay (see _run).
+_COLLECT_EVERY: Final = 2000
 # Pod states.
 _PENDING, _BOUND, _RUNNING, _DONE, _RELEASING, _GONE_STATE = range(6)
 _HOLDS = frozenset({_BOUND, _RUNNING, _RELEASING})
@@ -720,6 +723,8 @@ class _Replay:
         self.touched = set()
         t0 = time.perf_counter()
         result = self.scheduler.run_once(seed=seed)
+        if result.session is not None:
+            result.session.release()  # freed by reference counting once the next session replaces it
         self.timings["sessions"] += time.perf_counter() - t0
         self.timings["snapshots"] += result.timings.get("snapshot", 0.0)
         changed = bool(result.binds or result.evictions or result.failed_binds or statuses.groups)
@@ -871,8 +876,9 @@ def _run(replay: _Replay, wall: float, progress: Callable[[float, float], None] 
     with gc_paused():
         start = replay.setup()
     events_seconds += time.perf_counter() - t0
-    # The cluster and the workload, built once, are left out of the collector's passes between sessions.
-    with gc_frozen():
+    # The cluster and the workload, built once, are left out of the collector's passes between sessions;
+    # sessions are released once done (Session.release), so the collector runs every few thousand only.
+    with gc_frozen(automatic=False):
         return _loop(replay, start, events_seconds, wall, progress)
 
 
@@ -926,6 +932,8 @@ def _loop(
             replay.now = next_session
             changed = replay.session(options.seed + changes)
             sessions_run += 1
+            if not sessions_run % _COLLECT_EVERY:
+                gc.collect()
             replay.dirty = changed
             if changed:
                 changes += 1
