@@ -157,7 +157,7 @@ class FitErrors:
         :param counts: how many nodes give each reason (no zero counts),
             when the caller already knows (else counted here); kept as given.
 
-        .. versionadded:: 0.3
+        .. versionadded:: 0.2
         """
         if self._nodes or self._groups or self._classes is not None:
             self._take_classes()

@@ -133,7 +133,7 @@ class JobSums:
     Each job is a part of its queue's :class:`PartSums` (its allocated tasks'
     requests added up): a session puts again only the jobs that changed.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     __slots__ = ("queue_of", "queues")

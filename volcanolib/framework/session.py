@@ -614,7 +614,7 @@ class Session:
         freed as soon as those go, without the cyclic garbage collector: a
         long replay releases each session it is done with.
 
-        .. versionadded:: 0.3
+        .. versionadded:: 0.2
         """
         attributes = self.__dict__
         for name in _COMPILED:
@@ -637,7 +637,7 @@ class Session:
         in the list again from then on; a plugin changing a job in some other
         way calls :meth:`unsettle` first.
 
-        .. versionadded:: 0.3
+        .. versionadded:: 0.2
         """
         if not self._settled:
             return list(self.jobs.values())
@@ -654,7 +654,7 @@ class Session:
         (a note or a PodGroup field set directly): call it first. Task status
         changes and :meth:`update_pod_group_condition` do it themselves.
 
-        .. versionadded:: 0.3
+        .. versionadded:: 0.2
         """
         uid = job.uid
         if uid not in self._settled or uid in self._woken:
