@@ -147,11 +147,9 @@ class JobSums:
     def put(self, uid: str, queue: str | None, amount: Resource | None) -> None:
         """Make ``amount`` the job's part of ``queue`` (``None``, either: drop the job)."""
         old = self.queue_of.pop(uid, None)
-        if old is not None and old != queue:
+        if old is not None and (old != queue or amount is None):
             self.queues[old].put(uid, None)
         if queue is None or amount is None:
-            if old == queue and old is not None:
-                self.queues[old].put(uid, None)
             return
         sums = self.queues.get(queue)
         if sums is None:

@@ -790,23 +790,15 @@ class Session:
                 chain = chains[leaf] = _chain(queues, allocated, leaf)
             if by_job:
                 total = job.allocated
-                scalars = total.scalars
-                if not (_whole(total.milli_cpu) and _whole(total.memory)):
-                    return None
-                if not scalars:
-                    if total.milli_cpu or total.memory:
-                        for res in chain:
-                            res.milli_cpu += total.milli_cpu
-                            res.memory += total.memory
+                if _stands_for_tasks(total):
+                    for res in chain:
+                        res.add(total)
                     continue
-                if len(scalars) == 1:
-                    (value,) = scalars.values()
-                    if not _whole(value):
-                        return None
-                    if value:
-                        for res in chain:
-                            res.add(total)
-                        continue
+                scalars = total.scalars
+                if not (_whole(total.milli_cpu) and _whole(total.memory)) or (
+                    len(scalars) == 1 and not all(_whole(v) for v in scalars.values())
+                ):
+                    return None  # the tasks' own sum could depend on the order of additions
             for task in job.tasks_in(ALLOCATED_STATUSES):
                 req = task.resreq
                 for res in chain:
@@ -1156,19 +1148,25 @@ _MAX_PLANS: Final = 1024
 _QUIET_JOBS = True
 
 
-def _allocated_part(job: JobInfo) -> Resource:
-    """The requests of a job's allocated tasks, added up: a copy of its kept total where that is the same sum.
+def _stands_for_tasks(total: Resource) -> bool:
+    """Whether a job's kept total (:attr:`JobInfo.allocated`) is its allocated tasks' requests added up, key for key.
 
-    As :meth:`Session._queue_totals` reads it: the total stands for the tasks
-    when its amounts are whole and it names no scalar, or one that is not zero.
+    It is when its amounts are whole and it names no scalar, or one that is
+    not zero (a total keeps a key at zero after its last task of that
+    resource left, and orders several keys as they came).
     """
-    total = job.allocated
     scalars = total.scalars
-    if (
+    return (
         _whole(total.milli_cpu)
         and _whole(total.memory)
         and (not scalars or (len(scalars) == 1 and all(v and _whole(v) for v in scalars.values())))
-    ):
+    )
+
+
+def _allocated_part(job: JobInfo) -> Resource:
+    """The requests of a job's allocated tasks, added up: a copy of its kept total where that is the same sum."""
+    total = job.allocated
+    if _stands_for_tasks(total):
         return total.clone()
     amount = Resource()
     for task in job.tasks_in(ALLOCATED_STATUSES):
