@@ -80,6 +80,18 @@ class SnapshotDelta:
     #: ``None`` (the default) when the cache does not say: then any task on a node of :attr:`nodes`
     #: may be one of them.
     tasks: Mapping[str, str] | None = None
+    #: The nodes of :attr:`nodes` that are the previous snapshot's node brought up to date in place
+    #: with the same pods: the same tasks by key and pod, accounted in the same rows (an Allocated task
+    #: now Binding or Running, say), with equal resources, and none evicted since (the session that
+    #: evicted a task no longer counted it as a pod there); only task statuses and task objects
+    #: changed. ``None`` (the default) when the cache does not say: then no node is known to be such.
+    #:
+    #: .. versionadded:: 0.2
+    in_place: frozenset[str] | None = None
+
+    def regrouped_nodes(self) -> frozenset[str]:
+        """The nodes that may hold other pods or resources than before: :attr:`nodes` but :attr:`in_place`."""
+        return self.nodes if not self.in_place else self.nodes - self.in_place
 
     def replaced_nodes(self) -> frozenset[str]:
         """The nodes whose node itself may have changed: :attr:`node_specs`, else all of :attr:`nodes`."""

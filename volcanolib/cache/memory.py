@@ -6,7 +6,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, Final, ParamSpec, TypeVar
 
 import attrs
 
@@ -25,6 +25,7 @@ __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 log = logging.getLogger(__name__)
 #: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
 _BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
+_RELEASING: Final = TaskStatus.RELEASING
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -81,6 +82,21 @@ def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, Task
             if copy is None:
                 copies[key] = _task_copy(tasks[key], jobs)
     return copies  # type: ignore[return-value]  # no None is left
+
+
+def _same_pods(copy: NodeInfo, node: NodeInfo, changed: set[str]) -> bool:
+    """Whether each task of ``copy`` (which holds the same task keys as ``node``) has the pod ``node``'s has.
+
+    A task evicted since (Releasing, among the ``changed`` task uids) does
+    not count as the same: the session that evicted it no longer counted it
+    as a pod of the node, the next one does until it ends.
+    """
+    tasks = node.tasks
+    for key, task in copy.tasks.items():
+        own = tasks[key]
+        if task.pod is not own.pod or (own.status is _RELEASING and own.uid in changed):
+            return False
+    return True
 
 
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
@@ -534,6 +550,8 @@ class InMemoryCache:
         # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
         renewed: list[str] = []
+        # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place).
+        in_place: list[str] = []
         specs = self._changed_specs
         own_nodes = self._nodes
         if prev is not None and not specs:
@@ -546,6 +564,8 @@ class InMemoryCache:
                     node = own_nodes[name]
                     if not node_copy.catch_up(node):
                         nodes[name] = self._renew(node, node_copy, jobs, node_copy)
+                    elif _same_pods(node_copy, node, self._changed_tasks):
+                        in_place.append(name)
                     renewed.append(name)
             node_list.extend(nodes.values())
         else:
@@ -559,6 +579,8 @@ class InMemoryCache:
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
                         node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    elif _same_pods(node_copy, node, self._changed_tasks):
+                        in_place.append(name)
                     renewed.append(name)
                 nodes[name] = node_copy
                 node_list.append(node_copy)
@@ -591,6 +613,7 @@ class InMemoryCache:
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
                 node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
                 tasks=self._placed_tasks(nodes),
+                in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
