@@ -1059,7 +1059,7 @@ class Session:
             kept, self._kept_classes = self._kept_classes, None
             delta = self.delta
             # A node brought up to date in place holds the same pods and resources: it keeps its class.
-            changed = delta.regrouped_nodes() if delta is not None else frozenset()
+            changed = delta.nodes_with_changed_pods() if delta is not None else frozenset()
             placement = self._placement = Placement(self, kept if placement is None else None, changed)
         return placement
 

@@ -609,12 +609,12 @@ def test_a_node_brought_up_to_date_in_place_is_named_so_only_while_it_holds_the_
     second = scheduler.run_once().session
     assert second is not None and second.delta is not None
     assert second.delta.in_place == {landed} and landed in second.delta.nodes
-    assert landed not in second.delta.regrouped_nodes()
+    assert landed not in second.delta.nodes_with_changed_pods()
     # A pod made again under the same key, with the same request, on the same node: not the same pods.
     cache.add_task(build_task("run-0", job="run", node="n0", labels={"made": "again"}))
     third = scheduler.run_once().session
     assert third is not None and third.delta is not None
-    assert "n0" in third.delta.nodes and "n0" in third.delta.regrouped_nodes()
+    assert "n0" in third.delta.nodes and "n0" in third.delta.nodes_with_changed_pods()
     assert not third.delta.in_place
 
 
