@@ -84,21 +84,6 @@ def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, Task
     return copies  # type: ignore[return-value]  # no None is left
 
 
-def _same_pods(copy: NodeInfo, node: NodeInfo, changed: set[str]) -> bool:
-    """Whether each task of ``copy`` (which holds the same task keys as ``node``) has the pod ``node``'s has.
-
-    A task evicted since (Releasing, among the ``changed`` task uids) does
-    not count as the same: the session that evicted it no longer counted it
-    as a pod of the node, the next one does until it ends.
-    """
-    tasks = node.tasks
-    for key, task in copy.tasks.items():
-        own = tasks[key]
-        if task.pod is not own.pod or (own.status is _RELEASING and own.uid in changed):
-            return False
-    return True
-
-
 def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
     """Give a reused job copy back what :meth:`JobInfo.clone` would: the notes of the last session go.
 
@@ -550,8 +535,10 @@ class InMemoryCache:
         # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
         renewed: list[str] = []
-        # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place).
+        # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place), and
+        # the nodes that cannot be (read before the old copies of the nodes take new task objects).
         in_place: list[str] = []
+        other_pods = self._other_pods(prev.nodes) if prev is not None else set()
         specs = self._changed_specs
         own_nodes = self._nodes
         if prev is not None and not specs:
@@ -564,7 +551,7 @@ class InMemoryCache:
                     node = own_nodes[name]
                     if not node_copy.catch_up(node):
                         nodes[name] = self._renew(node, node_copy, jobs, node_copy)
-                    elif _same_pods(node_copy, node, self._changed_tasks):
+                    elif name not in other_pods:
                         in_place.append(name)
                     renewed.append(name)
             node_list.extend(nodes.values())
@@ -579,7 +566,7 @@ class InMemoryCache:
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
                         node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
-                    elif _same_pods(node_copy, node, self._changed_tasks):
+                    elif name not in other_pods:
                         in_place.append(name)
                     renewed.append(name)
                 nodes[name] = node_copy
@@ -686,6 +673,28 @@ class InMemoryCache:
         copy = node.clone(like=like)
         copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
         return copy
+
+    def _other_pods(self, old_nodes: dict[str, NodeInfo]) -> set[str]:
+        """The nodes holding a task the cache changed since the last snapshot that is not as ``old_nodes`` had it.
+
+        That is: a task another pod now, or new there, or evicted since (Releasing: the session that
+        evicted it no longer counted it as a pod of the node; the next one does until it ends).
+        """
+        out: set[str] = set()
+        known = self._tasks
+        for uid in self._changed_tasks:
+            task = known.get(uid)
+            if task is None or not task.node_name:
+                continue
+            name = task.node_name
+            if task.status is _RELEASING:
+                out.add(name)
+                continue
+            old = old_nodes.get(name)
+            was = old.tasks.get(task.key) if old is not None else None
+            if was is None or was.pod is not task.pod:
+                out.add(name)
+        return out
 
     def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
         """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""
