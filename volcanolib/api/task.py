@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -16,6 +17,7 @@ __all__ = [
     "TaskInfo",
     "TaskStatus",
     "allocated_status",
+    "content_template",
     "in_statuses",
 ]
 
@@ -63,6 +65,17 @@ SCHEDULED_STATUSES: Final = _S.RUNNING | _S.BOUND | _S.FAILED | _S.SUCCEEDED
 
 
 _int_and: Final = int.__and__
+
+
+def content_template(job: str, content: object) -> str:
+    """The template of a pod of ``job`` without a role: pods with an equal ``content`` share it.
+
+    ``content`` is everything about the pod that scheduling reads (its
+    labels, annotations and spec, but not its name or node), as values whose
+    ``repr`` is stable; the template names the job and a digest of it.
+    """
+    digest = hashlib.blake2b(repr(content).encode(), digest_size=8).hexdigest()
+    return f"{job}/~{digest}"
 
 
 def in_statuses(status: TaskStatus, statuses: TaskStatus) -> bool:

@@ -6,7 +6,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, Final, ParamSpec, TypeVar
 
 import attrs
 
@@ -25,6 +25,7 @@ __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 log = logging.getLogger(__name__)
 #: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
 _BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
+_RELEASING: Final = TaskStatus.RELEASING
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -534,6 +535,10 @@ class InMemoryCache:
         # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
         renewed: list[str] = []
+        # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place), and
+        # the nodes that cannot be (read before the old copies of the nodes take new task objects).
+        in_place: list[str] = []
+        other_pods = self._other_pods(prev.nodes) if prev is not None else set()
         specs = self._changed_specs
         own_nodes = self._nodes
         if prev is not None and not specs:
@@ -546,6 +551,8 @@ class InMemoryCache:
                     node = own_nodes[name]
                     if not node_copy.catch_up(node):
                         nodes[name] = self._renew(node, node_copy, jobs, node_copy)
+                    elif name not in other_pods:
+                        in_place.append(name)
                     renewed.append(name)
             node_list.extend(nodes.values())
         else:
@@ -559,6 +566,8 @@ class InMemoryCache:
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
                         node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    elif name not in other_pods:
+                        in_place.append(name)
                     renewed.append(name)
                 nodes[name] = node_copy
                 node_list.append(node_copy)
@@ -591,6 +600,7 @@ class InMemoryCache:
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
                 node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
                 tasks=self._placed_tasks(nodes),
+                in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
@@ -663,6 +673,28 @@ class InMemoryCache:
         copy = node.clone(like=like)
         copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
         return copy
+
+    def _other_pods(self, old_nodes: dict[str, NodeInfo]) -> set[str]:
+        """The nodes holding a task the cache changed since the last snapshot that is not as ``old_nodes`` had it.
+
+        That is: a task another pod now, or new there, or evicted since (Releasing: the session that
+        evicted it no longer counted it as a pod of the node; the next one does until it ends).
+        """
+        out: set[str] = set()
+        known = self._tasks
+        for uid in self._changed_tasks:
+            task = known.get(uid)
+            if task is None or not task.node_name:
+                continue
+            name = task.node_name
+            if task.status is _RELEASING:
+                out.add(name)
+                continue
+            old = old_nodes.get(name)
+            was = old.tasks.get(task.key) if old is not None else None
+            if was is None or was.pod is not task.pod:
+                out.add(name)
+        return out
 
     def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
         """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""

@@ -191,13 +191,16 @@ class Carry:
         """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.
 
         Also ``None`` when the delta names more than half the snapshot's
-        nodes: updating what was kept would then cost more than computing it
-        afresh (the session after a first placement, say).
+        nodes and more than half its jobs: updating what was kept would then
+        cost more than computing it afresh (the session after a first
+        placement, say). Most nodes changing with few jobs (a few hundred
+        pods arriving and leaving on a small cluster) still resumes: the
+        work of a resume follows the jobs and tasks that changed.
         """
         delta = snapshot.delta
         if delta is None or self.closed is None or delta.since is not self.closed:
             return None
-        if 2 * len(delta.nodes) > len(snapshot.node_list):
+        if 2 * len(delta.nodes) > len(snapshot.node_list) and 2 * len(delta.jobs) > len(snapshot.jobs):
             return None
         return delta
 

@@ -1058,7 +1058,8 @@ class Session:
             # The previous session's node classes serve the first placement only (it sees the snapshot's nodes).
             kept, self._kept_classes = self._kept_classes, None
             delta = self.delta
-            changed = delta.nodes if delta is not None else frozenset()
+            # A node brought up to date in place holds the same pods and resources: it keeps its class.
+            changed = delta.nodes_with_changed_pods() if delta is not None else frozenset()
             placement = self._placement = Placement(self, kept if placement is None else None, changed)
         return placement
 

@@ -326,3 +326,21 @@ def test_a_releasing_task_without_a_node_is_not_scheduled() -> None:
     job.add_task_info(build_task("pg-t-9", job="pg", status=S.RELEASING))
     assert job.scheduled_task_num() == 1
     assert job.phase_from_tasks() is PodGroupPhase.INQUEUE
+
+
+def test_alike_pods_of_a_group_share_a_template() -> None:
+    """Role-less pods of one group built alike share a template; any difference the scheduler reads splits them."""
+    a, b = (build_task(f"p-{i}", job="g", cpu="1", memory="2Gi", labels={"app": "x"}) for i in range(2))
+    assert a.template == b.template and a.template.startswith("default/g/~")
+    unlike = [
+        build_task("q", job="g", cpu="2", memory="2Gi", labels={"app": "x"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "y"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, node_selector={"zone": "a"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority=5),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, preemptable=False),
+        build_task("q", job="h", cpu="1", memory="2Gi", labels={"app": "x"}),
+    ]
+    assert all(t.template != a.template for t in unlike)
+    assert len({t.template for t in unlike}) == len(unlike)
+    assert build_task("r", job="g", role="worker").template == "default/g/worker"
+    assert build_task("s", cpu="1").template == build_task("s", cpu="1").uid
