@@ -836,7 +836,7 @@ class InMemoryCache:
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase
-        pg.conditions = [attrs.evolve(c) for c in new.conditions]
+        pg.conditions = [c.copy() for c in new.conditions]
         pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
         placed = new.annotations.get(JOB_ALLOCATED_HYPER_NODE)
         if placed is not None and pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != placed:
