@@ -160,7 +160,6 @@ class Usage:
         if cpu % 1 or memory % 1 or self.memory >= _EXACT or self.cpu >= _EXACT:
             self.exact = False
 
-
     def add_all(self, tasks: Iterable[TaskInfo]) -> None:
         """Add the requests of ``tasks``: :meth:`apply` with ``sign`` 1 for each, in order, as one loop."""
         # Written out: the first choice of a session counts the pods of every node.
