@@ -34,13 +34,25 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 _EXACT: Final = float(2**53)
 
 
-def pods_where(nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool]) -> dict[str, TaskInfo]:
-    """The tasks on ``nodes`` (every status) that ``wanted`` accepts, by task key, in node and task order."""
+def pods_where(
+    nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool], *, affinity_only: bool = False
+) -> dict[str, TaskInfo]:
+    """The tasks on ``nodes`` (every status) that ``wanted`` accepts, by task key, in node and task order.
+
+    :param affinity_only: ``wanted`` refuses every task without a pod or
+        whose pod has no affinity: those are left out without asking it.
+    """
     found: dict[str, TaskInfo] = {}
     for node in nodes:
-        for key, task in node.tasks.items():
-            if wanted(task):
-                found[key] = task
+        if affinity_only:
+            for key, task in node.tasks.items():
+                pod = task.pod
+                if pod is not None and pod.affinity and wanted(task):
+                    found[key] = task
+        else:
+            for key, task in node.tasks.items():
+                if wanted(task):
+                    found[key] = task
     return found
 
 
@@ -174,8 +186,9 @@ class Usage:
             total_memory += memory
             nz_cpu += cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST
             nz_memory += memory if memory > 0 else DEFAULT_MEMORY_REQUEST
-            if req.scalars:
-                for name, value in req.scalars.items():
+            requested = req.scalars
+            if requested and (len(requested) > 1 or PODS not in requested):  # not only a pod count
+                for name, value in requested.items():
                     if name != PODS:
                         scalars[name] = scalars.get(name, 0.0) + value
                         if value % 1 or value >= _EXACT:
@@ -282,7 +295,7 @@ class NodePods:
             u = self._usage[name] = Usage()
             node = self.nodes.get(name)
             if node is not None:
-                u.add_all(self.pods(node))
+                u.add_all(self.pods(node) if self.evicted.get(name) else node.tasks.values())
         return u
 
     # ------------------------------------------------------------------ events

@@ -441,6 +441,8 @@ class InMemoryCache:
         """A deep copy of ready nodes, queues and jobs whose queue exists.
 
         Within the copy, a job's task and the node's task are the same object.
+        A node's allocatable and capability, which nothing changes once the
+        node is added, are the cache's own objects.
 
         With :attr:`incremental_snapshots` (the default), the copy reuses the
         node and job copies of the previous snapshot that did not change
@@ -561,7 +563,8 @@ class InMemoryCache:
                     continue
                 node_copy = old_nodes.get(name)
                 if node_copy is None:
-                    node_copy = self._renew(node, None, jobs, None)
+                    # Allocatable and capability never change once a node is built: the copy shares the cache's.
+                    node_copy = self._renew(node, None, jobs, node)
                     copied.add(name)
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
