@@ -564,8 +564,7 @@ class Session:
                 sums.put(name, changed.allocatable.clone() if changed is not None else None)
         if sums is None or not sums.exact:
             sums = PartSums()
-            for node in self.node_list:
-                sums.put(node.name, node.allocatable.clone())
+            sums.put_all((node.name, node.allocatable.clone()) for node in self.node_list)
         carry.allocatable = sums
         return sums.total.clone()
 
