@@ -308,7 +308,7 @@ class PredicatesPlugin:
             self._refresh_full(node)
             if _is_special(node):
                 self._special.append(node)
-        self._anti_pods = pods_where(ssn.node_list, self._has_required_anti)
+        self._anti_pods = pods_where(ssn.node_list, self._has_required_anti, affinity_only=True)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:

@@ -76,6 +76,13 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
 def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
     """The snapshot's objects for a node's tasks, by key in the node's order: ``reuse``'s, else :func:`_task_copy`."""
     tasks = node.tasks
+    if not reuse:  # a node copied afresh (every node of a full snapshot): :func:`_task_copy` written out
+        fresh: dict[str, TaskInfo] = {}
+        for key, task in tasks.items():
+            job = jobs.get(task.job)
+            copy = job.tasks.get(task.uid) if job is not None else None
+            fresh[key] = copy if copy is not None else task.clone()
+        return fresh
     copies: dict[str, TaskInfo | None] = dict(zip(tasks, map(reuse.get, tasks), strict=True))
     if None in copies.values():
         for key, copy in copies.items():
@@ -435,6 +442,8 @@ class InMemoryCache:
         """A deep copy of ready nodes, queues and jobs whose queue exists.
 
         Within the copy, a job's task and the node's task are the same object.
+        A node's allocatable and capability, which nothing changes once the
+        node is added, are the cache's own objects.
 
         With :attr:`incremental_snapshots` (the default), the copy reuses the
         node and job copies of the previous snapshot that did not change
@@ -561,7 +570,8 @@ class InMemoryCache:
                     continue
                 node_copy = old_nodes.get(name)
                 if node_copy is None:
-                    node_copy = self._renew(node, None, jobs, None)
+                    # Allocatable and capability never change once a node is built: the copy shares the cache's.
+                    node_copy = self._renew(node, None, jobs, node)
                     copied.add(name)
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
@@ -868,7 +878,7 @@ class InMemoryCache:
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase
-        pg.conditions = [attrs.evolve(c) for c in new.conditions]
+        pg.conditions = [c.copy() for c in new.conditions]
         pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
         placed = new.annotations.get(JOB_ALLOCATED_HYPER_NODE)
         if placed is not None and pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != placed:

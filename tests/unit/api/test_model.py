@@ -344,3 +344,19 @@ def test_alike_pods_of_a_group_share_a_template() -> None:
     assert len({t.template for t in unlike}) == len(unlike)
     assert build_task("r", job="g", role="worker").template == "default/g/worker"
     assert build_task("s", cpu="1").template == build_task("s", cpu="1").uid
+
+
+def test_fit_error_counts_as_the_reasons_of_every_task() -> None:
+    from collections import Counter
+
+    statuses = [S.PENDING, S.PENDING, S.PENDING, S.RUNNING, S.PIPELINED, S.RELEASING, S.SUCCEEDED]
+    job = job_with(statuses, min_member=4)
+    pending = list(job.tasks_in(S.PENDING))
+    pending[0].last_transaction = ("n1", S.ALLOCATED)  # a discarded placement still reads as schedulable
+    pending[1].last_transaction = ("n1", S.RELEASING)
+    hist = Counter(str(t.status) for t in job.tasks.values()) + Counter({"minAvailable": job.min_available})
+    reasons = Counter(job.task_scheduling_reason(t)[0] for t in pending)
+    expected = ", ".join(sorted(f"{n} {r}" for r, n in hist.items()))
+    expected += "; Pending: " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
+    assert job.fit_error() == f"pod group is not ready, {expected}"
+    assert expected.endswith("; Pending: 1 Releasing, 1 Schedulable, 1 Unschedulable")
