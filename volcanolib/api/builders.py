@@ -22,7 +22,7 @@ from volcanolib.api.job import PodGroup, PodGroupPhase
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.queue import QueueInfo, QueueState
 from volcanolib.api.resource import PODS, Resource
-from volcanolib.api.task import Pod, TaskInfo, TaskStatus, content_template
+from volcanolib.api.task import Pod, TaskInfo, TaskStatus
 
 __all__ = ["build_node", "build_pod_group", "build_queue", "build_resource", "build_task"]
 
@@ -126,8 +126,9 @@ def build_task(
     :param status: its status, when not the one ``node`` implies.
     :param priority: its priority (the value of its PriorityClass).
     :param role: its task role in a Volcano Job (tasks of one role are alike). Without
-        a role, the pods of one group built with equal arguments (but name, node,
-        status, uid and creation time) share a template, as loaded manifests do.
+        a role, the pods of one group built alike (but name, node, status, uid,
+        priority and creation time) share a template, as loaded manifests do
+        (see :attr:`~volcanolib.api.task.TaskInfo.template`).
     :param preemptable: whether it may be preempted or reclaimed.
     :param uid: its uid (default ``namespace-name``); the cache knows tasks by uid.
     :param labels: the pod's labels.
@@ -157,22 +158,17 @@ def build_task(
         tolerations=tuple(tolerations),
         priority_class_name=priority_class_name,
     )
-    job_uid = f"{namespace}/{job}" if job else ""
-    # Alike pods of a group without a role share a template, as the manifest loader gives them.
-    content = (pod.labels, pod.annotations, pod.node_selector, pod.tolerations, priority_class_name)
-    template = content_template(job_uid, (*content, req.key(), priority, preemptable)) if job and not role else ""
     return TaskInfo(
         uid=uid or f"{namespace}-{name}",
         name=name,
         namespace=namespace,
-        job=job_uid,
+        job=f"{namespace}/{job}" if job else "",
         resreq=req,
         status=status,
         node_name=node,
         priority=priority,
         preemptable=preemptable,
         role=role,
-        template=template,
         pod=pod,
         creation_timestamp=creation_timestamp,
     )

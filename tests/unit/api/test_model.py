@@ -1,3 +1,4 @@
+import attrs
 import pytest
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
@@ -330,20 +331,34 @@ def test_a_releasing_task_without_a_node_is_not_scheduled() -> None:
 
 def test_alike_pods_of_a_group_share_a_template() -> None:
     """Role-less pods of one group built alike share a template; any difference the scheduler reads splits them."""
-    a, b = (build_task(f"p-{i}", job="g", cpu="1", memory="2Gi", labels={"app": "x"}) for i in range(2))
+    a, b = (build_task(f"p-{i}", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority=i) for i in range(2))
     assert a.template == b.template and a.template.startswith("default/g/~")
     unlike = [
         build_task("q", job="g", cpu="2", memory="2Gi", labels={"app": "x"}),
         build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "y"}),
         build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, node_selector={"zone": "a"}),
-        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority=5),
-        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, preemptable=False),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority_class_name="high"),
         build_task("q", job="h", cpu="1", memory="2Gi", labels={"app": "x"}),
     ]
     assert all(t.template != a.template for t in unlike)
     assert len({t.template for t in unlike}) == len(unlike)
+    # The template follows the pod and the request when either is replaced, and a clone keeps it.
+    assert b.pod is not None
+    b.pod = attrs.evolve(b.pod, affinity={"podAntiAffinity": {}})
+    assert b.template != a.template and b.template.startswith("default/g/~")
+    b.resreq = a.resreq
+    b.pod = a.pod
+    assert b.template == a.template and b.clone().template == a.template
+    # A role names the template; a pod without a group, or with a manifest, has its own; a given one stays.
     assert build_task("r", job="g", role="worker").template == "default/g/worker"
     assert build_task("s", cpu="1").template == build_task("s", cpu="1").uid
+    c = build_task("t", job="g", cpu="1", memory="2Gi", labels={"app": "x"})
+    assert c.pod is not None
+    c.pod = attrs.evolve(c.pod, manifest={"kind": "Pod"})
+    assert c.template == c.uid
+    c.template = "given"
+    c.pod = a.pod
+    assert c.template == "given" and attrs.evolve(c).template == "given"
 
 
 def test_fit_error_counts_as_the_reasons_of_every_task() -> None:
