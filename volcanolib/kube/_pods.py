@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -161,6 +161,8 @@ class PodReader:
         self.foreign_grouped: list[str] = []
         #: Pods of other schedulers occupying a node.
         self.foreign_placed = 0
+        # Equal requests share one object (a task's request never changes): most pods ask alike.
+        self._requests: dict[Hashable, Resource] = {}
 
     def read(self, obj: Mapping[str, Any], ref: Ref) -> TaskInfo | None:
         """Return the task for one Pod, or ``None`` when the pod plays no part.
@@ -195,6 +197,7 @@ class PodReader:
         elif not group and status_ & (_S.SUCCEEDED | _S.FAILED):
             return None
         request = pod_request(spec, ref)
+        request = self._requests.setdefault(request.key(), request)
         uid = f.string(meta.get("uid"), ref, "metadata.uid") or f"{namespace}-{name}"
 
         class_name = f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName")

@@ -619,3 +619,15 @@ def test_to_cache_keeps_node_order_and_builds_jobs() -> None:
     job = snap.jobs["ns1/pg1"]
     assert sorted(t.name for t in job.tasks.values()) == ["p1", "p2"]
     assert cluster.newest_timestamp == 0.0
+
+
+def test_pods_asking_alike_share_one_request_object() -> None:
+    cluster = load(
+        pod_group(),
+        pod("a", requests={"cpu": "1", "memory": "1Gi"}),
+        pod("b", requests={"cpu": "1000m", "memory": "1024Mi"}),
+        pod("c", requests={"cpu": "2", "memory": "1Gi"}),
+    )
+    a, b, c = (task(cluster, name) for name in "abc")
+    assert a.resreq is b.resreq and a.resreq.milli_cpu == 1000
+    assert c.resreq is not a.resreq and c.resreq.milli_cpu == 2000
