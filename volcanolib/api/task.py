@@ -131,6 +131,7 @@ class TaskInfo:
     namespace: str
     #: The job id ``"<namespace>/<podgroup>"``, or ``""`` for a pod without a group.
     job: str
+    #: The pod's effective request. Tasks asking alike may share one object: replace it, never change it in place.
     resreq: Resource
     status: TaskStatus = TaskStatus.PENDING
     node_name: str = ""
