@@ -401,3 +401,24 @@ def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     assert keys["prefers"] is None
     assert keys["plain"] is not None and keys["near"] is not None and keys["requires"] is not None
     assert keys["plain"].token == keys["near"].token == keys["requires"].token
+
+
+def test_node_request_sums_counted_at_once_equal_those_counted_pod_by_pod() -> None:
+    from volcanolib_contrib._nodepods import Usage
+
+    # Zero requests (defaulted), fractions, scalars, and a memory sum beyond 2**53 (no longer exact).
+    tasks = [
+        pod_task("a", cpu="0", memory="0"),
+        pod_task("b", cpu="1500m", memory="1Gi", scalars={"nvidia.com/gpu": "1"}),
+        pod_task("c", cpu="100m", memory="1.5", scalars={"example.com/fpga": "0.5"}),
+        pod_task("d", cpu="2", memory="8Pi"),
+        pod_task("e", cpu="0.0001", memory="3"),
+    ]
+    for upto in range(len(tasks) + 1):
+        one_by_one, at_once = Usage(), Usage()
+        for task in tasks[:upto]:
+            one_by_one.apply(task, 1)
+        at_once.add_all(tasks[:upto])
+        fields = ("cpu", "memory", "nz_cpu", "nz_memory", "scalars", "exact")
+        assert [getattr(at_once, f) for f in fields] == [getattr(one_by_one, f) for f in fields]
+    assert not at_once.exact

@@ -160,6 +160,31 @@ class Usage:
         if cpu % 1 or memory % 1 or self.memory >= _EXACT or self.cpu >= _EXACT:
             self.exact = False
 
+    def add_all(self, tasks: Iterable[TaskInfo]) -> None:
+        """:meth:`apply` with ``sign`` 1 for each task in turn: the same sums, in one loop."""
+        # A node's sums are counted from all its pods when first asked for (each node once a session).
+        cpu_sum, memory_sum, nz_cpu, nz_memory = self.cpu, self.memory, self.nz_cpu, self.nz_memory
+        scalars = self.scalars
+        exact = self.exact
+        for task in tasks:
+            req = task.resreq
+            cpu = req.milli_cpu
+            memory = req.memory
+            cpu_sum += cpu
+            memory_sum += memory
+            nz_cpu += cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST
+            nz_memory += memory if memory > 0 else DEFAULT_MEMORY_REQUEST
+            if req.scalars:
+                for name, value in req.scalars.items():
+                    if name != PODS:
+                        scalars[name] = scalars.get(name, 0.0) + value
+                        if value % 1 or value >= _EXACT:
+                            exact = False
+            if cpu % 1 or memory % 1 or memory_sum >= _EXACT or cpu_sum >= _EXACT:
+                exact = False
+        self.cpu, self.memory, self.nz_cpu, self.nz_memory = cpu_sum, memory_sum, nz_cpu, nz_memory
+        self.exact = exact
+
 
 class NodePods:
     """Per-node pod lists of one session, kept in step with allocate/deallocate events.
@@ -257,8 +282,7 @@ class NodePods:
             u = self._usage[name] = Usage()
             node = self.nodes.get(name)
             if node is not None:
-                for task in self.pods(node):
-                    u.apply(task, 1)
+                u.add_all(self.pods(node))
         return u
 
     # ------------------------------------------------------------------ events
