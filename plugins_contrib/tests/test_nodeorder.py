@@ -403,22 +403,51 @@ def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     assert keys["plain"].token == keys["near"].token == keys["requires"].token
 
 
-def test_node_request_sums_counted_at_once_equal_those_counted_pod_by_pod() -> None:
+def test_counting_a_node_s_pods_at_once_adds_as_pod_by_pod() -> None:
+    import random
+
     from volcanolib_contrib._nodepods import Usage
 
-    # Zero requests (defaulted), fractions, scalars, and a memory sum beyond 2**53 (no longer exact).
-    tasks = [
-        pod_task("a", cpu="0", memory="0"),
-        pod_task("b", cpu="1500m", memory="1Gi", scalars={"nvidia.com/gpu": "1"}),
-        pod_task("c", cpu="100m", memory="1.5", scalars={"example.com/fpga": "0.5"}),
-        pod_task("d", cpu="2", memory="8Pi"),
-        pod_task("e", cpu="0.0001", memory="3"),
-    ]
-    for upto in range(len(tasks) + 1):
+    from volcanolib.api.resource import Resource
+    from volcanolib.api.task import TaskInfo
+
+    rng = random.Random(4)
+    amounts = [0, 0.5, 1, 250, 2**53, float("inf")]
+    for _ in range(200):
+        tasks = []
+        for i in range(rng.randrange(6)):
+            scalars = {"pods": 1}
+            if rng.random() < 0.4:
+                scalars["example.com/gpu"] = rng.choice(amounts)
+            req = Resource(rng.choice(amounts), rng.choice(amounts), scalars)
+            tasks.append(TaskInfo(f"u{i}", f"t{i}", "default", "", req))
         one_by_one, at_once = Usage(), Usage()
-        for task in tasks[:upto]:
+        for task in tasks:
             one_by_one.apply(task, 1)
-        at_once.add_all(tasks[:upto])
-        fields = ("cpu", "memory", "nz_cpu", "nz_memory", "scalars", "exact")
-        assert [getattr(at_once, f) for f in fields] == [getattr(one_by_one, f) for f in fields]
-    assert not at_once.exact
+        at_once.add_all(tasks)
+        state = [(u.cpu, u.memory, u.nz_cpu, u.nz_memory, u.scalars, u.exact) for u in (one_by_one, at_once)]
+        assert state[0] == state[1]
+
+
+def test_pods_with_affinity_are_found_as_when_every_task_is_asked() -> None:
+    from volcanolib_contrib._nodepods import pods_where
+
+    from volcanolib.api.task import TaskStatus
+
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    near = {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term}]}
+    }
+    nodes = [node("n1"), node("n2")]
+    tasks = [
+        pod_task("a", job="j", node="n1", status=TaskStatus.RUNNING, affinity=anti),
+        pod_task("b", job="j", node="n1", status=TaskStatus.RUNNING),
+        pod_task("c", job="j", node="n2", status=TaskStatus.RUNNING, affinity=near),
+        pod_task("d", job="j", node="n2", status=TaskStatus.RUNNING, affinity={}),
+    ]
+    ssn = session(only(podaffinity=1) + "  - name: predicates\n", nodes, tasks)
+    for wanted in (ssn.plugins["nodeorder"]._has_affinity, ssn.plugins["predicates"]._has_required_anti):
+        every = pods_where(ssn.node_list, wanted)
+        assert pods_where(ssn.node_list, wanted, affinity_only=True) == every
+        assert list(every) and len(every) < 4

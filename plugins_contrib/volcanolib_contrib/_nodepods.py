@@ -34,13 +34,25 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 _EXACT: Final = float(2**53)
 
 
-def pods_where(nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool]) -> dict[str, TaskInfo]:
-    """The tasks on ``nodes`` (every status) that ``wanted`` accepts, by task key, in node and task order."""
+def pods_where(
+    nodes: Iterator[NodeInfo] | list[NodeInfo], wanted: Callable[[TaskInfo], bool], *, affinity_only: bool = False
+) -> dict[str, TaskInfo]:
+    """The tasks on ``nodes`` (every status) that ``wanted`` accepts, by task key, in node and task order.
+
+    :param affinity_only: ``wanted`` refuses every task without a pod or
+        whose pod has no affinity: those are left out without asking it.
+    """
     found: dict[str, TaskInfo] = {}
     for node in nodes:
-        for key, task in node.tasks.items():
-            if wanted(task):
-                found[key] = task
+        if affinity_only:
+            for key, task in node.tasks.items():
+                pod = task.pod
+                if pod is not None and pod.affinity and wanted(task):
+                    found[key] = task
+        else:
+            for key, task in node.tasks.items():
+                if wanted(task):
+                    found[key] = task
     return found
 
 
@@ -161,28 +173,29 @@ class Usage:
             self.exact = False
 
     def add_all(self, tasks: Iterable[TaskInfo]) -> None:
-        """:meth:`apply` with ``sign`` 1 for each task in turn: the same sums, in one loop."""
-        # A node's sums are counted from all its pods when first asked for (each node once a session).
-        cpu_sum, memory_sum, nz_cpu, nz_memory = self.cpu, self.memory, self.nz_cpu, self.nz_memory
-        scalars = self.scalars
+        """Add the requests of ``tasks``: :meth:`apply` with ``sign`` 1 for each, in order, as one loop."""
+        # Written out: the first choice of a session counts the pods of every node.
+        total_cpu, total_memory, nz_cpu, nz_memory = self.cpu, self.memory, self.nz_cpu, self.nz_memory
         exact = self.exact
+        scalars = self.scalars
         for task in tasks:
             req = task.resreq
             cpu = req.milli_cpu
             memory = req.memory
-            cpu_sum += cpu
-            memory_sum += memory
+            total_cpu += cpu
+            total_memory += memory
             nz_cpu += cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST
             nz_memory += memory if memory > 0 else DEFAULT_MEMORY_REQUEST
-            if req.scalars:
-                for name, value in req.scalars.items():
+            requested = req.scalars
+            if requested and (len(requested) > 1 or PODS not in requested):  # not only a pod count
+                for name, value in requested.items():
                     if name != PODS:
                         scalars[name] = scalars.get(name, 0.0) + value
                         if value % 1 or value >= _EXACT:
                             exact = False
-            if cpu % 1 or memory % 1 or memory_sum >= _EXACT or cpu_sum >= _EXACT:
+            if cpu % 1 or memory % 1 or total_memory >= _EXACT or total_cpu >= _EXACT:
                 exact = False
-        self.cpu, self.memory, self.nz_cpu, self.nz_memory = cpu_sum, memory_sum, nz_cpu, nz_memory
+        self.cpu, self.memory, self.nz_cpu, self.nz_memory = total_cpu, total_memory, nz_cpu, nz_memory
         self.exact = exact
 
 
@@ -282,7 +295,7 @@ class NodePods:
             u = self._usage[name] = Usage()
             node = self.nodes.get(name)
             if node is not None:
-                u.add_all(self.pods(node))
+                u.add_all(self.pods(node) if self.evicted.get(name) else node.tasks.values())
         return u
 
     # ------------------------------------------------------------------ events

@@ -197,7 +197,7 @@ class NodeOrderPlugin:
             self._count_node(images, node, 1)
         self._image_nodes = images
         self._prefer_tainted = self._tainted > 0
-        self._affinity_pods = pods_where(ssn.node_list, self._has_affinity)
+        self._affinity_pods = pods_where(ssn.node_list, self._has_affinity, affinity_only=True)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:

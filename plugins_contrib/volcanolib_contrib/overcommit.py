@@ -89,11 +89,9 @@ class OvercommitPlugin:
     def on_session_open(self, ssn: Session) -> None:
         """Compute the inflated idle resources and what admitted jobs already reserve."""
         self._used = used = PartSums[str]()
-        for node in ssn.node_list:
-            used.put(node.name, node.used.clone())
+        used.put_all((node.name, node.used.clone()) for node in ssn.node_list)
         self._reserved = reserved = PartSums[str]()
-        for job in ssn.jobs.values():
-            reserved.put(job.uid, _reservation(job))
+        reserved.put_all((job.uid, _reservation(job)) for job in ssn.jobs.values())
         self._settle(ssn)
 
     @hookimpl

@@ -308,7 +308,7 @@ class PredicatesPlugin:
             self._refresh_full(node)
             if _is_special(node):
                 self._special.append(node)
-        self._anti_pods = pods_where(ssn.node_list, self._has_required_anti)
+        self._anti_pods = pods_where(ssn.node_list, self._has_required_anti, affinity_only=True)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -324,9 +324,11 @@ class PredicatesPlugin:
         self._reset(ssn)
         nodes = ssn.nodes
         changed = delta.nodes
-        full.difference_update(changed)
+        # A node brought up to date in place holds the same pods: it is full as it was.
+        refreshed = delta.nodes_with_changed_pods()
+        full.difference_update(refreshed)
         self._full = full
-        for name in changed:
+        for name in refreshed:
             node = nodes.get(name)
             if node is not None:
                 self._refresh_full(node)

@@ -125,7 +125,10 @@ def build_task(
     :param node: the node it is placed on (``""``: not placed).
     :param status: its status, when not the one ``node`` implies.
     :param priority: its priority (the value of its PriorityClass).
-    :param role: its task role in a Volcano Job (tasks of one role are alike).
+    :param role: its task role in a Volcano Job (tasks of one role are alike). Without
+        a role, the pods of one group built alike (but name, node, status, uid,
+        priority and creation time) share a template, as loaded manifests do
+        (see :attr:`~volcanolib.api.task.TaskInfo.template`).
     :param preemptable: whether it may be preempted or reclaimed.
     :param uid: its uid (default ``namespace-name``); the cache knows tasks by uid.
     :param labels: the pod's labels.

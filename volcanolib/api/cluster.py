@@ -80,6 +80,25 @@ class SnapshotDelta:
     #: ``None`` (the default) when the cache does not say: then any task on a node of :attr:`nodes`
     #: may be one of them.
     tasks: Mapping[str, str] | None = None
+    #: The nodes of :attr:`nodes` that are the previous snapshot's node brought up to date in place
+    #: with the same pods: the same tasks by key and pod, accounted in the same rows (an Allocated task
+    #: now Binding or Running, say), with equal resources, and none evicted since (the session that
+    #: evicted a task no longer counted it as a pod there); only task statuses and task objects
+    #: changed. Such a node is as the previous session *left* it, its placements included: only what
+    #: was kept in step with that session's allocate and deallocate events may be kept for it; what
+    #: was computed at open must be computed again. ``None`` (the default) when the cache does not
+    #: say: then no node is known to be such.
+    #:
+    #: .. versionadded:: 0.2
+    in_place: frozenset[str] | None = None
+
+    def nodes_with_changed_pods(self) -> frozenset[str]:
+        """The nodes that may hold other pods or resources than the previous session left them with.
+
+        :attr:`nodes` but :attr:`in_place`: what a plugin kept in step with
+        the previous session's events needs updating for these nodes only.
+        """
+        return self.nodes if not self.in_place else self.nodes - self.in_place
 
     def replaced_nodes(self) -> frozenset[str]:
         """The nodes whose node itself may have changed: :attr:`node_specs`, else all of :attr:`nodes`."""

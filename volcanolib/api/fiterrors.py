@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ def reason_histogram(reasons: Iterable[str]) -> list[str]:
     return _histogram(Counter(reasons))
 
 
-def _histogram(counts: Counter[str]) -> list[str]:
+def _histogram(counts: Mapping[str, int]) -> list[str]:
+    """``["<count> <reason>", ...]`` sorted as text, from counts already taken (each above zero)."""
     return sorted(f"{count} {reason}" for reason, count in counts.items())
 
 

@@ -8,7 +8,7 @@ from typing import Final
 
 import attrs
 
-from volcanolib.api.fiterrors import FitErrors, reason_histogram
+from volcanolib.api.fiterrors import FitErrors, _histogram, reason_histogram
 from volcanolib.api.hypernode import NetworkTopology
 from volcanolib.api.resource import Resource, exceeded_part
 from volcanolib.api.task import (
@@ -72,6 +72,15 @@ class PodGroupCondition:
     transition_id: str = ""
     last_transition_time: float = 0.0
 
+    def copy(self) -> PodGroupCondition:
+        """Return an equal condition that can change independently.
+
+        .. versionadded:: 0.2
+        """
+        return PodGroupCondition(
+            self.type, self.status, self.reason, self.message, self.transition_id, self.last_transition_time
+        )
+
     def same_as(self, other: PodGroupCondition) -> bool:
         """Equality ignoring the transition id and time."""
         return (self.type, self.status, self.reason, self.message) == (
@@ -116,7 +125,7 @@ class PodGroup:
         pg.min_resources = self.min_resources
         pg.min_task_member = self.min_task_member
         pg.phase = self.phase
-        pg.conditions = [attrs.evolve(c) for c in self.conditions] if self.conditions else []
+        pg.conditions = [c.copy() for c in self.conditions] if self.conditions else []
         pg.running = self.running
         pg.succeeded = self.succeeded
         pg.failed = self.failed
@@ -329,7 +338,11 @@ class JobInfo:
 
     def count(self, statuses: TaskStatus) -> int:
         """How many tasks are in any of ``statuses``."""
-        return sum(len(bucket) for status, bucket in self.task_status_index.items() if in_statuses(status, statuses))
+        total = 0
+        for status, bucket in self.task_status_index.items():
+            if _int_and(status, statuses):
+                total += len(bucket)
+        return total
 
     def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
         """The tasks in any of ``statuses``."""
@@ -466,7 +479,7 @@ class JobInfo:
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str]:
         """``(reason, message)`` describing where a task stands, for pod conditions."""
         node, status = task.last_transaction or (task.node_name, task.status)
-        if in_statuses(status, ALLOCATED_STATUSES | _PIPELINED):
+        if in_statuses(status, _SCHEDULABLE_STATUSES):
             if status is _PIPELINED:
                 return "Schedulable", f"Pod {task.key} can possibly be assigned to {node} once resource is released"
             return "Schedulable", f"Pod {task.key} can possibly be assigned to {node}"
@@ -481,12 +494,15 @@ class JobInfo:
 
     def fit_error(self) -> str:
         """A one-line summary of why the gang is not ready."""
-        hist = [str(status) for status, bucket in self.task_status_index.items() for _ in bucket]
-        hist += ["minAvailable"] * self.min_available
-        msg = f"{POD_GROUP_NOT_READY}, {', '.join(reason_histogram(hist))}"
-        pending = [self.task_scheduling_reason(t)[0] for t in self.task_status_index.get(_PENDING, {}).values()]
+        # Counted by status bucket, and the pending tasks' reasons without their messages: gang's
+        # close writes this for every unready job.
+        counts = {_status_text(status): len(bucket) for status, bucket in self.task_status_index.items() if bucket}
+        if self.min_available > 0:
+            counts["minAvailable"] = self.min_available
+        msg = f"{POD_GROUP_NOT_READY}, {', '.join(_histogram(counts))}"
+        pending = self.task_status_index.get(_PENDING)
         if pending:
-            msg += f"; Pending: {', '.join(reason_histogram(pending))}"
+            msg += f"; Pending: {', '.join(reason_histogram(map(_reason_word, pending.values())))}"
         return msg
 
     def __repr__(self) -> str:
@@ -495,3 +511,25 @@ class JobInfo:
 
 #: Allocates an instance without running ``__init__`` (clones set every field themselves).
 _new_object: Final = object.__new__
+#: ``in_statuses`` without a call: ``_int_and(status, statuses) != 0``.
+_int_and: Final = int.__and__
+#: Statuses for which :meth:`JobInfo.task_scheduling_reason` says ``Schedulable``.
+_SCHEDULABLE_STATUSES: Final = ALLOCATED_STATUSES | _PIPELINED
+#: ``str(status)`` of every single status.
+_STATUS_TEXT: Final = {status: str(status) for status in TaskStatus}
+
+
+def _status_text(status: TaskStatus) -> str:
+    """``str(status)``, looked up for a single status."""
+    text = _STATUS_TEXT.get(status)
+    return text if text is not None else str(status)
+
+
+def _reason_word(task: TaskInfo) -> str:
+    """The reason :meth:`JobInfo.task_scheduling_reason` gives for ``task``, without its message."""
+    status = task.last_transaction[1] if task.last_transaction else task.status
+    if in_statuses(status, _SCHEDULABLE_STATUSES):
+        return "Schedulable"
+    if status is _PENDING:
+        return "Unschedulable"
+    return _status_text(status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -16,6 +17,7 @@ __all__ = [
     "TaskInfo",
     "TaskStatus",
     "allocated_status",
+    "content_template",
     "in_statuses",
 ]
 
@@ -63,6 +65,17 @@ SCHEDULED_STATUSES: Final = _S.RUNNING | _S.BOUND | _S.FAILED | _S.SUCCEEDED
 
 
 _int_and: Final = int.__and__
+
+
+def content_template(job: str, content: object) -> str:
+    """The template of a pod of ``job`` without a role: pods with an equal ``content`` share it.
+
+    ``content`` is everything about the pod that scheduling reads (its
+    labels, annotations and spec, but not its name or node), as values whose
+    ``repr`` is stable; the template names the job and a digest of it.
+    """
+    digest = hashlib.blake2b(repr(content).encode(), digest_size=8).hexdigest()
+    return f"{job}/~{digest}"
 
 
 def in_statuses(status: TaskStatus, statuses: TaskStatus) -> bool:
@@ -125,21 +138,48 @@ class TaskInfo:
     preemptable: bool = True
     #: The task's role: the task-spec name of its Volcano Job, else ``""``.
     role: str = ""
-    #: Tasks with equal templates have identical scheduling constraints.
-    template: str = ""
+    #: The template given (see :attr:`template`), else ``""``.
+    _template: str = attrs.field(default="", alias="template", repr=False)
     creation_timestamp: float = 0.0
     pod: Pod | None = attrs.field(default=None, repr=False)
     #: ``(node_name, status)`` saved when a statement discarded this task's placement.
     last_transaction: tuple[str, TaskStatus] | None = attrs.field(default=None, repr=False)
     best_effort: bool = attrs.field(default=False, repr=False)
     key: str = attrs.field(default="", repr=False)
+    # The template worked out from the pod and request it was worked out for (see ``template``).
+    _content: tuple[Pod | None, Resource, str] | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.best_effort = self.resreq.is_empty()
         if not self.key:
             self.key = f"{self.namespace}/{self.name}"
-        if not self.template:
-            self.template = f"{self.job}/{self.role}" if self.role else self.uid
+        if not self._template and self.role:
+            self._template = f"{self.job}/{self.role}"
+        if not self._template:
+            self._content = (self.pod, self.resreq, _pod_template(self))
+
+    @property
+    def template(self) -> str:
+        """Tasks with equal templates have identical scheduling constraints (plugins parse them once per template).
+
+        The template given when the task was made, else ``"<job>/<role>"``
+        for a task with a role. A task of a job without a role, whose pod
+        has no manifest, gets a template that names its job and everything
+        about its pod and request that scheduling reads (not its name, uid
+        or node): alike pods of one group share it, and it follows when the
+        pod or the request is replaced. Any other task's template is its uid.
+        """
+        given = self._template
+        if given:
+            return given
+        memo = self._content
+        if memo is None or memo[0] is not self.pod or memo[1] is not self.resreq:
+            memo = self._content = (self.pod, self.resreq, _pod_template(self))
+        return memo[2]
+
+    @template.setter
+    def template(self, value: str) -> None:
+        self._template = value
 
     @property
     def init_resreq(self) -> Resource:
@@ -173,7 +213,8 @@ class TaskInfo:
         new.priority = self.priority
         new.preemptable = self.preemptable
         new.role = self.role
-        new.template = self.template
+        new._template = self._template
+        new._content = self._content
         new.creation_timestamp = self.creation_timestamp
         new.pod = self.pod
         new.last_transaction = self.last_transaction
@@ -186,6 +227,30 @@ class TaskInfo:
 
 
 _new_task: Final = object.__new__
+
+
+def _pod_template(task: TaskInfo) -> str:
+    """The template of a task given none (see :attr:`TaskInfo.template`)."""
+    pod = task.pod
+    if not task.job or pod is None or pod.manifest is not None:
+        return task.uid
+    content = (
+        pod.namespace,
+        pod.labels,
+        pod.annotations,
+        pod.node_selector,
+        pod.affinity,
+        pod.tolerations,
+        pod.host_ports,
+        pod.topology_spread_constraints,
+        pod.images,
+        pod.priority_class_name,
+        pod.preemption_policy,
+        pod.scheduler_name,
+        pod.nominated_node_name,
+        task.resreq.key(),
+    )
+    return content_template(task.job, content)
 
 
 def task_priority(pod: Pod, spec_priority: int | None) -> int:

@@ -25,10 +25,9 @@ __all__ = ["AcceptAll", "CacheEvent", "InMemoryCache"]
 log = logging.getLogger(__name__)
 #: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
 _BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
+_RELEASING: Final = TaskStatus.RELEASING
 # Statuses a task is never evicted from: Releasing, or finished (``COMPLETED_STATUSES``), as a set.
-_NOT_EVICTABLE: Final = frozenset(
-    [TaskStatus.RELEASING, *(s for s in TaskStatus if in_statuses(s, COMPLETED_STATUSES))]
-)
+_NOT_EVICTABLE: Final = frozenset([_RELEASING, *(s for s in TaskStatus if in_statuses(s, COMPLETED_STATUSES))])
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -79,6 +78,13 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
 def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
     """The snapshot's objects for a node's tasks, by key in the node's order: ``reuse``'s, else :func:`_task_copy`."""
     tasks = node.tasks
+    if not reuse:  # a node copied afresh (every node of a full snapshot): :func:`_task_copy` written out
+        fresh: dict[str, TaskInfo] = {}
+        for key, task in tasks.items():
+            job = jobs.get(task.job)
+            copy = job.tasks.get(task.uid) if job is not None else None
+            fresh[key] = copy if copy is not None else task.clone()
+        return fresh
     copies: dict[str, TaskInfo | None] = dict(zip(tasks, map(reuse.get, tasks), strict=True))
     if None in copies.values():
         for key, copy in copies.items():
@@ -438,6 +444,8 @@ class InMemoryCache:
         """A deep copy of ready nodes, queues and jobs whose queue exists.
 
         Within the copy, a job's task and the node's task are the same object.
+        A node's allocatable and capability, which nothing changes once the
+        node is added, are the cache's own objects.
 
         With :attr:`incremental_snapshots` (the default), the copy reuses the
         node and job copies of the previous snapshot that did not change
@@ -538,6 +546,10 @@ class InMemoryCache:
         # the cache's task statuses (a session placed tasks there that the cache then bound, say).
         copied: set[str] = set()
         renewed: list[str] = []
+        # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place), and
+        # the nodes that cannot be (read before the old copies of the nodes take new task objects).
+        in_place: list[str] = []
+        other_pods = self._other_pods(prev.nodes) if prev is not None else set()
         specs = self._changed_specs
         own_nodes = self._nodes
         if prev is not None and not specs:
@@ -550,6 +562,8 @@ class InMemoryCache:
                     node = own_nodes[name]
                     if not node_copy.catch_up(node):
                         nodes[name] = self._renew(node, node_copy, jobs, node_copy)
+                    elif name not in other_pods:
+                        in_place.append(name)
                     renewed.append(name)
             node_list.extend(nodes.values())
         else:
@@ -558,11 +572,14 @@ class InMemoryCache:
                     continue
                 node_copy = old_nodes.get(name)
                 if node_copy is None:
-                    node_copy = self._renew(node, None, jobs, None)
+                    # Allocatable and capability never change once a node is built: the copy shares the cache's.
+                    node_copy = self._renew(node, None, jobs, node)
                     copied.add(name)
                 elif name in dirty_nodes:
                     if name in specs or not node_copy.catch_up(node):
                         node_copy = self._renew(node, node_copy, jobs, None if name in specs else node_copy)
+                    elif name not in other_pods:
+                        in_place.append(name)
                     renewed.append(name)
                 nodes[name] = node_copy
                 node_list.append(node_copy)
@@ -595,6 +612,7 @@ class InMemoryCache:
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
                 node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
                 tasks=self._placed_tasks(nodes),
+                in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
         if self._hyper_nodes:
@@ -667,6 +685,28 @@ class InMemoryCache:
         copy = node.clone(like=like)
         copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
         return copy
+
+    def _other_pods(self, old_nodes: dict[str, NodeInfo]) -> set[str]:
+        """The nodes holding a task the cache changed since the last snapshot that is not as ``old_nodes`` had it.
+
+        That is: a task another pod now, or new there, or evicted since (Releasing: the session that
+        evicted it no longer counted it as a pod of the node; the next one does until it ends).
+        """
+        out: set[str] = set()
+        known = self._tasks
+        for uid in self._changed_tasks:
+            task = known.get(uid)
+            if task is None or not task.node_name:
+                continue
+            name = task.node_name
+            if task.status is _RELEASING:
+                out.add(name)
+                continue
+            old = old_nodes.get(name)
+            was = old.tasks.get(task.key) if old is not None else None
+            if was is None or was.pod is not task.pod:
+                out.add(name)
+        return out
 
     def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
         """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""
@@ -819,7 +859,7 @@ class InMemoryCache:
             except Exception as exc:
                 self._record("Warning", f"Pod {own.key}", "FailedEviction", str(exc))
                 raise CacheError(f"evicting {own.key} failed: {exc}") from exc
-            self._set_status(own, TaskStatus.RELEASING)
+            self._set_status(own, _RELEASING)
             node = self._nodes.get(own.node_name)
             if node is not None:
                 node.update_task(own)
@@ -841,7 +881,7 @@ class InMemoryCache:
         pg = own.pod_group
         new = job.pod_group
         pg.phase = new.phase
-        pg.conditions = [attrs.evolve(c) for c in new.conditions]
+        pg.conditions = [c.copy() for c in new.conditions]
         pg.running, pg.succeeded, pg.failed = new.running, new.succeeded, new.failed
         placed = new.annotations.get(JOB_ALLOCATED_HYPER_NODE)
         if placed is not None and pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != placed:

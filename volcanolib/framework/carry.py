@@ -15,7 +15,7 @@ is computed afresh, as without a carry.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
 
 from volcanolib.api.resource import Resource
@@ -125,6 +125,49 @@ class PartSums(Generic[K]):
             exact = False
         self.exact = exact
 
+    def put_all(self, parts: Iterable[tuple[K, Resource | None]]) -> None:
+        """:meth:`put` each ``(part, amount)`` in order.
+
+        Opening a session puts every node or job: into sums that hold no
+        part yet, parts named once each are added in one loop.
+
+        .. versionadded:: 0.2
+        """
+        if self.parts:
+            for part, amount in parts:
+                self.put(part, amount)
+            return
+        # Written out: what put does for a new part, with the total and the checks kept in locals.
+        own = self.parts
+        total = self.total
+        keys = self._keys
+        scalars = total.scalars
+        total_cpu, total_memory = total.milli_cpu, total.memory
+        exact = self.exact
+        for part, amount in parts:
+            if part in own:  # named again (dropped or changed): put, given the total so far
+                total.milli_cpu, total.memory, self.exact = total_cpu, total_memory, exact
+                self.put(part, amount)
+                total_cpu, total_memory, exact = total.milli_cpu, total.memory, self.exact
+                continue
+            if amount is None:
+                continue
+            own[part] = amount
+            cpu = amount.milli_cpu
+            memory = amount.memory
+            total_cpu += cpu
+            total_memory += memory
+            exact = exact and not (cpu % 1 or memory % 1)
+            if amount.scalars:
+                for name, value in amount.scalars.items():
+                    keys[name] = keys.get(name, 0) + 1
+                    scalars[name] = scalars.get(name, 0) + value
+                    if value % 1 or not -_EXACT < scalars[name] < _EXACT:
+                        exact = False
+            if exact and not (-_EXACT < total_cpu < _EXACT and -_EXACT < total_memory < _EXACT):
+                exact = False
+        total.milli_cpu, total.memory, self.exact = total_cpu, total_memory, exact
+
 
 @final
 class JobSums:
@@ -191,13 +234,16 @@ class Carry:
         """The snapshot's delta when it follows the last closed session's snapshot, else ``None``.
 
         Also ``None`` when the delta names more than half the snapshot's
-        nodes: updating what was kept would then cost more than computing it
-        afresh (the session after a first placement, say).
+        nodes and more than half its jobs: updating what was kept would then
+        cost more than computing it afresh (the session after a first
+        placement, say). Most nodes changing with few jobs (a few hundred
+        pods arriving and leaving on a small cluster) still resumes: the
+        work of a resume follows the jobs and tasks that changed.
         """
         delta = snapshot.delta
         if delta is None or self.closed is None or delta.since is not self.closed:
             return None
-        if 2 * len(delta.nodes) > len(snapshot.node_list):
+        if 2 * len(delta.nodes) > len(snapshot.node_list) and 2 * len(delta.jobs) > len(snapshot.jobs):
             return None
         return delta
 

@@ -254,11 +254,13 @@ class NodeClasses:
         """Take these classes into the next session, whose nodes ``changes`` reads; whether any is kept.
 
         The next session's nodes must be this session's, by name and in the
-        same order; ``changed`` names the nodes whose objects are new (every
-        other node must be the very object grouped here, unchanged since).
-        Only durable groupings (:attr:`NodeClassKey.durable`) are kept; the
-        changed nodes are grouped again on each one's first use, with the
-        next session's key functions.
+        same order; ``changed`` names the nodes whose objects are new or may
+        hold other pods or resources (every other node must be the very
+        object grouped here, with the same pods and resources as when this
+        session last changed it). Only durable groupings
+        (:attr:`NodeClassKey.durable`) are kept; the changed nodes, and those
+        this session changed after a grouping was last read, are grouped
+        again on each one's first use, with the next session's key functions.
         """
         nodes = changes.nodes
         if len(nodes) != len(self.nodes):
@@ -278,8 +280,13 @@ class NodeClasses:
         for position in positions:
             key = static_resource_key(nodes[position])
             static[position] = interned.setdefault(key, key)
+        ended = self._changes  # this session's node log: positions are the same in the next
+        last = ended.mark()
         for part in self._parts.values():
-            part.pending = positions if part.pending is None else sorted(set(part.pending).union(positions))
+            pending = positions
+            if part.seen < last:  # nodes this session changed after the grouping was last read
+                pending = sorted(set(pending).union(ended.since(part.seen)))
+            part.pending = pending if part.pending is None else sorted(set(part.pending).union(pending))
             # Every change in the next session's node log is after the snapshot: read it from its start.
             part.seen = 0
             if len(part.changes) > _MAX_CHANGES + 4 * len(part.classes):

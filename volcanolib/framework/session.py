@@ -564,8 +564,7 @@ class Session:
                 sums.put(name, changed.allocatable.clone() if changed is not None else None)
         if sums is None or not sums.exact:
             sums = PartSums()
-            for node in self.node_list:
-                sums.put(node.name, node.allocatable.clone())
+            sums.put_all((node.name, node.allocatable.clone()) for node in self.node_list)
         carry.allocatable = sums
         return sums.total.clone()
 
@@ -749,12 +748,25 @@ class Session:
         delta = self.delta
         sums = carry.job_sums if delta is not None and not delta.queues else None
         changed: Iterable[str]
+        carry.job_sums = None  # until this close is done: a failure half-way leaves nothing to trust
         if sums is None or delta is None:
+            # Every job, into new sums: what putting them one by one gives, each queue's parts put at once.
             sums = JobSums()
-            changed = jobs
+            parts: dict[str, list[tuple[str, Resource | None]]] = {}
+            for uid, each in jobs.items():
+                name = each.queue
+                if name in queues:
+                    put = parts.get(name)
+                    if put is None:
+                        put = parts[name] = []
+                    put.append((uid, _allocated_part(each)))
+                    sums.queue_of[uid] = name
+            for name, put in parts.items():
+                sums.queues[name] = PartSums()
+                sums.queues[name].put_all(put)
+            changed = ()
         else:
             changed = delta.jobs | self._touched_jobs
-        carry.job_sums = None  # until this close is done: a failure half-way leaves nothing to trust
         for uid in changed:
             job = jobs.get(uid)
             if job is None or job.queue not in queues:
@@ -1058,7 +1070,8 @@ class Session:
             # The previous session's node classes serve the first placement only (it sees the snapshot's nodes).
             kept, self._kept_classes = self._kept_classes, None
             delta = self.delta
-            changed = delta.nodes if delta is not None else frozenset()
+            # A node brought up to date in place holds the same pods and resources: it keeps its class.
+            changed = delta.nodes_with_changed_pods() if delta is not None else frozenset()
             placement = self._placement = Placement(self, kept if placement is None else None, changed)
         return placement
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
@@ -18,6 +17,7 @@ from volcanolib.api.task import (
     Pod,
     TaskInfo,
     TaskStatus,
+    content_template,
     parse_bool,
     task_priority,
 )
@@ -309,5 +309,4 @@ def _template(job: str, role: str, labels: Mapping[str, str], annotations: Mappi
     if role or not job:
         return ""
     content = {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
-    digest = hashlib.blake2b(repr((labels, annotations, content)).encode(), digest_size=8).hexdigest()
-    return f"{job}/~{digest}"
+    return content_template(job, (labels, annotations, content))

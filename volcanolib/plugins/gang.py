@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
-import attrs
-
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
 from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import NoArguments
@@ -221,7 +219,7 @@ class GangPlugin:
             if job.is_ready():
                 # A job that stays scheduled keeps its condition, transition id and time included.
                 if not any(c.same_as(_SCHEDULED) for c in job.pod_group.conditions):
-                    ssn.update_pod_group_condition(job, attrs.evolve(_SCHEDULED))
+                    ssn.update_pod_group_condition(job, _SCHEDULED.copy())
                 continue
             if _only_releasing_missing(job):
                 continue

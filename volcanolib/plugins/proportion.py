@@ -168,11 +168,24 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
         self._sums = {}
-        self._job_queue = {}
+        self._job_queue = job_queue = {}
         queues = ssn.queues
+        # Per queue, its jobs' parts in job order, put into fresh sums in one go (as _put_job would put them).
+        parts: dict[str, tuple[list[tuple[str, Resource | None]], ...]] = {}
         for job in ssn.jobs.values():
-            if job.queue in queues:
-                self._put_job(job.uid, job)
+            name = job.queue
+            if name in queues:
+                lists = parts.get(name)
+                if lists is None:
+                    lists = parts[name] = ([], [], [], [])
+                uid = job.uid
+                for into, amount in zip(lists, _job_parts(job), strict=True):
+                    into.append((uid, amount))
+                job_queue[uid] = name
+        for name, lists in parts.items():
+            sums = self._sums[name] = (PartSums(), PartSums(), PartSums(), PartSums())
+            for part_sums, puts in zip(sums, lists, strict=True):
+                part_sums.put_all(puts)
         self._settle(ssn)
 
     @hookimpl
@@ -238,18 +251,8 @@ class ProportionPlugin:
         parts = self._sums.get(job.queue)
         if parts is None:
             parts = self._sums[job.queue] = (PartSums(), PartSums(), PartSums(), PartSums())
-        allocated_sums, request_sums, inqueue_sums, elastic_sums = parts
-        allocated = job.allocated.clone()
-        request = allocated
-        pending = job.task_status_index.get(_PENDING)
-        if pending:
-            request = allocated.clone()
-            for task in pending.values():
-                request.add(task.resreq)
-        allocated_sums.put(uid, allocated)
-        request_sums.put(uid, request)
-        inqueue_sums.put(uid, _something(_reserved(job)))
-        elastic_sums.put(uid, _something(job.elastic_resources()))
+        for sums, amount in zip(parts, _job_parts(job), strict=True):
+            sums.put(uid, amount)
         self._job_queue[uid] = job.queue
 
     def kept_state(self) -> list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]:
@@ -481,6 +484,21 @@ class ProportionPlugin:
         if attr is not None:
             attr.allocated.sub_unchecked(task.resreq)
             attr.update_share()
+
+
+def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resource | None]:
+    """A job's parts of its queue's kept sums: allocated, request, inqueue and elastic (``None``: nothing to add)."""
+    allocated = job.allocated.clone()
+    request = allocated
+    pending = job.task_status_index.get(_PENDING)
+    if pending:
+        request = allocated.clone()
+        for task in pending.values():
+            request.add(task.resreq)
+    # What job.elastic_resources() gives, without copying the minimum first.
+    minimum = job.pod_group.min_resources
+    elastic = exceeded_part(job.allocated, minimum if minimum is not None else Resource())
+    return allocated, request, _something(_reserved(job)), _something(elastic)
 
 
 def _reserved(job: JobInfo) -> Resource | None:

@@ -1,3 +1,4 @@
+import attrs
 import pytest
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
@@ -326,3 +327,51 @@ def test_a_releasing_task_without_a_node_is_not_scheduled() -> None:
     job.add_task_info(build_task("pg-t-9", job="pg", status=S.RELEASING))
     assert job.scheduled_task_num() == 1
     assert job.phase_from_tasks() is PodGroupPhase.INQUEUE
+
+
+def test_alike_pods_of_a_group_share_a_template() -> None:
+    """Role-less pods of one group built alike share a template; any difference the scheduler reads splits them."""
+    a, b = (build_task(f"p-{i}", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority=i) for i in range(2))
+    assert a.template == b.template and a.template.startswith("default/g/~")
+    unlike = [
+        build_task("q", job="g", cpu="2", memory="2Gi", labels={"app": "x"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "y"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, node_selector={"zone": "a"}),
+        build_task("q", job="g", cpu="1", memory="2Gi", labels={"app": "x"}, priority_class_name="high"),
+        build_task("q", job="h", cpu="1", memory="2Gi", labels={"app": "x"}),
+    ]
+    assert all(t.template != a.template for t in unlike)
+    assert len({t.template for t in unlike}) == len(unlike)
+    # The template follows the pod and the request when either is replaced, and a clone keeps it.
+    assert b.pod is not None
+    b.pod = attrs.evolve(b.pod, affinity={"podAntiAffinity": {}})
+    assert b.template != a.template and b.template.startswith("default/g/~")
+    b.resreq = a.resreq
+    b.pod = a.pod
+    assert b.template == a.template and b.clone().template == a.template
+    # A role names the template; a pod without a group, or with a manifest, has its own; a given one stays.
+    assert build_task("r", job="g", role="worker").template == "default/g/worker"
+    assert build_task("s", cpu="1").template == build_task("s", cpu="1").uid
+    c = build_task("t", job="g", cpu="1", memory="2Gi", labels={"app": "x"})
+    assert c.pod is not None
+    c.pod = attrs.evolve(c.pod, manifest={"kind": "Pod"})
+    assert c.template == c.uid
+    c.template = "given"
+    c.pod = a.pod
+    assert c.template == "given" and attrs.evolve(c).template == "given"
+
+
+def test_fit_error_counts_as_the_reasons_of_every_task() -> None:
+    from collections import Counter
+
+    statuses = [S.PENDING, S.PENDING, S.PENDING, S.RUNNING, S.PIPELINED, S.RELEASING, S.SUCCEEDED]
+    job = job_with(statuses, min_member=4)
+    pending = list(job.tasks_in(S.PENDING))
+    pending[0].last_transaction = ("n1", S.ALLOCATED)  # a discarded placement still reads as schedulable
+    pending[1].last_transaction = ("n1", S.RELEASING)
+    hist = Counter(str(t.status) for t in job.tasks.values()) + Counter({"minAvailable": job.min_available})
+    reasons = Counter(job.task_scheduling_reason(t)[0] for t in pending)
+    expected = ", ".join(sorted(f"{n} {r}" for r, n in hist.items()))
+    expected += "; Pending: " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
+    assert job.fit_error() == f"pod group is not ready, {expected}"
+    assert expected.endswith("; Pending: 1 Releasing, 1 Schedulable, 1 Unschedulable")

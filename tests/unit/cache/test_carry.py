@@ -21,6 +21,7 @@ from test_incremental import CheckedCache, FirstTryFails, World, apply, decision
 
 from volcanolib import Event, InMemoryCache, Registry, Scheduler, Session, hookimpl
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
+from volcanolib.api.job import JobInfo
 from volcanolib.api.node import Taint
 from volcanolib.api.resource import total
 from volcanolib.framework.carry import Carry
@@ -326,17 +327,21 @@ def test_a_session_that_did_not_prepare_lets_no_plugin_resume() -> None:
     assert Probe.calls == ["open", "open", "resume"]
 
 
-def test_a_delta_is_followed_only_from_the_last_closed_session_and_when_it_names_at_most_half_the_nodes() -> None:
+def test_a_delta_is_followed_only_from_the_last_closed_session_and_unless_most_nodes_and_jobs_changed() -> None:
     carry = Carry()
     changes = SnapshotChanges(closed=True)
     nodes = [build_node(f"n{i}") for i in range(4)]
-    cluster = ClusterInfo(nodes={n.name: n for n in nodes}, node_list=nodes)
-    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1"}), frozenset(), frozenset(), True)
+    jobs = {f"ns/j{i}": JobInfo(f"ns/j{i}", build_pod_group(f"j{i}", namespace="ns")) for i in range(4)}
+    cluster = ClusterInfo(jobs=jobs, nodes={n.name: n for n in nodes}, node_list=nodes)
+    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1"}), frozenset(jobs), frozenset(), True)
     assert carry.delta(cluster) is None  # no session closed yet
     carry.hand_over(changes, frozenset(), None)
-    assert carry.delta(cluster) is cluster.delta
-    cluster.delta = SnapshotDelta(changes, frozenset({"n0", "n1", "n2"}), frozenset(), frozenset(), True)
-    assert carry.delta(cluster) is None  # most nodes changed: cheaper afresh
+    assert carry.delta(cluster) is cluster.delta  # half the nodes
+    most_nodes = frozenset({"n0", "n1", "n2"})
+    cluster.delta = SnapshotDelta(changes, most_nodes, frozenset({"ns/j0", "ns/j1"}), frozenset(), True)
+    assert carry.delta(cluster) is cluster.delta  # most nodes but half the jobs
+    cluster.delta = SnapshotDelta(changes, most_nodes, frozenset({"ns/j0", "ns/j1", "ns/j2"}), frozenset(), True)
+    assert carry.delta(cluster) is None  # most nodes and most jobs changed: cheaper afresh
     cluster.delta = SnapshotDelta(SnapshotChanges(closed=True), frozenset(), frozenset(), frozenset(), True)
     assert carry.delta(cluster) is None  # follows another snapshot
     carry.opened()

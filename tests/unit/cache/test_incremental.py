@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from volcanolib import Scheduler, TaskInfo, TaskStatus
+from volcanolib import Scheduler, Session, TaskInfo, TaskStatus
 from volcanolib.api.cluster import ClusterInfo
+from volcanolib.api.node import NodeInfo
 from volcanolib.api.resource import Resource
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.scheduler import CycleResult
@@ -116,16 +117,26 @@ class CheckedCache(InMemoryCache):
         self.dumps: list[Any] = []
         self.reused_jobs = 0
         self.reused_nodes = 0
+        self.in_place = 0
         self._previous: ClusterInfo | None = None
 
     def snapshot(self) -> ClusterInfo:
+        prev = self._previous
+        # Each node of the previous snapshot as its session left it: its pods (by task key) and resources.
+        before = {name: _pods_and_resources(node) for name, node in prev.nodes.items()} if prev is not None else {}
         snap = super().snapshot()
         got = dump(snap)
         assert got == dump(self.full_snapshot()), "the incremental snapshot differs from a full rebuild"
-        prev = self._previous
         if prev is not None:
             self.reused_jobs += sum(1 for uid, job in snap.jobs.items() if prev.jobs.get(uid) is job)
             self.reused_nodes += sum(1 for name, node in snap.nodes.items() if prev.nodes.get(name) is node)
+        delta = snap.delta
+        if delta is not None and delta.in_place:
+            assert prev is not None and delta.in_place <= delta.nodes
+            for name in delta.in_place:  # the same node object, with the same pods and resources
+                assert snap.nodes[name] is prev.nodes[name], name
+                assert _pods_and_resources(snap.nodes[name]) == before[name], name
+            self.in_place += len(delta.in_place)
         self._previous = snap
         self.dumps.append(got)
         return snap
@@ -137,6 +148,11 @@ class CheckedCache(InMemoryCache):
         assert started == expected
         assert all(t.status is TaskStatus.RUNNING for t in started)
         return started
+
+
+def _pods_and_resources(node: NodeInfo) -> tuple[Any, ...]:
+    pods = tuple((key, id(task.pod)) for key, task in node.tasks.items())
+    return pods, node.idle.key(), node.used.key(), node.releasing.key(), node.pipelined.key()
 
 
 class FirstTryFails:
@@ -400,8 +416,9 @@ def run_cycles(seed: int, cycles: int, nodes: int) -> CheckedCache:
 @pytest.mark.parametrize("seed", range(6))
 def test_random_cycles_give_full_rebuild_snapshots_and_decisions(seed: int) -> None:
     cache = run_cycles(seed, cycles=40, nodes=12)
-    # The run did reuse copies (the check above is not between two full copies).
-    assert cache.reused_jobs > 100 and cache.reused_nodes > 100
+    # The run did reuse copies (the check above is not between two full copies), and nodes brought
+    # up to date in place were named so.
+    assert cache.reused_jobs > 100 and cache.reused_nodes > 100 and cache.in_place > 0
 
 
 @pytest.mark.slow
@@ -576,3 +593,49 @@ def test_settled_jobs_are_left_out_until_something_changes_them() -> None:
     ssn.close()
     assert cache.snapshot().jobs["default/j1"].pod_group.running == 1
     assert dump(cache.snapshot()) == dump(cache.full_snapshot())
+
+
+def test_a_node_brought_up_to_date_in_place_is_named_so_only_while_it_holds_the_same_pods() -> None:
+    cache = InMemoryCache()
+    for i in range(3):
+        cache.add_node(build_node(f"n{i}", cpu="8", memory="16Gi"))
+    cache.add_pod_group(build_pod_group("run", phase="Running"))
+    cache.add_task(build_task("run-0", job="run", node="n0"))
+    cache.add_pod_group(build_pod_group("new"))
+    cache.add_task(build_task("new-0", job="new"))
+    scheduler = Scheduler(cache)
+    ((_, landed),) = scheduler.run_once().binds
+    # The session had the task Allocated there, the cache has it Binding: same pods, same accounting.
+    second = scheduler.run_once().session
+    assert second is not None and second.delta is not None
+    assert second.delta.in_place == {landed} and landed in second.delta.nodes
+    assert landed not in second.delta.nodes_with_changed_pods()
+    # A pod made again under the same key, with the same request, on the same node: not the same pods.
+    cache.add_task(build_task("run-0", job="run", node="n0", labels={"made": "again"}))
+    third = scheduler.run_once().session
+    assert third is not None and third.delta is not None
+    assert "n0" in third.delta.nodes and "n0" in third.delta.nodes_with_changed_pods()
+    assert not third.delta.in_place
+
+
+def test_a_node_where_the_last_session_evicted_a_task_is_not_in_place() -> None:
+    """The evicting session no longer counted the task as a pod of its node; the next one does."""
+    cache = InMemoryCache()
+    for i in range(3):
+        cache.add_node(build_node(f"n{i}", cpu="8", memory="16Gi"))
+    cache.add_pod_group(build_pod_group("run", phase="Running"))
+    cache.add_task(build_task("run-0", job="run", node="n0"))
+    scheduler = Scheduler(cache)
+    scheduler.run_once()
+
+    def evict(ssn: Session) -> None:
+        stmt = ssn.statement()
+        stmt.evict(ssn.jobs["default/run"].tasks["default-run-0"], "test")
+        stmt.commit()
+
+    assert [task.key for task, _ in scheduler.run_once(before_actions=evict).evictions] == ["default/run-0"]
+    after = scheduler.run_once().session
+    assert after is not None and after.delta is not None
+    # Releasing in the session's copy and in the cache alike: the node was brought up to date in place.
+    assert after.delta.nodes == {"n0"} and after.nodes["n0"].tasks["default/run-0"].status is TaskStatus.RELEASING
+    assert not after.delta.in_place

@@ -52,6 +52,23 @@ def test_snapshot_shares_task_objects_between_job_and_node_and_is_independent() 
     assert cache.snapshot().nodes["n1"].idle.milli_cpu == 3000
 
 
+def test_a_full_snapshot_s_node_holds_its_jobs_copies_and_clones_of_tasks_without_a_job() -> None:
+    cache = cluster()
+    cache.add_task(build_task("pg-t-2", job="pg", node="n1"))
+    cache.add_task(build_task("lone", job="", node="n1"))
+    cache.add_task(build_task("orphan-0", job="gone", node="n1"))  # its PodGroup does not exist
+    cache.add_task(build_task("pg-t-3", job="pg", node="n1"))
+    for snap in (cache.snapshot(), cache.full_snapshot()):
+        held = snap.nodes["n1"].tasks
+        assert list(held) == list(cache.get_node("n1").tasks)  # type: ignore[union-attr]
+        job = snap.jobs["default/pg"]
+        assert held["default/pg-t-2"] is job.tasks["default-pg-t-2"]
+        assert held["default/pg-t-3"] is job.tasks["default-pg-t-3"]
+        for key, uid in (("default/lone", "default-lone"), ("default/orphan-0", "default-orphan-0")):
+            own = cache.get_task(uid)
+            assert held[key] is not own and (held[key].key, held[key].status) == (own.key, own.status)  # type: ignore[union-attr]
+
+
 def test_failed_bind_returns_task_to_pending_and_records_an_event() -> None:
     binder = FlakyBinder({"pg-t-1"})
     cache = cluster(binder=binder)

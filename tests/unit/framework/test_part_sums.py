@@ -49,3 +49,29 @@ def test_a_total_beyond_exact_floats_makes_the_sum_inexact() -> None:
     sums.put("a", Resource(0.0, float(2**52)))
     sums.put("b", Resource(0.0, float(2**52)))
     assert not sums.exact
+
+
+def _state(sums: PartSums[int]) -> tuple[object, ...]:
+    t = sums.total
+    return (t.milli_cpu, t.memory, list(t.scalars.items()), list(sums.parts.items()), sums.exact, dict(sums._keys))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_putting_all_parts_at_once_equals_putting_them_one_by_one(seed: int) -> None:
+    rng = random.Random(seed)
+    for round_ in range(40):
+        items: list[tuple[int, Resource | None]] = []
+        for _ in range(rng.randrange(12)):
+            amount = None if rng.random() < 0.2 else _amount(rng, whole=rng.random() < 0.9)
+            if amount is not None and rng.random() < 0.05:
+                amount.memory = float(2**53)
+            items.append((rng.randrange(8), amount))  # some parts named twice
+        one_by_one: PartSums[int] = PartSums()
+        at_once: PartSums[int] = PartSums()
+        if round_ % 4 == 0:  # sums already holding parts
+            for sums in (one_by_one, at_once):
+                sums.put(3, Resource(1000.0, 2.0, {"pods": 1.0}))
+        for part, amount in items:
+            one_by_one.put(part, amount)
+        at_once.put_all(items)
+        assert _state(at_once) == _state(one_by_one)
