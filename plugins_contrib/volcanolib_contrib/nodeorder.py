@@ -256,17 +256,24 @@ class NodeOrderPlugin:
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """A task took a place on a node: count its pod and its requests there."""
-        if self._pods is not None:
-            self._pods.allocated(event.task)
-            if event.task.node_name in ssn.nodes and self._has_affinity(event.task):
-                self._affinity_pods[event.task.key] = event.task
+        pods = self._pods
+        if pods is not None:
+            task = event.task
+            pods.allocated(task)
+            pod = task.pod
+            # Most pods have no affinity: _has_affinity's first test, inline (twice per placement or eviction).
+            if pod is not None and pod.affinity and task.node_name in ssn.nodes and self._has_affinity(task):
+                self._affinity_pods[task.key] = task
 
     @hookimpl
     def on_deallocate(self, ssn: Session, event: Event) -> None:
         """A task left its node: stop counting it there."""
-        if self._pods is not None:
-            self._pods.deallocated(event.task)
-            self._affinity_pods.pop(event.task.key, None)
+        pods = self._pods
+        if pods is not None:
+            task = event.task
+            pods.deallocated(task)
+            if self._affinity_pods:
+                self._affinity_pods.pop(task.key, None)
 
     # ------------------------------------------------------------------ parsed terms
 

@@ -374,8 +374,11 @@ class PredicatesPlugin:
         pods.allocated(task)
         node = ssn.nodes.get(task.node_name)
         if node is not None:
-            self._refresh_full(node)
-            if self._has_required_anti(task):
+            # A node only gains a pod here: one that was full stays so.
+            if node.name not in self._full:
+                self._refresh_full(node)
+            pod = task.pod
+            if pod is not None and pod.affinity and self._has_required_anti(task):
                 self._anti_pods[task.key] = task
 
     @hookimpl
@@ -391,7 +394,8 @@ class PredicatesPlugin:
             node = ssn.nodes.get(task.node_name)
             if node is not None:
                 self._refresh_full(node)
-        self._anti_pods.pop(task.key, None)
+        if self._anti_pods:
+            self._anti_pods.pop(task.key, None)
 
     def kept_state(self) -> tuple[set[str], list[str], dict[str, TaskInfo]]:
         """What the plugin keeps between sessions: full nodes, special nodes (in order), pods with anti-affinity."""

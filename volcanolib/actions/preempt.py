@@ -42,7 +42,8 @@ _PRIORITY_OFFSET: Final = 2**31
 _RUNNING: Final = TaskStatus.RUNNING
 _BOUND: Final = TaskStatus.BOUND
 
-TaskFilter = Callable[[TaskInfo], bool]
+#: The tasks, of those given, that may be victims, in the given order.
+TaskFilter = Callable[[Iterable[TaskInfo]], list[TaskInfo]]
 
 
 @attrs.frozen
@@ -276,7 +277,7 @@ class _PreemptRun:
 
     def _victims(self, preemptor: TaskInfo, node: NodeInfo, victim_filter: TaskFilter) -> list[TaskInfo] | None:
         """The victims the plugins allow on ``node``, or ``None`` when evicting them all would not do."""
-        candidates = [t for t in list(node.tasks.values()) if victim_filter(t)]
+        candidates = victim_filter(node.tasks.values())
         victims = self.ssn.preemptable(preemptor, candidates) or []
         if not validate_victims(preemptor, node, victims):
             return None
@@ -416,23 +417,33 @@ def _victim_filter(ssn: Session, preemptor: TaskInfo, *, same_job: bool) -> Task
     jobs = ssn.jobs
     own = jobs.get(preemptor.job)
     queue = own.queue if own is not None else None
+    preemptor_job = preemptor.job
+    best_effort = preemptor.best_effort
 
-    def accept(task: TaskInfo) -> bool:
-        status = task.status
-        if status is not _RUNNING and status is not _BOUND:
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        if not task.preemptable:
-            return False
-        if same_job:
-            return task.job == preemptor.job
-        if task.job == preemptor.job:
-            return False
-        owner = jobs.get(task.job)
-        return owner is not None and owner.queue == queue
+    def select(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        # One loop over a node's tasks, without a call per task: it runs for every node tried.
+        out: list[TaskInfo] = []
+        for task in tasks:
+            status = task.status
+            if status is not _RUNNING and status is not _BOUND:
+                continue
+            if best_effort and not task.best_effort:
+                continue
+            if not task.preemptable:
+                continue
+            if same_job:
+                if task.job != preemptor_job:
+                    continue
+            elif task.job == preemptor_job:
+                continue
+            else:
+                owner = jobs.get(task.job)
+                if owner is None or owner.queue != queue:
+                    continue
+            out.append(task)
+        return out
 
-    return accept
+    return select
 
 
 def _terminating_by_preemption(task: TaskInfo) -> bool:

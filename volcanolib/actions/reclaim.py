@@ -154,8 +154,11 @@ class Reclaim(BaseAction[ReclaimArguments]):
                 first = None
                 if not validate_victims(task, node, victims):
                     continue
-            victims_in_order = (first,) if first is not None else order
-            if make_room(ssn, stmt, task, node, victims_in_order, None, REASON, check_first=False, job=job):
+            if first is not None:
+                # The check above counted its request as released: once it is evicted, the task fits.
+                if make_room(ssn, stmt, task, node, (first,), _fits, REASON, check_first=False, job=job):
+                    return True
+            elif make_room(ssn, stmt, task, node, order, None, REASON, check_first=False, job=job):
                 return True
         return False
 
@@ -181,6 +184,10 @@ class Reclaim(BaseAction[ReclaimArguments]):
             if gives:
                 out.append(task)
         return out
+
+
+def _fits() -> bool:
+    return True
 
 
 def _possible_victim(task: TaskInfo) -> bool:

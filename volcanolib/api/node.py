@@ -32,9 +32,8 @@ def _equal(a: Resource, b: Resource) -> bool:
     return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
 
 
-def _row(status: TaskStatus) -> int:
-    """Which row of the accounting table a status falls in."""
-    return _ROW_PIPELINED if status is _PIPELINED else _ROW_RELEASING if status is _RELEASING else 0
+#: Which row of the accounting table a status falls in (0 for the statuses not named).
+_ROWS: Final = {_PIPELINED: _ROW_PIPELINED, _RELEASING: _ROW_RELEASING}
 
 
 @attrs.frozen
@@ -180,8 +179,8 @@ class NodeInfo:
         old = self._accounted.get(key)
         if old is not None and self.tasks.get(key) is task and task.node_name == self.name:
             status = task.status
-            before = _row(old)
-            after = _row(status)
+            before = _ROWS.get(old, 0)
+            after = _ROWS.get(status, 0)
             if before == after:
                 # Same accounting row (Binding -> Bound, Allocated -> Binding ...): only the status changes.
                 self._accounted[key] = status

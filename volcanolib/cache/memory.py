@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 #: The statuses :meth:`InMemoryCache.start_bound_tasks` starts.
 _BOUND = (TaskStatus.BINDING, TaskStatus.BOUND)
 _RELEASING: Final = TaskStatus.RELEASING
+# Statuses a task is never evicted from: Releasing, or finished (``COMPLETED_STATUSES``), as a set.
+_NOT_EVICTABLE: Final = frozenset([_RELEASING, *(s for s in TaskStatus if in_statuses(s, COMPLETED_STATUSES))])
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -837,7 +839,6 @@ class InMemoryCache:
         self._unbind(own, reason)
         return True
 
-    @_locked
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Evict a task through the evictor; it is Releasing until :meth:`finish_evictions`.
 
@@ -845,22 +846,24 @@ class InMemoryCache:
             being evicted or finished (a task is never evicted twice), or the
             evictor fails; the cache then keeps the task as it was.
         """
-        own = self._tasks.get(task.uid)
-        if own is None or not own.node_name:
-            raise CacheError(f"cannot evict {task.key}: not placed")
-        if own.status is TaskStatus.RELEASING or in_statuses(own.status, COMPLETED_STATUSES):
-            self._record("Warning", f"Pod {own.key}", "FailedEviction", f"already {own.status}")
-            raise CacheError(f"cannot evict {task.key}: it is {own.status}")
-        try:
-            self.evictor.evict(own, reason)
-        except Exception as exc:
-            self._record("Warning", f"Pod {own.key}", "FailedEviction", str(exc))
-            raise CacheError(f"evicting {own.key} failed: {exc}") from exc
-        self._set_status(own, TaskStatus.RELEASING)
-        node = self._nodes.get(own.node_name)
-        if node is not None:
-            node.update_task(own)
-        self._record("Normal", f"Pod {own.key}", "Evict", f"Pod is evicted, because of {reason}")
+        # The lock taken here rather than by _locked: a statement's commit calls this once per eviction.
+        with self._lock:
+            own = self._tasks.get(task.uid)
+            if own is None or not own.node_name:
+                raise CacheError(f"cannot evict {task.key}: not placed")
+            if own.status in _NOT_EVICTABLE:
+                self._record("Warning", f"Pod {own.key}", "FailedEviction", f"already {own.status}")
+                raise CacheError(f"cannot evict {task.key}: it is {own.status}")
+            try:
+                self.evictor.evict(own, reason)
+            except Exception as exc:
+                self._record("Warning", f"Pod {own.key}", "FailedEviction", str(exc))
+                raise CacheError(f"evicting {own.key} failed: {exc}") from exc
+            self._set_status(own, _RELEASING)
+            node = self._nodes.get(own.node_name)
+            if node is not None:
+                node.update_task(own)
+            self._record("Normal", f"Pod {own.key}", "Evict", f"Pod is evicted, because of {reason}")
 
     @_locked
     def update_job_status(self, job: JobInfo, update_pod_group: bool) -> None:

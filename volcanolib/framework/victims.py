@@ -304,9 +304,9 @@ class VictimOrder:
 
     def _first_keyed(self, victims: Sequence[TaskInfo]) -> Any:
         """The smallest victim by the composite key, the earliest of equals; ``_MISSING`` when not keyed."""
-        return self._first_and_parts(victims)[0]
+        return self._first_and_parts(victims, False)[0]
 
-    def _first_and_parts(self, victims: Sequence[TaskInfo]) -> tuple[Any, list[Any] | None]:
+    def _first_and_parts(self, victims: Sequence[TaskInfo], keep: bool = True) -> tuple[Any, list[Any] | None]:
         """:meth:`_first_keyed`'s victim, with each victim's job part of the key when every victim has a job.
 
         The parts (the job key, preceded by the queue key when the victims'
@@ -320,6 +320,7 @@ class VictimOrder:
         queue's key is the same for all of them), and the task key only for
         the victims of the jobs that go first. ``_MISSING`` when some order is
         a comparison or a victim's queue is missing (then the heap decides).
+        Without ``keep`` the parts are not kept (``None``).
         """
         if not self._keyed or not victims:
             return _MISSING, None
@@ -374,7 +375,7 @@ class VictimOrder:
             parts: dict[str, Any] = {}
             best: Any = _MISSING
             top = []
-            by_victim = []
+            by_victim = [] if keep else None
             for i, job in enumerate(owners):
                 assert job is not None
                 part = parts.get(job.uid, _MISSING)
@@ -383,7 +384,8 @@ class VictimOrder:
                     if queue_keys is not None:
                         part = (queue_keys[job.queue], part)
                     parts[job.uid] = part
-                by_victim.append(part)
+                if by_victim is not None:
+                    by_victim.append(part)
                 if best is _MISSING or part > best:
                     best = part
                     top = [i]

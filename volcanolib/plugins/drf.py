@@ -262,32 +262,35 @@ class DrfPlugin:
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """Add the task's request to its job's allocation and update the share."""
-        self._move(ssn, event.task, 1)
+        task = event.task
+        attr = self.jobs.get(task.job)
+        if attr is not None:
+            # Called twice per placement or eviction: the share is updated here, the tree in _move.
+            attr.dominant, attr.share = self.calculate_share(attr.allocated.add(task.resreq))
+            if self.hierarchy:
+                self._move(ssn, task, attr, 1)
 
     @hookimpl
     def on_deallocate(self, ssn: Session, event: Event) -> None:
         """Take the task's request off its job's allocation and update the share."""
-        self._move(ssn, event.task, -1)
-
-    def _move(self, ssn: Session, task: TaskInfo, sign: int) -> None:
+        task = event.task
         attr = self.jobs.get(task.job)
-        if attr is None:
+        if attr is not None:
+            attr.dominant, attr.share = self.calculate_share(attr.allocated.sub_unchecked(task.resreq))
+            if self.hierarchy:
+                self._move(ssn, task, attr, -1)
+
+    def _move(self, ssn: Session, task: TaskInfo, attr: _Attr, sign: int) -> None:
+        """The hierarchy's part of an event, once the job's own allocation and share are updated."""
+        job = ssn.jobs.get(task.job)
+        if job is None:
             return
         if sign > 0:
-            attr.allocated.add(task.resreq)
+            self.total_allocated.add(task.resreq)
         else:
-            attr.allocated.sub_unchecked(task.resreq)
-        self._update_share(attr)
-        if self.hierarchy:
-            job = ssn.jobs.get(task.job)
-            if job is None:
-                return
-            if sign > 0:
-                self.total_allocated.add(task.resreq)
-            else:
-                self.total_allocated.sub_unchecked(task.resreq)
-            self._insert_job(self.root, job, attr, ssn.queues.get(job.queue))
-            self._refresh_tree(self.root, self.total_allocated)
+            self.total_allocated.sub_unchecked(task.resreq)
+        self._insert_job(self.root, job, attr, ssn.queues.get(job.queue))
+        self._refresh_tree(self.root, self.total_allocated)
 
     # ------------------------------------------------------------------ job order and preemption
 

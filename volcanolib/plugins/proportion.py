@@ -468,24 +468,22 @@ class ProportionPlugin:
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """Add the task's request to its queue's allocation and update the share."""
-        attr = self._attr_of(ssn, event.task)
+        task = event.task
+        job = ssn.jobs.get(task.job)
+        attr = self.queue_attrs.get(job.queue) if job is not None else None
         if attr is not None:
-            attr.allocated.add(event.task.resreq)
+            attr.allocated.add(task.resreq)
             attr.update_share()
 
     @hookimpl
     def on_deallocate(self, ssn: Session, event: Event) -> None:
         """Take the task's request off its queue's allocation and update the share."""
-        attr = self._attr_of(ssn, event.task)
-        if attr is not None:
-            attr.allocated.sub_unchecked(event.task.resreq)
-            attr.update_share()
-
-    def _attr_of(self, ssn: Session, task: TaskInfo) -> QueueAttr | None:
+        task = event.task
         job = ssn.jobs.get(task.job)
-        if job is None:
-            return None
-        return self.queue_attrs.get(job.queue)
+        attr = self.queue_attrs.get(job.queue) if job is not None else None
+        if attr is not None:
+            attr.allocated.sub_unchecked(task.resreq)
+            attr.update_share()
 
 
 def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resource | None]:

@@ -116,6 +116,34 @@ def test_eviction_then_finish_frees_the_node() -> None:
     assert cache.snapshot().nodes["n1"].used.milli_cpu == 0
 
 
+@pytest.mark.parametrize(
+    ("status", "evictable"),
+    [
+        (TaskStatus.RUNNING, True),
+        (TaskStatus.BOUND, True),
+        (TaskStatus.RELEASING, False),
+        (TaskStatus.SUCCEEDED, False),
+        (TaskStatus.FAILED, False),
+    ],
+)
+def test_a_task_releasing_or_finished_is_not_evicted_again(status: TaskStatus, evictable: bool) -> None:
+    cache = cluster()
+    cache.add_task(build_task("x", job="pg", node="n1"))
+    task = cache.snapshot().jobs["default/pg"].tasks["default-x"]
+    if status is TaskStatus.RELEASING:
+        cache.evict(task, "preempt")
+    elif status is not TaskStatus.RUNNING:
+        cache.set_task_phase("default-x", status)
+    if evictable:
+        cache.evict(task, "reclaim")
+        assert cache.get_task("default-x").status is TaskStatus.RELEASING  # type: ignore[union-attr]
+        return
+    with pytest.raises(CacheError, match=f"it is {status}"):
+        cache.evict(task, "reclaim")
+    assert cache.get_task("default-x").status is status  # type: ignore[union-attr]
+    assert cache.events[-1].reason == "FailedEviction"
+
+
 def test_job_without_queue_and_pods_without_group_are_skipped_with_a_reason() -> None:
     cache = cluster()
     cache.add_pod_group(build_pod_group("lost", queue="nowhere"))
