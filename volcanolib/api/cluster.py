@@ -97,6 +97,8 @@ class SnapshotDelta:
 
         :attr:`nodes` but :attr:`in_place`: what a plugin kept in step with
         the previous session's events needs updating for these nodes only.
+
+        .. versionadded:: 0.2
         """
         return self.nodes if not self.in_place else self.nodes - self.in_place
 
