@@ -595,12 +595,18 @@ def test_settled_jobs_are_left_out_until_something_changes_them() -> None:
     assert dump(cache.snapshot()) == dump(cache.full_snapshot())
 
 
-def test_a_node_brought_up_to_date_in_place_is_named_so_only_while_it_holds_the_same_pods() -> None:
+def _three_nodes_one_running_pod() -> InMemoryCache:
+    """Three nodes; the pod ``run-0`` of the Running group ``run`` on ``n0``."""
     cache = InMemoryCache()
     for i in range(3):
         cache.add_node(build_node(f"n{i}", cpu="8", memory="16Gi"))
     cache.add_pod_group(build_pod_group("run", phase="Running"))
     cache.add_task(build_task("run-0", job="run", node="n0"))
+    return cache
+
+
+def test_a_node_brought_up_to_date_in_place_is_named_so_only_while_it_holds_the_same_pods() -> None:
+    cache = _three_nodes_one_running_pod()
     cache.add_pod_group(build_pod_group("new"))
     cache.add_task(build_task("new-0", job="new"))
     scheduler = Scheduler(cache)
@@ -620,12 +626,7 @@ def test_a_node_brought_up_to_date_in_place_is_named_so_only_while_it_holds_the_
 
 def test_a_node_where_the_last_session_evicted_a_task_is_not_in_place() -> None:
     """The evicting session no longer counted the task as a pod of its node; the next one does."""
-    cache = InMemoryCache()
-    for i in range(3):
-        cache.add_node(build_node(f"n{i}", cpu="8", memory="16Gi"))
-    cache.add_pod_group(build_pod_group("run", phase="Running"))
-    cache.add_task(build_task("run-0", job="run", node="n0"))
-    scheduler = Scheduler(cache)
+    scheduler = Scheduler(_three_nodes_one_running_pod())
     scheduler.run_once()
 
     def evict(ssn: Session) -> None:
