@@ -78,13 +78,8 @@ def _task_copy(task: TaskInfo, jobs: dict[str, JobInfo]) -> TaskInfo:
 def _task_copies(node: NodeInfo, jobs: dict[str, JobInfo], reuse: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
     """The snapshot's objects for a node's tasks, by key in the node's order: ``reuse``'s, else :func:`_task_copy`."""
     tasks = node.tasks
-    if not reuse:  # a node copied afresh (every node of a full snapshot): :func:`_task_copy` written out
-        fresh: dict[str, TaskInfo] = {}
-        for key, task in tasks.items():
-            job = jobs.get(task.job)
-            copy = job.tasks.get(task.uid) if job is not None else None
-            fresh[key] = copy if copy is not None else task.clone()
-        return fresh
+    if not reuse:  # a node copied afresh (every node of a full snapshot): one pass
+        return {key: _task_copy(task, jobs) for key, task in tasks.items()}
     copies: dict[str, TaskInfo | None] = dict(zip(tasks, map(reuse.get, tasks), strict=True))
     if None in copies.values():
         for key, copy in copies.items():
