@@ -192,7 +192,7 @@ class _Job:
 
 
 class _Pod:
-    __slots__ = ("duration", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
+    __slots__ = ("duration", "ending", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
 
     def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, timing: PodTiming) -> None:
         self.task = task
@@ -205,6 +205,10 @@ class _Pod:
         self.state = _PENDING
         #: Bumped when the pod's pending start or finish no longer applies.
         self.token = 0
+        #: The phase its record takes when, terminating, it is gone (``Evicted`` or ``Deleted``); until
+        #: then the record keeps the phase it had: a pod that had not ended when the replay ends is
+        #: reported as ``Running`` or ``Pending``.
+        self.ending: str | None = None
 
 
 def _native(res: Resource) -> dict[str, float]:
@@ -625,7 +629,7 @@ class _Replay:
             return
         if pod.state in (_BOUND, _RUNNING):
             if pod.record.phase in ("Pending", "Running"):
-                pod.record.phase = "Deleted"
+                pod.ending = "Deleted"
             self.cache.set_task_phase(pod.uid, TaskStatus.RELEASING)
             self._release(pod)
             return
@@ -644,7 +648,9 @@ class _Replay:
         self._gone_to_controller(pod, evicted=False)
 
     def _gone(self, pod: _Pod) -> None:
-        evicted = pod.record.phase == "Evicted"
+        evicted = pod.ending == "Evicted"
+        if pod.ending is not None:
+            pod.record.phase = pod.ending
         pod.state = _GONE_STATE
         self.touched.add(pod.task.job)
         pod.record.finished = self.now
@@ -742,7 +748,7 @@ class _Replay:
             self.push(now + startup, _START, (pod, pod.token))
         for task, _reason in result.evictions:
             pod = self.pods[task.uid]
-            pod.record.phase = "Evicted"
+            pod.ending = "Evicted"
             pod.job.record.evicted_pods += 1
             self._release(pod)
         for uid, phase in statuses.groups.items():

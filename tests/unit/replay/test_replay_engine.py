@@ -162,6 +162,27 @@ def test_tf_job_restarts_after_an_eviction_and_completes_when_its_workers_comple
     assert urgent.bound == 330.0 and urgent.phase == "Succeeded"
 
 
+def test_a_pod_still_terminating_when_the_replay_ends_is_reported_as_not_ended(tmp_path: Path) -> None:
+    """Evicted at 5 min with a 30 s grace, the worker has not gone at 310 s: Running, not yet Evicted."""
+    objects = [
+        node("n1"),
+        priority_class("high", 1000),
+        priority_class("low", 1),
+        tf_job(min_available=2),
+        pod("urgent", 300, "3", annotations={"volcanolib.io/duration": "1m"}, priorityClassName="high"),
+    ]
+    conf = tmp_path / "preempt.conf"
+    conf.write_text(PREEMPT_CONF)
+    options = ReplayOptions(termination_grace=30, until=310)
+    record = run_replay(load_workload([write(tmp_path, objects)]), conf, options)
+    assert record.end == 310.0
+    job = next(j for j in record.jobs if j.name == "ns/tf")
+    assert job.evicted_pods == 1
+    workers = [p for p in record.pods if p.name.startswith("ns/tf-worker-")]
+    assert sorted((p.phase, p.finished) for p in workers) == [("Running", None), ("Running", None)]
+    assert all(p.phase not in ("Evicted", "Deleted") or p.finished is not None for p in record.pods)
+
+
 def test_tf_job_without_eviction_completes_without_restart(tmp_path: Path) -> None:
     objects = [node("n1"), priority_class("low", 1), tf_job()]
     workload = load_workload([write(tmp_path, objects)])
