@@ -122,6 +122,10 @@ def tf_replay(tmp_path: Path) -> ReplayRecord:
     The job's ``minAvailable`` is 2 (ps 1, worker 1), so that gang lets one of
     its three pods go; the ps pod is not preemptable, so preempt takes a worker.
     """
+    return _tf_preempted(tmp_path, ReplayOptions(termination_grace=30))
+
+
+def _tf_preempted(tmp_path: Path, options: ReplayOptions) -> ReplayRecord:
     objects = [
         node("n1"),
         priority_class("high", 1000),
@@ -131,8 +135,7 @@ def tf_replay(tmp_path: Path) -> ReplayRecord:
     ]
     conf = tmp_path / "preempt.conf"
     conf.write_text(PREEMPT_CONF)
-    workload = load_workload([write(tmp_path, objects)])
-    return run_replay(workload, conf, ReplayOptions(termination_grace=30))
+    return run_replay(load_workload([write(tmp_path, objects)]), conf, options)
 
 
 def test_tf_job_restarts_after_an_eviction_and_completes_when_its_workers_complete(tf_replay: ReplayRecord) -> None:
@@ -164,17 +167,7 @@ def test_tf_job_restarts_after_an_eviction_and_completes_when_its_workers_comple
 
 def test_a_pod_still_terminating_when_the_replay_ends_is_reported_as_not_ended(tmp_path: Path) -> None:
     """Evicted at 5 min with a 30 s grace, the worker has not gone at 310 s: Running, not yet Evicted."""
-    objects = [
-        node("n1"),
-        priority_class("high", 1000),
-        priority_class("low", 1),
-        tf_job(min_available=2),
-        pod("urgent", 300, "3", annotations={"volcanolib.io/duration": "1m"}, priorityClassName="high"),
-    ]
-    conf = tmp_path / "preempt.conf"
-    conf.write_text(PREEMPT_CONF)
-    options = ReplayOptions(termination_grace=30, until=310)
-    record = run_replay(load_workload([write(tmp_path, objects)]), conf, options)
+    record = _tf_preempted(tmp_path, ReplayOptions(termination_grace=30, until=310))
     assert record.end == 310.0
     job = next(j for j in record.jobs if j.name == "ns/tf")
     assert job.evicted_pods == 1
