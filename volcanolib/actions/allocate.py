@@ -334,10 +334,13 @@ class Allocate(BaseAction[AllocateArguments]):
                     return None
                 job.pod_group.phase = PodGroupPhase.INQUEUE
             # Validity is asked only of a job with something to place: an answer is all it gives.
-            if job.pending_task_num() == job.pending_best_effort_task_num():
+            best_effort = job.pending_best_effort_task_num()
+            if job.pending_task_num() == best_effort:
                 return None
-            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-            if not tasks or not ssn.job_valid(job).ok:
+            # The Pending tasks, as tasks_in gives them (they are all in one bucket of the index).
+            pending_tasks = job.task_status_index[TaskStatus.PENDING].values()
+            tasks = [t for t in pending_tasks if not t.best_effort] if best_effort else list(pending_tasks)
+            if not ssn.job_valid(job).ok:
                 return None
             return tasks
 

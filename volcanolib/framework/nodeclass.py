@@ -142,6 +142,9 @@ class _Partition:
     Class keys are interned: the nodes of one class share one key object, so
     finding a node's class and telling whether it moved compare keys by
     identity; the value tuples are compared only when a key is looked up.
+    The key of a class that empties stays interned (up to a bound), so a
+    class that comes back has its old key object and the answers remembered
+    for it are found by identity.
     """
 
     __slots__ = (
@@ -207,11 +210,13 @@ class _Partition:
         classes = self.classes
         members = classes[old]
         del members[bisect.bisect_left(members, position)]
+        self.key_of[position] = new
         if not members:
             del classes[old]
-            del self.interned[old.value]
             self.changes.append(old)
-        self.key_of[position] = new
+            if len(self.interned) > _MAX_INTERNED + 2 * len(classes):
+                # Forget the keys of empty classes; those of current classes stay (their nodes share them).
+                self.interned = {key.value: key for key in self.key_of}
         target = classes.get(new)
         if target is None:
             classes[new] = [position]
@@ -246,9 +251,11 @@ class NodeClasses:
         # Equal static keys are interned, so comparing class keys mostly compares small objects by identity.
         interned: dict[Hashable, Hashable] = {}
         self._interned = interned
-        self._static: list[Hashable] = [
-            interned.setdefault(static_resource_key(n), static_resource_key(n)) for n in nodes
-        ]
+        static: list[Hashable] = []
+        for node in nodes:
+            key = static_resource_key(node)
+            static.append(interned.setdefault(key, key))
+        self._static = static
 
     def carry_over(self, changes: NodeChanges, changed: Iterable[str]) -> bool:
         """Take these classes into the next session, whose nodes ``changes`` reads; whether any is kept.
@@ -351,6 +358,8 @@ class NodeClasses:
 
 #: Changes a partition keeps across sessions (plus four per class) before starting them over.
 _MAX_CHANGES: Final = 4096
+#: Keys of empty classes a partition keeps interned (beyond two per current class) before forgetting them.
+_MAX_INTERNED: Final = 4096
 
 #: A class's answer for a task: (the task fits the node's idle resources now, the node's score).
 Answer = tuple[bool, float]

@@ -377,17 +377,17 @@ class Placement:
         path for one node without a resource check, written out.
         """
         key = cache._key(task)
-        if key is not None:
-            cached = cache._failed.get(key)
-            if cached is not None and node.name in cached:
-                return False
+        if key is None:  # nothing to record: no reasons wanted
+            return bool(self._ssn.predicate_nodes(task, [node], for_preempt=for_preempt))
+        cached = cache._failed.get(key)
+        if cached is not None and node.name in cached:
+            return False
         errors = FitErrors()
         if self._ssn.predicate_nodes(task, [node], for_preempt=for_preempt, fit_errors=errors):
             return True
-        if key is not None:
-            failure = errors.nodes.get(node.name)
-            if failure is not None:
-                cache._failed.setdefault(key, {})[node.name] = failure
+        failure = errors.nodes.get(node.name)
+        if failure is not None:
+            cache._failed.setdefault(key, {})[node.name] = failure
         return False
 
     def best(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:

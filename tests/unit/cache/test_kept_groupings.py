@@ -13,7 +13,7 @@ import pytest
 from test_carry import _plans, run
 
 from volcanolib import Session
-from volcanolib.framework.nodeclass import NodeClasses
+from volcanolib.framework.nodeclass import _MAX_INTERNED, NodeClasses
 from volcanolib.framework.placement import NodeChanges
 
 
@@ -40,10 +40,13 @@ def test_kept_groupings_intern_their_keys_and_share_positions(seed: int) -> None
             # The same classes, and each node's key equal to the one a fresh grouping gives it.
             assert part.classes == again.classes
             assert part.key_of == again.key_of
-            # One key object per class, shared by its members; exactly the current classes are interned.
+            # One key object per class, shared by its members and interned; the keys of emptied classes
+            # stay interned up to a bound (a class that comes back gets its old key object).
             for key, members in part.classes.items():
                 assert all(part.key_of[p] is key for p in members)
-            assert part.interned == {key.value: key for key in part.classes}
+                assert part.interned[key.value] is key
+            assert all(key.value == value for value, key in part.interned.items())
+            assert len(part.interned) <= _MAX_INTERNED + 2 * len(part.classes) + 1
 
     run(seed, 30, check)
     assert shared[0] > 5
