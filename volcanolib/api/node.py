@@ -142,11 +142,44 @@ class NodeInfo:
         return req.less_equal(self.idle)
 
     def fits_future_idle_without(self, req: Resource, released: Iterable[Resource]) -> bool:
-        """Whether ``req`` would fit the future idle once every request in ``released`` is given back too."""
-        future = self.future_idle()
+        """Whether ``req`` would fit the future idle once every request in ``released`` is given back too.
+
+        The answer of ``req.less_equal(future)`` where ``future`` is
+        :meth:`future_idle` with each of ``released`` added, in that order
+        (so the same sums), without building it: preempt and reclaim ask
+        this for every node they try.
+        """
+        idle, rel, pip = self.idle, self.releasing, self.pipelined
+        cpu = idle.milli_cpu + rel.milli_cpu - pip.milli_cpu
+        memory = idle.memory + rel.memory - pip.memory
+        wanted = req.scalars
+        if not wanted:
+            for r in released:
+                cpu += r.milli_cpu
+                memory += r.memory
+            return tolerant_le(req.milli_cpu, cpu) and tolerant_le(req.memory, memory)
+        # Only the scalars ``req`` names are compared; each is summed in the order future_idle().add() would.
+        sums: dict[str, float] = {}
+        i, r_, p = idle.scalars, rel.scalars, pip.scalars
+        for name in wanted:
+            if name in i or name in r_ or name in p:
+                value = i.get(name, 0)
+                if name in r_:
+                    value = value + r_[name]
+                if name in p:
+                    value = value - p[name]
+                sums[name] = value
         for r in released:
-            future.add(r)
-        return req.less_equal(future)
+            cpu += r.milli_cpu
+            memory += r.memory
+            extra = r.scalars
+            if extra:
+                for name in wanted:
+                    if name in extra:
+                        sums[name] = sums.get(name, 0) + extra[name]
+        if not (tolerant_le(req.milli_cpu, cpu) and tolerant_le(req.memory, memory)):
+            return False
+        return all(tolerant_le(v, sums.get(name, 0)) for name, v in wanted.items())
 
     # ------------------------------------------------------------------ accounting
 

@@ -544,7 +544,7 @@ class InMemoryCache:
         # Renewed nodes brought up to date in place with the same pods (SnapshotDelta.in_place), and
         # the nodes that cannot be (read before the old copies of the nodes take new task objects).
         in_place: list[str] = []
-        other_pods = self._other_pods(prev.nodes) if prev is not None else set()
+        other_pods, placed = self._changed_placed(prev.nodes) if prev is not None else (set(), [])
         specs = self._changed_specs
         own_nodes = self._nodes
         if prev is not None and not specs:
@@ -606,7 +606,7 @@ class InMemoryCache:
                 # Names are compared in order: a node removed and added again between two snapshots moves to the end.
                 same_nodes=not gone_nodes and list(nodes) == list(old_nodes),
                 node_specs=frozenset(copied.union(gone_nodes, specs.intersection(renewed))),
-                tasks=self._placed_tasks(nodes),
+                tasks={key: name for key, name in placed if (on := nodes.get(name)) is not None and key in on.tasks},
                 in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
@@ -681,39 +681,34 @@ class InMemoryCache:
         copy.tasks = _task_copies(node, jobs, old.tasks if old is not None else {})
         return copy
 
-    def _other_pods(self, old_nodes: dict[str, NodeInfo]) -> set[str]:
-        """The nodes holding a task the cache changed since the last snapshot that is not as ``old_nodes`` had it.
+    def _changed_placed(self, old_nodes: dict[str, NodeInfo]) -> tuple[set[str], list[tuple[str, str]]]:
+        """The changed tasks' nodes, in one pass over the tasks the cache changed since the last snapshot.
 
-        That is: a task another pod now, or new there, or evicted since (Releasing: the session that
-        evicted it no longer counted it as a pod of the node; the next one does until it ends).
+        First, the nodes holding such a task that is not as ``old_nodes`` had it: a task another pod
+        now, or new there, or evicted since (Releasing: the session that evicted it no longer counted
+        it as a pod of the node; the next one does until it ends). Then every such task on a node, as
+        ``(key, node name)``: those on a node of the new snapshot are its ``delta.tasks``.
         """
         out: set[str] = set()
+        placed: list[tuple[str, str]] = []
         known = self._tasks
         for uid in self._changed_tasks:
             task = known.get(uid)
-            if task is None or not task.node_name:
+            if task is None:
                 continue
             name = task.node_name
+            if not name:
+                continue
+            key = task.key
+            placed.append((key, name))
             if task.status is _RELEASING:
                 out.add(name)
                 continue
             old = old_nodes.get(name)
-            was = old.tasks.get(task.key) if old is not None else None
+            was = old.tasks.get(key) if old is not None else None
             if was is None or was.pod is not task.pod:
                 out.add(name)
-        return out
-
-    def _placed_tasks(self, nodes: dict[str, NodeInfo]) -> dict[str, str]:
-        """The tasks changed since the last snapshot that are on one of ``nodes``: key -> node name."""
-        placed: dict[str, str] = {}
-        known = self._tasks
-        for uid in self._changed_tasks:
-            task = known.get(uid)
-            if task is not None and task.node_name:
-                node = nodes.get(task.node_name)
-                if node is not None and task.key in node.tasks:
-                    placed[task.key] = task.node_name
-        return placed
+        return out, placed
 
     # ------------------------------------------------------------------ effectors
 

@@ -105,7 +105,9 @@ def _queue_fallback_key(queue: QueueInfo) -> tuple[Any, ...]:
     return (queue.creation_timestamp, queue.name)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _name_index(name: str) -> int | None:
+    """The index a pod name ends with (``job-task-3``: 3), ``None`` without one; remembered by name (task orders ask often)."""
     parts = name.split("-")
     if len(parts) <= 2:
         return None

@@ -66,3 +66,36 @@ def test_fit_after_releasing_many_is_the_fit_after_evicting_them() -> None:
         assert (short is None) is predicted
         if short is not None:
             assert short in ("cpu", "memory")
+
+
+def test_fit_after_releasing_many_is_the_request_against_the_summed_future_idle() -> None:
+    # Fractional amounts and scalars present on only some sides: the answer is the one the sum itself gives.
+    rng = random.Random(17)
+    names = ["nvidia.com/gpu", "example.com/fpga", "hugepages-2Mi"]
+
+    def amounts() -> dict[str, str] | None:
+        picked = [n for n in names if rng.random() < 0.4]
+        return {n: f"{rng.randint(0, 3000)}m" for n in picked} or None
+
+    for trial in range(300):
+        node = build_node("n1", "16", "64Gi", scalars={n: "8" for n in names if rng.random() < 0.6})
+        tasks = []
+        for i in range(rng.randint(0, 6)):
+            task = build_task(
+                f"t{trial}-{i}",
+                node="n1",
+                cpu=f"{rng.randint(1, 4000)}m",
+                memory=f"{rng.randint(1, 12000)}Mi",
+                scalars=amounts(),
+                status=rng.choice([S.RUNNING, S.RELEASING, S.PIPELINED]),
+            )
+            node.add_task(task)
+            tasks.append(task)
+        request = build_task(
+            f"p{trial}", cpu=f"{rng.randint(1, 12000)}m", memory=f"{rng.randint(1, 40000)}Mi", scalars=amounts()
+        ).init_resreq
+        released = [t.resreq for t in rng.sample(tasks, rng.randint(0, len(tasks)))]
+        future = node.future_idle()
+        for r in released:
+            future.add(r)
+        assert node.fits_future_idle_without(request, iter(released)) is request.less_equal(future)
