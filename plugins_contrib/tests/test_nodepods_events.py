@@ -39,7 +39,8 @@ def test_applying_either_sign_adds_the_signed_request() -> None:
             scalars: dict[str, float] = {PODS: 1}
             if rng.random() < 0.4:
                 scalars["example.com/gpu"] = rng.choice(amounts)
-            task = TaskInfo(f"u{i}", f"t{i}", "default", "", Resource(rng.choice(amounts), rng.choice(amounts), scalars))
+            req = Resource(rng.choice(amounts), rng.choice(amounts), scalars)
+            task = TaskInfo(f"u{i}", f"t{i}", "default", "", req)
             sign = rng.choice((1, -1))
             applied.apply(task, sign)
             _signed(reference, task, sign)
