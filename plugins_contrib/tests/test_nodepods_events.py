@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from contrib_testkit import node, pod_task, session
+from contrib_testkit import node, pod_task, random_moves, session
 from volcanolib_contrib._nodepods import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodePods, Usage
 
 from volcanolib.api.resource import PODS, Resource
@@ -71,17 +71,7 @@ def test_full_nodes_follow_any_events_as_a_recount_would() -> None:
     plugin = ssn.plugins["predicates"]
     every = [t for job in ssn.jobs.values() for t in job.tasks.values()]
     for _ in range(30):
-        stmt = ssn.statement()
-        for _ in range(4):
-            task = rng.choice(every)
-            target = rng.choice(ssn.node_list)
-            if task.status is TaskStatus.PENDING:
-                if rng.random() < 0.5:
-                    stmt.allocate(task, target)
-                else:
-                    stmt.pipeline(task, target.name)
-            elif task.status is TaskStatus.RUNNING:
-                stmt.evict(task, "test")
+        stmt = random_moves(ssn, rng, every, 4)
         if rng.random() < 0.5:
             stmt.discard()
         else:
