@@ -519,3 +519,38 @@ def test_terminated_status_tasks_do_not_occupy_slots() -> None:
         [pod_task("done", node="n1", status=TaskStatus.SUCCEEDED), pod_task("p", job="j")],
     )
     assert check(ssn, "default/p", "n1")[0] is Code.SUCCESS
+
+
+@pytest.mark.parametrize("guard", [False, True])
+@pytest.mark.parametrize("proportional", [False, True])
+def test_plain_templates_get_the_pod_dependent_answer_of_the_full_computation(guard: bool, proportional: bool) -> None:
+    # A template without pod terms, spread or host ports skips the pod-dependent states; the answer
+    # must be the one working them out gives, with and without placed anti-affinity pods.
+    nodes = [node("n1", labels={HOST: "n1", "zone": "a"}), node("n2", labels={HOST: "n2", "zone": "b"})]
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(role="worker")]}}
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"role": "worker"}}}]  # fmt: skip
+    tasks = [
+        pod_task("plain", job="j", labels={"role": "worker"}),
+        pod_task("other", job="j", labels={"role": "db"}),
+        pod_task("anti", job="j", labels={"role": "worker"}, affinity=anti),
+        pod_task("spread", job="j", labels={"role": "worker"}, spread=spread),
+        pod_task("ports", job="j", host_ports=[("TCP", "", 8080)]),
+    ]
+    if guard:
+        tasks.append(pod_task("guard", node="n1", job="o", labels={"role": "guard"}, affinity=anti))
+    gpu = {"predicate.ProportionalEnable": True, "predicate.resources": "nvidia.com/gpu"}
+    conf = conf_with(**gpu) if proportional else CONF
+    ssn = session(conf, nodes, tasks)
+    plugin = ssn.plugins["predicates"]
+    plains = 0
+    for name in ("plain", "other", "anti", "spread", "ports"):
+        task = find(ssn, f"default/{name}")
+        spec = plugin._spec(task)
+        plains += spec.plain
+        needed, affinity, spreading = plugin._dynamic_state(task, spec)
+        spec.plain = False  # the full computation
+        plugin._dynamic.clear()
+        full = plugin._dynamic_state(task, spec)
+        assert (needed, affinity is None, spreading is None) == (full[0], full[1] is None, full[2] is None), name
+    assert plains == 2

@@ -112,6 +112,7 @@ class _Spec:
         "cache_uid",
         "class_key",
         "class_token",
+        "plain",
         "ports",
         "selector",
         "source",
@@ -137,6 +138,9 @@ class _Spec:
         self.spread, self.spread_valid = _k8s.parse_spread_constraints(
             pod.topology_spread_constraints if pod is not None else (), "DoNotSchedule", labels
         )
+        #: No pod (anti-)affinity term, spread constraint or host port: only other pods' anti-affinity
+        #: (or the proportional check) can make a pod-dependent check apply.
+        self.plain = not (self.affinity.required or self.affinity.required_anti or self.spread or self.ports)
         #: The ``volcano.sh/template-uid`` annotation (Volcano's predicate cache key), or ``""``.
         self.cache_uid = pod.annotations.get(TEMPLATE_UID_KEY, "") if pod is not None else ""
         #: Failing nodes of the session-stable checks, by name; ``None`` until computed.
@@ -501,6 +505,8 @@ class PredicatesPlugin:
         ``None`` when neither the task's terms nor a placed pod's
         anti-affinity concern the task.
         """
+        if spec.plain and not self._anti_pods and not (self.proportional_enable and self.proportional):
+            return False, None, None  # what the states below give such a template, without them
         assert self._pods is not None
         epoch = self._pods.epoch
         cached = self._dynamic.get(task.uid)
