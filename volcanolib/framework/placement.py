@@ -104,6 +104,10 @@ class NodeChanges:
     def since(self, mark: int) -> list[int]:
         """The positions of the nodes changed since ``mark``, each once, in order of first change."""
         where = self.position
+        log = self._log
+        if len(log) == mark + 1:  # one node changed: the usual case between two placements
+            position = where.get(log[mark])
+            return [] if position is None else [position]
         positions = []
         for name in dict.fromkeys(self._log[mark:]):
             position = where.get(name)
@@ -557,6 +561,9 @@ class Placement:
 
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
         """One position among the members of ``groups``, drawn as the node-by-node path draws its tie."""
+        if len(groups) == 1:  # one best class: its members are the positions in order
+            (members,) = groups
+            return members[self._ssn.rng.randrange(len(members))] if len(members) > 1 else members[0]
         count = sum(len(members) for members in groups)
         rank = self._ssn.rng.randrange(count) if count > 1 else 0
         return classes.nth(groups, rank)
