@@ -183,8 +183,9 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
-        #: Node class keys by task template (what they read is fixed for a template within a session).
-        self._class_keys: dict[str, NodeClassKey] = {}
+        #: Node class keys by task template (what they read is fixed for a template within a session);
+        #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
+        self._class_keys: dict[str, NodeClassKey | None] = {}
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -623,12 +624,19 @@ class NodeOrderPlugin:
         pods of other nodes.
         """
         pods = self._pods
-        if pods is None:
+        if pods is None or (self.pod_affinity_weight and self._affinity_pods):
             return None
+        template = task.template
+        known = self._class_keys
+        if template in known:
+            return known[template]
+        found = known[template] = self._template_class_key(task, pods)
+        return found
+
+    def _template_class_key(self, task: TaskInfo, pods: NodePods) -> NodeClassKey | None:
+        """:meth:`node_class_key` for the tasks of ``task``'s template, while no placed pod has pod affinity."""
         pod = task.pod
         if self.pod_affinity_weight:
-            if self._affinity_pods:
-                return None
             # A pod without podAffinity or podAntiAffinity has no preferred term: no need to parse its affinity.
             affinity = pod.affinity if pod is not None else None
             if affinity and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
@@ -637,9 +645,6 @@ class NodeOrderPlugin:
                     return None
         if self.spread_weight and pod is not None and pod.topology_spread_constraints:
             return None
-        found = self._class_keys.get(task.template)
-        if found is not None:
-            return found
         tolerations = _prefer_tolerations(task) if self.taint_weight and self._prefer_tainted else None
         terms = self._preferred_terms(task) if self.node_affinity_weight else None
         if terms is not None and not terms.terms:
@@ -678,9 +683,7 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
-        self._class_keys[task.template] = found
-        return found
+        return NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
 
 
 def _prefer_tolerations(task: TaskInfo) -> list[Mapping[str, Any]]:

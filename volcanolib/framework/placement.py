@@ -510,10 +510,8 @@ class Placement:
         else :data:`_UNEXPLAINED`.
         """
         classes = self._node_classes()
-        ssn = self._ssn
-        req = task.init_resreq
         part = classes.partition(plan)
-        signature = (plan.token, req.key())
+        signature = (plan.token, task.init_resreq.key())
         remembered = classes.answers
         view = remembered.get(signature)
         if view is None:
@@ -521,32 +519,7 @@ class Placement:
                 remembered.clear()
             view = remembered[signature] = ClassAnswers()
         nodes = classes.nodes
-
-        def ask(reps: list[NodeInfo]) -> list[Answer | Refusal]:
-            fitting: list[NodeInfo] = []
-            lacking: dict[str, str] = {}
-            for rep in reps:
-                short = rep.first_insufficient(req)
-                if short is None:
-                    fitting.append(rep)
-                else:
-                    lacking[rep.name] = short
-            errors = FitErrors(total_nodes=len(nodes))
-            passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
-            scores = ssn.node_scores(task, passed) if passed else {}
-            failed = errors.nodes
-            out: list[Answer | Refusal] = []
-            for rep in reps:
-                name = rep.name
-                if name in scores:
-                    out.append((req.less_equal(rep.idle), scores[name]))
-                elif name in lacking:
-                    out.append(Refusal(False, (insufficient(lacking[name]),)))
-                else:
-                    out.append(Refusal(True, tuple(failed[name].reasons)))
-            return out
-
-        view.update(part, nodes, ask)
+        view.update(part, nodes, lambda reps: self._class_answers(task, reps))
         best = view.best()
         if best is not None:
             groups = [part.classes[key] for key in best[1]]
@@ -558,6 +531,33 @@ class Placement:
         grouped = FitErrors(total_nodes=len(nodes))
         grouped.set_class_errors(task.key, refused, counts)
         return grouped
+
+    def _class_answers(self, task: TaskInfo, reps: list[NodeInfo]) -> list[Answer | Refusal]:
+        """Each node's answer for ``task`` (fits idle resources now, score), or why it refuses it."""
+        ssn = self._ssn
+        req = task.init_resreq
+        fitting: list[NodeInfo] = []
+        lacking: dict[str, str] = {}
+        for rep in reps:
+            short = rep.first_insufficient(req)
+            if short is None:
+                fitting.append(rep)
+            else:
+                lacking[rep.name] = short
+        errors = FitErrors(total_nodes=len(self.nodes))
+        passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
+        scores = ssn.node_scores(task, passed) if passed else {}
+        failed = errors.nodes
+        out: list[Answer | Refusal] = []
+        for rep in reps:
+            name = rep.name
+            if name in scores:
+                out.append((req.less_equal(rep.idle), scores[name]))
+            elif name in lacking:
+                out.append(Refusal(False, (insufficient(lacking[name]),)))
+            else:
+                out.append(Refusal(True, tuple(failed[name].reasons)))
+        return out
 
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
         """One position among the members of ``groups``, drawn as the node-by-node path draws its tie."""
