@@ -311,9 +311,9 @@ class NodeClasses:
         static = self._static
         grouped = self.nodes
         for position in positions:
-            node, before = nodes[position], grouped[position]
+            node, old = nodes[position], grouped[position]
             # A node copied with the same allocatable and capability objects (nothing changes them) keeps its key.
-            if node.allocatable is not before.allocatable or node.capability is not before.capability:
+            if node.allocatable is not old.allocatable or node.capability is not old.capability:
                 key = static_resource_key(node)
                 static[position] = interned.setdefault(key, key)
         ended = self._changes  # this session's node log: positions are the same in the next
