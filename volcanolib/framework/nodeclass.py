@@ -417,6 +417,7 @@ class ClassAnswers:
     __slots__ = (
         "_best",
         "_best_known",
+        "_best_members",
         "answers",
         "by_answer",
         "entries",
@@ -441,6 +442,7 @@ class ClassAnswers:
         self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
         # What best() gives, while no answer changes.
         self._best: tuple[Answer, set[Hashable]] | None = None
+        self._best_members: list[list[int]] = []
         self._best_known = False
         self.epoch = 0
         # For explain: each class's nodes and refusal, how many nodes give each reason, how much of the
@@ -565,6 +567,20 @@ class ClassAnswers:
     def best(self) -> tuple[Answer, set[Hashable]] | None:
         """The best answer (fitting idle resources first, then the highest score) and its classes."""
         if not self._best_known:
-            self._best = self.by_answer.peekitem(-1) if self.by_answer else None
-            self._best_known = True
+            self._find_best()
         return self._best
+
+    def best_members(self) -> list[list[int]]:
+        """The node positions of each class giving the best answer (none when no class gives one).
+
+        Call it after :meth:`update`, as :meth:`best`.
+        """
+        if not self._best_known:
+            self._find_best()
+        return self._best_members
+
+    def _find_best(self) -> None:
+        self._best = self.by_answer.peekitem(-1) if self.by_answer else None
+        classes = self.part.classes if self.part is not None else {}
+        self._best_members = [classes[key] for key in self._best[1]] if self._best is not None else []
+        self._best_known = True

@@ -520,9 +520,8 @@ class Placement:
             view = remembered[signature] = ClassAnswers()
         nodes = classes.nodes
         view.update(part, nodes, lambda reps: self._class_answers(task, reps))
-        best = view.best()
-        if best is not None:
-            groups = [part.classes[key] for key in best[1]]
+        groups = view.best_members()
+        if groups:
             return nodes[self._draw(classes, groups)]
         if not explain:
             return _UNEXPLAINED
