@@ -60,3 +60,25 @@ def test_no_key_once_a_placed_pod_has_pod_affinity_whatever_the_template_had() -
     ssn.statement().allocate(find(ssn, "default/web"), ssn.nodes["a1"])
     assert _keys(ssn, ["plain"])["plain"] is None
     ssn.close()
+
+
+def test_templates_with_equal_tokens_share_one_key_that_reads_nodes_alike() -> None:
+    nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"}), node("c1", cpu="8")]
+    near = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    tasks = [
+        pod_task("one", job="j1", node="a1"),
+        pod_task("two", job="j2", cpu="2"),
+        pod_task("near", job="j3", affinity=near),
+        pod_task("image", job="j4", images=["registry/app:1"]),
+    ]
+    ssn = session(CONF, nodes, tasks)
+    keys = _keys(ssn, ["one", "two", "near", "image"])
+    assert len({find(ssn, f"default/{name}").template for name in keys}) == 4
+    # Other templates, the same token: one key object; a task with images reads them, so its token differs.
+    assert keys["one"] is keys["two"] is keys["near"]
+    assert keys["image"] is not None and keys["image"].token != keys["one"].token
+    fresh = session(CONF, nodes, tasks)
+    alone = fresh.plugins["nodeorder"].node_class_key(fresh, find(fresh, "default/near"))
+    assert [keys["near"].key(n) for n in ssn.node_list] == [alone.key(n) for n in fresh.node_list]
+    ssn.close()
+    fresh.close()

@@ -186,6 +186,8 @@ class NodeOrderPlugin:
         #: Node class keys by task template (what they read is fixed for a template within a session);
         #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
         self._class_keys: dict[str, NodeClassKey | None] = {}
+        #: The class keys made this session, by token (equal tokens read nodes alike: one key object serves).
+        self._keys_by_token: dict[Hashable, NodeClassKey] = {}
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -646,7 +648,8 @@ class NodeOrderPlugin:
         if self.spread_weight and pod is not None and pod.topology_spread_constraints:
             return None
         tolerations = _prefer_tolerations(task) if self.taint_weight and self._prefer_tainted else None
-        terms = self._preferred_terms(task) if self.node_affinity_weight else None
+        # A pod without affinity has no preferred node affinity term: no need to parse it.
+        terms = self._preferred_terms(task) if self.node_affinity_weight and pod is not None and pod.affinity else None
         if terms is not None and not terms.terms:
             terms = None
         images = tuple(pod.images) if self.image_weight and pod is not None and pod.images else ()
@@ -666,6 +669,9 @@ class NodeOrderPlugin:
             images,
             spread,
         )
+        found = self._keys_by_token.get(token)
+        if found is not None:
+            return found
         usage = pods.usage
         image_score = self._image_score
 
@@ -683,7 +689,9 @@ class NodeOrderPlugin:
             )
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
-        return NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
+        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
+        self._keys_by_token[token] = found
+        return found
 
 
 def _prefer_tolerations(task: TaskInfo) -> list[Mapping[str, Any]]:
