@@ -401,6 +401,8 @@ class NodeOrderPlugin:
         return terms
 
     def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+        if task.pod is None or not task.pod.affinity:  # no affinity, no preferred term
+            return None
         terms = self._preferred_terms(task)
         if not terms.terms:
             return None
@@ -420,6 +422,8 @@ class NodeOrderPlugin:
     def _pod_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """InterPodAffinity's score over the candidates; ``None`` when it has nothing to say (Skip)."""
         assert self._ssn is not None and self._pods is not None
+        if not self._affinity_pods and (task.pod is None or not task.pod.affinity):
+            return None  # no term of the task's, none of a placed pod's
         mine = self._pod_affinity(task)
         has_constraints = bool(mine.preferred or mine.preferred_anti)
         pod = task.pod
@@ -482,13 +486,13 @@ class NodeOrderPlugin:
     def _spread_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """PodTopologySpread's score for soft constraints; ``None`` when the task has none (Skip)."""
         assert self._ssn is not None and self._pods is not None
-        constraints = self._spreads.get(task.template)
         pod = task.pod
-        labels = pod.labels if pod is not None else {}
+        if pod is None or not pod.topology_spread_constraints:
+            return None
+        constraints = self._spreads.get(task.template)
+        labels = pod.labels
         if constraints is None:
-            constraints, _ = _k8s.parse_spread_constraints(
-                pod.topology_spread_constraints if pod is not None else (), "ScheduleAnyway", labels
-            )
+            constraints, _ = _k8s.parse_spread_constraints(pod.topology_spread_constraints, "ScheduleAnyway", labels)
             self._spreads[task.template] = constraints
         if not constraints or not nodes:
             return None
