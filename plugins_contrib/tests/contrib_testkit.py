@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -10,6 +11,7 @@ import attrs
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.framework.session import Session
+from volcanolib.framework.statement import Statement
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
 GI = 1024**3
@@ -112,3 +114,29 @@ def find(ssn: Session, key: str) -> TaskInfo:
         if key in n.tasks:
             return n.tasks[key]
     raise KeyError(key)
+
+
+def random_moves(
+    ssn: Session,
+    rng: random.Random,
+    tasks: Sequence[TaskInfo],
+    moves: int,
+    *,
+    after_move: Callable[[], None] | None = None,
+) -> Statement:
+    """A statement of ``moves`` random moves, left open: a pending task allocated or pipelined to a random node, a
+    running one evicted (others stay); ``after_move`` is called after each."""
+    stmt = ssn.statement()
+    for _ in range(moves):
+        task = rng.choice(tasks)
+        target = rng.choice(ssn.node_list)
+        if task.status is TaskStatus.PENDING:
+            if rng.random() < 0.5:
+                stmt.allocate(task, target)
+            else:
+                stmt.pipeline(task, target.name)
+        elif task.status is TaskStatus.RUNNING:
+            stmt.evict(task, "test")
+        if after_move is not None:
+            after_move()
+    return stmt

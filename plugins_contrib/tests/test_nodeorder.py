@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import pytest
-from contrib_testkit import GI, find, node, pod_task, session
+from contrib_testkit import GI, find, node, pod_task, random_moves, session
 
 from volcanolib.api.node import Taint
 
@@ -333,20 +333,13 @@ def test_node_request_sums_stay_exact_whenever_they_are_first_read() -> None:
     ssn = session(only(leastrequested=1, balancedresource=1), nodes, tasks)
     pods = ssn.plugins["nodeorder"]._pods
     all_tasks = [t for job in ssn.jobs.values() for t in job.tasks.values()]
+
+    def count_early() -> None:
+        if rng.random() < 0.3:
+            pods.usage(rng.choice(ssn.node_list).name)  # some nodes are counted early
+
     for _ in range(8):
-        stmt = ssn.statement()
-        for _ in range(6):
-            task = rng.choice(all_tasks)
-            target = rng.choice(ssn.node_list)
-            if task.status is TaskStatus.PENDING:
-                if rng.random() < 0.5:
-                    stmt.allocate(task, target)
-                else:
-                    stmt.pipeline(task, target.name)
-            elif task.status is TaskStatus.RUNNING:
-                stmt.evict(task, "test")
-            if rng.random() < 0.3:
-                pods.usage(rng.choice(ssn.node_list).name)  # some nodes are counted early
+        stmt = random_moves(ssn, rng, all_tasks, 6, after_move=count_early)
         if rng.random() < 0.4:
             stmt.discard()
         else:

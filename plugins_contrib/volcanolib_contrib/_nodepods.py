@@ -154,22 +154,32 @@ class Usage:
 
     def apply(self, task: TaskInfo, sign: int) -> None:
         """Add (``sign`` 1) or remove (``sign`` -1) one pod's request."""
+        # Written out per sign (``x - y`` is exactly ``x + -1 * y``): this runs on every event of a session.
         req = task.resreq
         cpu = req.milli_cpu
         memory = req.memory
-        self.cpu += sign * cpu
-        self.memory += sign * memory
-        self.nz_cpu += sign * (cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST)
-        self.nz_memory += sign * (memory if memory > 0 else DEFAULT_MEMORY_REQUEST)
-        if req.scalars:
+        nz_cpu = cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST
+        nz_memory = memory if memory > 0 else DEFAULT_MEMORY_REQUEST
+        if sign > 0:
+            self.cpu += cpu
+            self.memory += memory
+            self.nz_cpu += nz_cpu
+            self.nz_memory += nz_memory
+        else:
+            self.cpu -= cpu
+            self.memory -= memory
+            self.nz_cpu -= nz_cpu
+            self.nz_memory -= nz_memory
+        requested = req.scalars
+        if requested and (len(requested) > 1 or PODS not in requested):  # not only a pod count
             scalars = self.scalars
-            for name, value in req.scalars.items():
+            for name, value in requested.items():
                 if name != PODS:
                     scalars[name] = scalars.get(name, 0.0) + sign * value
                     if value % 1 or value >= _EXACT:
                         self.exact = False
         # ``x % 1`` is NaN for infinities, which counts as not whole; memory is the largest sum.
-        if cpu % 1 or memory % 1 or self.memory >= _EXACT or self.cpu >= _EXACT:
+        if self.exact and (cpu % 1 or memory % 1 or self.memory >= _EXACT or self.cpu >= _EXACT):
             self.exact = False
 
     def add_all(self, tasks: Iterable[TaskInfo]) -> None:
@@ -204,6 +214,8 @@ class NodePods:
 
     :param track_usage: also keep per-node request sums (:meth:`usage`).
     """
+
+    __slots__ = ("_usage", "changes", "epoch", "evicted", "nodes")
 
     def __init__(self, ssn: Session, *, track_usage: bool = False) -> None:
         self.nodes: dict[str, NodeInfo] = ssn.nodes
@@ -300,33 +312,47 @@ class NodePods:
 
     # ------------------------------------------------------------------ events
 
-    def allocated(self, task: TaskInfo) -> None:
-        """A task was placed, pipelined, or its eviction undone: it is a pod of its node again."""
+    def allocated(self, task: TaskInfo) -> NodeInfo | None:
+        """A task was placed, pipelined, or its eviction undone: it is a pod of its node again.
+
+        :returns: the task's node, ``None`` when the session does not have it (nothing changes then).
+        """
         name = task.node_name
         node = self.nodes.get(name)
         if node is None:
-            return
+            return None
         gone = self.evicted.get(name)
         if gone:
             gone.discard(task.key)
-        if self._usage is not None:
-            u = self._usage.get(name)
+        usage = self._usage
+        if usage is not None:
+            u = usage.get(name)
             if u is not None:
                 u.apply(task, 1)
         self.epoch += 1
         self.changes.append(name)
+        return node
 
-    def deallocated(self, task: TaskInfo) -> None:
-        """A task was evicted or its placement undone: it is no longer a pod of its node."""
+    def deallocated(self, task: TaskInfo) -> NodeInfo | None:
+        """A task was evicted or its placement undone: it is no longer a pod of its node.
+
+        :returns: the task's node, ``None`` when the session does not have it (nothing changes then).
+        """
         name = task.node_name
         node = self.nodes.get(name)
         if node is None:
-            return
+            return None
         if task.key in node.tasks:
-            self.evicted.setdefault(name, set()).add(task.key)
-        if self._usage is not None:
-            u = self._usage.get(name)
+            gone = self.evicted.get(name)
+            if gone is None:
+                self.evicted[name] = {task.key}
+            else:
+                gone.add(task.key)
+        usage = self._usage
+        if usage is not None:
+            u = usage.get(name)
             if u is not None:
                 u.apply(task, -1)
         self.epoch += 1
         self.changes.append(name)
+        return node

@@ -290,6 +290,8 @@ class PredicatesPlugin:
         self._anti_pods: dict[str, TaskInfo] = {}
         #: Nodes whose pod count has reached their capacity.
         self._full: set[str] = set()
+        #: Each node's pod capacity, by name, as read this session.
+        self._capacity: dict[str, int] = {}
         #: Nodes that are unschedulable or tainted (the only ones a template without a selector can fail).
         self._special: list[NodeInfo] = []
         self._dynamic: dict[str, tuple[int, bool, _AffinityState | None, _SpreadState | None]] = {}
@@ -371,8 +373,7 @@ class PredicatesPlugin:
         pods = self._pods
         if pods is None:
             return
-        pods.allocated(task)
-        node = ssn.nodes.get(task.node_name)
+        node = pods.allocated(task)  # the session's node (the pod lists read ssn.nodes)
         if node is not None:
             # A node only gains a pod here: one that was full stays so.
             if node.name not in self._full:
@@ -388,12 +389,10 @@ class PredicatesPlugin:
         pods = self._pods
         if pods is None:
             return
-        pods.deallocated(task)
+        node = pods.deallocated(task)
         # A node only loses a pod here: one that was not full stays so.
-        if task.node_name in self._full:
-            node = ssn.nodes.get(task.node_name)
-            if node is not None:
-                self._refresh_full(node)
+        if node is not None and node.name in self._full:
+            self._refresh_full(node)
         if self._anti_pods:
             self._anti_pods.pop(task.key, None)
 
@@ -403,10 +402,15 @@ class PredicatesPlugin:
 
     def _refresh_full(self, node: NodeInfo) -> None:
         assert self._pods is not None
-        if self._pods.count(node) >= node.pod_capacity:
-            self._full.add(node.name)
+        name = node.name
+        # A node's capacity holds for the session: read once per node (it runs on every event).
+        capacity = self._capacity.get(name)
+        if capacity is None:
+            capacity = self._capacity[name] = node.pod_capacity
+        if self._pods.count(node) >= capacity:
+            self._full.add(name)
         else:
-            self._full.discard(node.name)
+            self._full.discard(name)
 
     # ------------------------------------------------------------------ parsed constraints
 

@@ -161,8 +161,8 @@ class PartSums(Generic[K]):
             if amount.scalars:
                 for name, value in amount.scalars.items():
                     keys[name] = keys.get(name, 0) + 1
-                    scalars[name] = scalars.get(name, 0) + value
-                    if value % 1 or not -_EXACT < scalars[name] < _EXACT:
+                    scalars[name] = summed = scalars.get(name, 0) + value
+                    if exact and (value % 1 or not -_EXACT < summed < _EXACT):
                         exact = False
             if exact and not (-_EXACT < total_cpu < _EXACT and -_EXACT < total_memory < _EXACT):
                 exact = False

@@ -107,7 +107,10 @@ def _queue_fallback_key(queue: QueueInfo) -> tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _name_index(name: str) -> int | None:
-    """The index a pod name ends with (``job-task-3``: 3), ``None`` without one; remembered by name (task orders ask often)."""
+    """The index a pod name ends with (``job-task-3``: 3), ``None`` without one.
+
+    Remembered by name: the default task order asks on every comparison.
+    """
     parts = name.split("-")
     if len(parts) <= 2:
         return None

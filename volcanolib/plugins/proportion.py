@@ -161,6 +161,8 @@ class ProportionPlugin:
         # allocated, request, inqueue and elastic resources, each job a part; and each job's queue.
         self._sums: dict[str, tuple[PartSums[str], ...]] = {}
         self._job_queue: dict[str, str] = {}
+        # Each job's queue state, by job uid, as the events of this session found it (a job keeps its queue).
+        self._job_attrs: dict[str, QueueAttr | None] = {}
 
     # ------------------------------------------------------------------ session open
 
@@ -179,8 +181,11 @@ class ProportionPlugin:
                 if lists is None:
                     lists = parts[name] = ([], [], [], [])
                 uid = job.uid
-                for into, amount in zip(lists, _job_parts(job), strict=True):
-                    into.append((uid, amount))
+                allocated, request, inqueue, elastic = _job_parts(job)
+                lists[0].append((uid, allocated))
+                lists[1].append((uid, request))
+                lists[2].append((uid, inqueue))
+                lists[3].append((uid, elastic))
                 job_queue[uid] = name
         for name, lists in parts.items():
             sums = self._sums[name] = (PartSums(), PartSums(), PartSums(), PartSums())
@@ -210,6 +215,7 @@ class ProportionPlugin:
         for queue in ssn.queues.values():
             self.total_guarantee.add(queue.guarantee)
         self.queue_attrs = {}
+        self._job_attrs = {}
         sums = self._sums
         if all(part.exact for parts in sums.values() for part in parts):
             # Exact sums: the same as adding job by job. Queues in the order their first job comes.
@@ -465,12 +471,19 @@ class ProportionPlugin:
 
     # ------------------------------------------------------------------ events
 
+    def _queue_attr(self, ssn: Session, job_uid: str) -> QueueAttr | None:
+        """The state of a job's queue (``None``: the job or its queue has none), remembered for the session."""
+        job = ssn.jobs.get(job_uid)
+        attr = self.queue_attrs.get(job.queue) if job is not None else None
+        self._job_attrs[job_uid] = attr
+        return attr
+
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """Add the task's request to its queue's allocation and update the share."""
         task = event.task
-        job = ssn.jobs.get(task.job)
-        attr = self.queue_attrs.get(job.queue) if job is not None else None
+        job_attrs = self._job_attrs
+        attr = job_attrs[task.job] if task.job in job_attrs else self._queue_attr(ssn, task.job)
         if attr is not None:
             attr.allocated.add(task.resreq)
             attr.update_share()
@@ -479,8 +492,8 @@ class ProportionPlugin:
     def on_deallocate(self, ssn: Session, event: Event) -> None:
         """Take the task's request off its queue's allocation and update the share."""
         task = event.task
-        job = ssn.jobs.get(task.job)
-        attr = self.queue_attrs.get(job.queue) if job is not None else None
+        job_attrs = self._job_attrs
+        attr = job_attrs[task.job] if task.job in job_attrs else self._queue_attr(ssn, task.job)
         if attr is not None:
             attr.allocated.sub_unchecked(task.resreq)
             attr.update_share()

@@ -296,3 +296,23 @@ def test_pipelined_and_releasing_tasks_are_not_requested() -> None:
     assert view is not None
     assert view["request"] == {"cpu": "2", "memory": "2Gi", "pods": "2"}
     assert view["allocated"]["cpu"] == "1"
+
+
+def test_events_reach_the_queue_state_of_the_last_opening() -> None:
+    cache = FakeCache()
+    cache.add_node(build_node("n1", cpu="4", memory="100Gi"))
+    cache.add_queue(build_queue("q1"))
+    add_job(cache, "a", "q1", running=1, pending=2)
+    ssn = open_session(cache, CONF)
+    plugin = ssn.plugins["proportion"]
+    pending = sorted(ssn.jobs["default/a"].tasks_in(TaskStatus.PENDING), key=lambda t: t.name)
+    stmt = ssn.statement()
+    stmt.allocate(pending[0], ssn.nodes["n1"])
+    assert plugin.queue_view("q1")["allocated"]["cpu"] == "2"
+    plugin.on_session_open(ssn)  # the queue's state is built again, from the session as it stands
+    assert plugin.queue_view("q1")["allocated"]["cpu"] == "2"
+    stmt.allocate(pending[1], ssn.nodes["n1"])
+    assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
+    stray = build_task("stray", job="elsewhere", cpu="1", node="n1")
+    ssn.fire_allocate(stray)  # a task of a job the session does not have: no queue changes
+    assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
