@@ -183,8 +183,11 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
-        #: Node class keys by task template (what they read is fixed for a template within a session).
-        self._class_keys: dict[str, NodeClassKey] = {}
+        #: Node class keys by task template (what they read is fixed for a template within a session);
+        #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
+        self._class_keys: dict[str, NodeClassKey | None] = {}
+        #: The class keys made this session, by token (equal tokens read nodes alike: one key object serves).
+        self._keys_by_token: dict[Hashable, NodeClassKey] = {}
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -398,6 +401,8 @@ class NodeOrderPlugin:
         return terms
 
     def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+        if task.pod is None or not task.pod.affinity:  # no affinity, no preferred term
+            return None
         terms = self._preferred_terms(task)
         if not terms.terms:
             return None
@@ -417,6 +422,8 @@ class NodeOrderPlugin:
     def _pod_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """InterPodAffinity's score over the candidates; ``None`` when it has nothing to say (Skip)."""
         assert self._ssn is not None and self._pods is not None
+        if not self._affinity_pods and (task.pod is None or not task.pod.affinity):
+            return None  # no term of the task's, none of a placed pod's
         mine = self._pod_affinity(task)
         has_constraints = bool(mine.preferred or mine.preferred_anti)
         pod = task.pod
@@ -479,13 +486,13 @@ class NodeOrderPlugin:
     def _spread_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """PodTopologySpread's score for soft constraints; ``None`` when the task has none (Skip)."""
         assert self._ssn is not None and self._pods is not None
-        constraints = self._spreads.get(task.template)
         pod = task.pod
-        labels = pod.labels if pod is not None else {}
+        if pod is None or not pod.topology_spread_constraints:
+            return None
+        constraints = self._spreads.get(task.template)
+        labels = pod.labels
         if constraints is None:
-            constraints, _ = _k8s.parse_spread_constraints(
-                pod.topology_spread_constraints if pod is not None else (), "ScheduleAnyway", labels
-            )
+            constraints, _ = _k8s.parse_spread_constraints(pod.topology_spread_constraints, "ScheduleAnyway", labels)
             self._spreads[task.template] = constraints
         if not constraints or not nodes:
             return None
@@ -623,12 +630,19 @@ class NodeOrderPlugin:
         pods of other nodes.
         """
         pods = self._pods
-        if pods is None:
+        if pods is None or (self.pod_affinity_weight and self._affinity_pods):
             return None
+        template = task.template
+        known = self._class_keys
+        if template in known:
+            return known[template]
+        found = known[template] = self._template_class_key(task, pods)
+        return found
+
+    def _template_class_key(self, task: TaskInfo, pods: NodePods) -> NodeClassKey | None:
+        """:meth:`node_class_key` for the tasks of ``task``'s template, while no placed pod has pod affinity."""
         pod = task.pod
         if self.pod_affinity_weight:
-            if self._affinity_pods:
-                return None
             # A pod without podAffinity or podAntiAffinity has no preferred term: no need to parse its affinity.
             affinity = pod.affinity if pod is not None else None
             if affinity and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
@@ -637,11 +651,9 @@ class NodeOrderPlugin:
                     return None
         if self.spread_weight and pod is not None and pod.topology_spread_constraints:
             return None
-        found = self._class_keys.get(task.template)
-        if found is not None:
-            return found
         tolerations = _prefer_tolerations(task) if self.taint_weight and self._prefer_tainted else None
-        terms = self._preferred_terms(task) if self.node_affinity_weight else None
+        # A pod without affinity has no preferred node affinity term: no need to parse it.
+        terms = self._preferred_terms(task) if self.node_affinity_weight and pod is not None and pod.affinity else None
         if terms is not None and not terms.terms:
             terms = None
         images = tuple(pod.images) if self.image_weight and pod is not None and pod.images else ()
@@ -661,6 +673,9 @@ class NodeOrderPlugin:
             images,
             spread,
         )
+        found = self._keys_by_token.get(token)
+        if found is not None:
+            return found
         usage = pods.usage
         image_score = self._image_score
 
@@ -679,7 +694,7 @@ class NodeOrderPlugin:
 
         # Taint and node affinity scores are normalised over the candidates; the others are not.
         found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
-        self._class_keys[task.template] = found
+        self._keys_by_token[token] = found
         return found
 
 

@@ -136,6 +136,25 @@ class _ClassKey:
         return f"_ClassKey({self.value!r})"
 
 
+def _class_value(
+    static: Sequence[Hashable], keys: tuple[Callable[[NodeInfo], Hashable], ...]
+) -> Callable[[int, NodeInfo], Hashable]:
+    """What a node's class key is made of, given its position: static resources, changing resources, each key.
+
+    Written out for the usual numbers of keys: nodes are grouped again every time a task lands on one.
+    """
+    if len(keys) == 1:
+        (first,) = keys
+        return lambda position, node: (static[position], resource_key(node), first(node))
+    if len(keys) == 2:
+        first, second = keys
+        return lambda position, node: (static[position], resource_key(node), first(node), second(node))
+    if len(keys) == 3:
+        first, second, third = keys
+        return lambda position, node: (static[position], resource_key(node), first(node), second(node), third(node))
+    return lambda position, node: (static[position], resource_key(node), *[key(node) for key in keys])
+
+
 class _Partition:
     """The classes of one plan: class key -> positions of its nodes, ascending.
 
@@ -160,14 +179,15 @@ class _Partition:
         "pending",
         "seen",
         "static",
+        "value",
     )
 
     def __init__(self, plan: NodeClassPlan, nodes: Sequence[NodeInfo], static: Sequence[Hashable], seen: int) -> None:
-        self.keys = plan.keys
         self.durable = plan.durable
         #: Positions of nodes that changed between sessions, grouped again (with the new session's keys) on first use.
         self.pending: list[int] | None = None
         self.static = static
+        self.use_keys(plan.keys)
         #: The value of every current class's key -> the key.
         self.interned: dict[Hashable, _ClassKey] = {}
         self.key_of: list[_ClassKey] = [self.class_key(position, node) for position, node in enumerate(nodes)]
@@ -193,9 +213,14 @@ class _Partition:
         #: Counts the times :attr:`moved` started over.
         self.moved_epoch = 0
 
+    def use_keys(self, keys: tuple[Callable[[NodeInfo], Hashable], ...]) -> None:
+        """Group with these key functions from now on (a plan's, equal to those grouped with so far)."""
+        self.keys = keys
+        self.value = _class_value(self.static, keys)
+
     def class_key(self, position: int, node: NodeInfo) -> _ClassKey:
         """The interned key of the class ``node`` belongs in."""
-        value = (self.static[position], resource_key(node), tuple([key(node) for key in self.keys]))
+        value = self.value(position, node)
         found = self.interned.get(value)
         if found is None:
             found = self.interned[value] = _ClassKey(value)
@@ -284,9 +309,13 @@ class NodeClasses:
         positions = sorted(where[name] for name in changed if name in where)
         interned = self._interned
         static = self._static
+        grouped = self.nodes
         for position in positions:
-            key = static_resource_key(nodes[position])
-            static[position] = interned.setdefault(key, key)
+            node, old = nodes[position], grouped[position]
+            # A node copied with the same allocatable and capability objects (nothing changes them) keeps its key.
+            if node.allocatable is not old.allocatable or node.capability is not old.capability:
+                key = static_resource_key(node)
+                static[position] = interned.setdefault(key, key)
         ended = self._changes  # this session's node log: positions are the same in the next
         last = ended.mark()
         for part in self._parts.values():
@@ -325,7 +354,7 @@ class NodeClasses:
             return part
         if part.pending is not None:
             # Kept from the previous session: this session's key functions, and its changed nodes grouped again.
-            part.keys = plan.keys
+            part.use_keys(plan.keys)
             pending, part.pending = part.pending, None
             nodes = self.nodes
             for position in pending:
@@ -386,6 +415,9 @@ class ClassAnswers:
     """
 
     __slots__ = (
+        "_best",
+        "_best_known",
+        "_best_members",
         "answers",
         "by_answer",
         "entries",
@@ -408,6 +440,10 @@ class ClassAnswers:
         self.refusals: dict[Hashable, Refusal] = {}
         #: Answer -> the keys of the classes that gave it, in answer order.
         self.by_answer: SortedDict[Answer, set[Hashable]] = SortedDict()
+        # What best() gives, while no answer changes.
+        self._best: tuple[Answer, set[Hashable]] | None = None
+        self._best_members: list[list[int]] = []
+        self._best_known = False
         self.epoch = 0
         # For explain: each class's nodes and refusal, how many nodes give each reason, how much of the
         # partition's ``moved`` log was read, and the last explanation with the length of the log it read.
@@ -421,6 +457,7 @@ class ClassAnswers:
         self.refusals.pop(key, None)
         old = self.answers.pop(key, None)
         if old is not None:
+            self._best_known = False
             keys = self.by_answer[old]
             keys.discard(key)
             if not keys:
@@ -428,6 +465,7 @@ class ClassAnswers:
 
     def _set(self, key: Hashable, answer: Answer) -> None:
         self._drop(key)
+        self._best_known = False
         self.answers[key] = answer
         keys = self.by_answer.get(answer)
         if keys is None:
@@ -452,6 +490,7 @@ class ClassAnswers:
             self.answers.clear()
             self.refusals.clear()
             self.by_answer.clear()
+            self._best_known = False
             self.entries.clear()
             self.tally.clear()
             self.read = len(part.moved)
@@ -527,7 +566,21 @@ class ClassAnswers:
 
     def best(self) -> tuple[Answer, set[Hashable]] | None:
         """The best answer (fitting idle resources first, then the highest score) and its classes."""
-        if not self.by_answer:
-            return None
-        answer, keys = self.by_answer.peekitem(-1)
-        return answer, keys
+        if not self._best_known:
+            self._find_best()
+        return self._best
+
+    def best_members(self) -> list[list[int]]:
+        """The node positions of each class giving the best answer (none when no class gives one).
+
+        Call it after :meth:`update`, as :meth:`best`.
+        """
+        if not self._best_known:
+            self._find_best()
+        return self._best_members
+
+    def _find_best(self) -> None:
+        self._best = self.by_answer.peekitem(-1) if self.by_answer else None
+        classes = self.part.classes if self.part is not None else {}
+        self._best_members = [classes[key] for key in self._best[1]] if self._best is not None else []
+        self._best_known = True

@@ -104,6 +104,10 @@ class NodeChanges:
     def since(self, mark: int) -> list[int]:
         """The positions of the nodes changed since ``mark``, each once, in order of first change."""
         where = self.position
+        log = self._log
+        if len(log) == mark + 1:  # one node changed: the usual case between two placements
+            position = where.get(log[mark])
+            return [] if position is None else [position]
         positions = []
         for name in dict.fromkeys(self._log[mark:]):
             position = where.get(name)
@@ -506,10 +510,8 @@ class Placement:
         else :data:`_UNEXPLAINED`.
         """
         classes = self._node_classes()
-        ssn = self._ssn
-        req = task.init_resreq
         part = classes.partition(plan)
-        signature = (plan.token, req.key())
+        signature = (plan.token, task.init_resreq.key())
         remembered = classes.answers
         view = remembered.get(signature)
         if view is None:
@@ -517,35 +519,9 @@ class Placement:
                 remembered.clear()
             view = remembered[signature] = ClassAnswers()
         nodes = classes.nodes
-
-        def ask(reps: list[NodeInfo]) -> list[Answer | Refusal]:
-            fitting: list[NodeInfo] = []
-            lacking: dict[str, str] = {}
-            for rep in reps:
-                short = rep.first_insufficient(req)
-                if short is None:
-                    fitting.append(rep)
-                else:
-                    lacking[rep.name] = short
-            errors = FitErrors(total_nodes=len(nodes))
-            passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
-            scores = ssn.node_scores(task, passed) if passed else {}
-            failed = errors.nodes
-            out: list[Answer | Refusal] = []
-            for rep in reps:
-                name = rep.name
-                if name in scores:
-                    out.append((req.less_equal(rep.idle), scores[name]))
-                elif name in lacking:
-                    out.append(Refusal(False, (insufficient(lacking[name]),)))
-                else:
-                    out.append(Refusal(True, tuple(failed[name].reasons)))
-            return out
-
-        view.update(part, nodes, ask)
-        best = view.best()
-        if best is not None:
-            groups = [part.classes[key] for key in best[1]]
+        view.update(part, nodes, lambda reps: self._class_answers(task, reps))
+        groups = view.best_members()
+        if groups:
             return nodes[self._draw(classes, groups)]
         if not explain:
             return _UNEXPLAINED
@@ -555,8 +531,38 @@ class Placement:
         grouped.set_class_errors(task.key, refused, counts)
         return grouped
 
+    def _class_answers(self, task: TaskInfo, reps: list[NodeInfo]) -> list[Answer | Refusal]:
+        """Each node's answer for ``task`` (fits idle resources now, score), or why it refuses it."""
+        ssn = self._ssn
+        req = task.init_resreq
+        fitting: list[NodeInfo] = []
+        lacking: dict[str, str] = {}
+        for rep in reps:
+            short = rep.first_insufficient(req)
+            if short is None:
+                fitting.append(rep)
+            else:
+                lacking[rep.name] = short
+        errors = FitErrors(total_nodes=len(self.nodes))
+        passed = ssn.predicate_nodes(task, fitting, fit_errors=errors) if fitting else []
+        scores = ssn.node_scores(task, passed) if passed else {}
+        failed = errors.nodes
+        out: list[Answer | Refusal] = []
+        for rep in reps:
+            name = rep.name
+            if name in scores:
+                out.append((req.less_equal(rep.idle), scores[name]))
+            elif name in lacking:
+                out.append(Refusal(False, (insufficient(lacking[name]),)))
+            else:
+                out.append(Refusal(True, tuple(failed[name].reasons)))
+        return out
+
     def _draw(self, classes: NodeClasses, groups: list[list[int]]) -> int:
         """One position among the members of ``groups``, drawn as the node-by-node path draws its tie."""
+        if len(groups) == 1:  # one best class: its members are the positions in order
+            (members,) = groups
+            return members[self._ssn.rng.randrange(len(members))] if len(members) > 1 else members[0]
         count = sum(len(members) for members in groups)
         rank = self._ssn.rng.randrange(count) if count > 1 else 0
         return classes.nth(groups, rank)

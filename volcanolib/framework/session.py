@@ -1003,9 +1003,16 @@ class Session:
             return None
         # Plugins usually hand out the same keys for alike tasks: make each plan once. Equal tokens mean equal
         # key functions (NodeClassKey), so keys that are new objects with the tokens of a known plan reuse it.
+        # Plans are found by the keys themselves first (the same key objects, mostly: cheap to hash and compare).
+        found = self._plans.get(answers)
+        if found is not None:
+            return found
         signature = tuple([(answer.token, answer.pointwise, answer.durable) for answer in answers])
         found = self._plans.get(signature)
         if found is not None:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[answers] = found
             return found
         assert self._class_entries is not None
         plugins = [plugin for plugin, _ in self._class_entries]
@@ -1018,9 +1025,9 @@ class Session:
             all(answer.pointwise for answer in answers),
             all(answer.durable for answer in answers),
         )
-        if len(self._plans) >= _MAX_PLANS:
+        if len(self._plans) >= _MAX_PLANS - 1:
             self._plans.clear()
-        self._plans[signature] = plan
+        self._plans[signature] = self._plans[answers] = plan
         return plan
 
     def select_best_node(self, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
