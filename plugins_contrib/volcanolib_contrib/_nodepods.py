@@ -243,6 +243,8 @@ class NodePods:
         replaced = delta.replaced_nodes()
         old_nodes, new_nodes, evicted = previous.nodes, self.nodes, previous.evicted
         updated: set[str] = set()
+        # Changed nodes with a new copy: the only ones whose tasks may be other objects than before.
+        renewed: set[str] = set()
         for name in delta.nodes:
             u = kept.get(name)
             if u is None:
@@ -254,6 +256,7 @@ class NodePods:
             before, after = old.tasks, new.tasks
             gone = evicted.get(name, ())
             if old is not new:  # else the same tasks (the cache brought the copy up to date in place)
+                renewed.add(name)
                 for key in before.keys() - after.keys():
                     if key not in gone:
                         u.apply(before[key], -1)
@@ -266,7 +269,7 @@ class NodePods:
         if placed is not None:
             # A task the cache changed under a key its node kept: its pod may be another one.
             for key, name in placed.items():
-                if name in updated:
+                if name in renewed:
                     old_task = old_nodes[name].tasks.get(key)
                     new_task = new_nodes[name].tasks[key]
                     # (A task evicted by the previous session was counted above with its new request.)
