@@ -257,11 +257,14 @@ class NodePods:
             gone = evicted.get(name, ())
             if old is not new:  # else the same tasks (the cache brought the copy up to date in place)
                 renewed.add(name)
-                for key in before.keys() - after.keys():
+                removed = [key for key in before if key not in after]
+                for key in removed:
                     if key not in gone:
                         u.apply(before[key], -1)
-                for key in after.keys() - before.keys():
-                    u.apply(after[key], 1)
+                if len(after) - len(before) + len(removed):  # else no key is new here
+                    for key in after:
+                        if key not in before:
+                            u.apply(after[key], 1)
             for key in gone:  # evicted by the previous session and still here: a pod again, as a fresh count has it
                 if key in before and key in after:
                     u.apply(after[key], 1)
