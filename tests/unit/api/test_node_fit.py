@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
+from volcanolib.api.node import NodeInfo
+from volcanolib.api.task import TaskInfo
 from volcanolib.api.task import TaskStatus as S
 from volcanolib.testing import build_node, build_task
 
@@ -43,18 +46,9 @@ def test_fit_after_releasing_many_is_the_fit_after_evicting_them() -> None:
     rng = random.Random(11)
     for trial in range(200):
         node = build_node("n1", "16", "64Gi", scalars={"nvidia.com/gpu": "8"})
-        running = []
-        for i in range(rng.randint(1, 6)):
-            task = build_task(
-                f"t{trial}-{i}",
-                node="n1",
-                cpu=f"{rng.randint(1, 4000)}m",
-                memory=f"{rng.randint(1, 12)}Gi",
-                scalars={"nvidia.com/gpu": str(rng.randint(0, 2))} if rng.random() < 0.5 else None,
-                status=S.RUNNING,
-            )
-            node.add_task(task)
-            running.append(task)
+        running = _place_random_tasks(
+            node, rng, trial, rng.randint(1, 6), [S.RUNNING], lambda: f"{rng.randint(1, 12)}Gi", gpu(rng)
+        )
         preemptor = build_task(f"p{trial}", cpu=f"{rng.randint(1, 12000)}m", memory=f"{rng.randint(1, 40)}Gi")
         victims = rng.sample(running, rng.randint(0, len(running)))
         predicted = node.fits_future_idle_without(preemptor.init_resreq, (v.resreq for v in victims))
@@ -79,18 +73,10 @@ def test_fit_after_releasing_many_is_the_request_against_the_summed_future_idle(
 
     for trial in range(300):
         node = build_node("n1", "16", "64Gi", scalars={n: "8" for n in names if rng.random() < 0.6})
-        tasks = []
-        for i in range(rng.randint(0, 6)):
-            task = build_task(
-                f"t{trial}-{i}",
-                node="n1",
-                cpu=f"{rng.randint(1, 4000)}m",
-                memory=f"{rng.randint(1, 12000)}Mi",
-                scalars=amounts(),
-                status=rng.choice([S.RUNNING, S.RELEASING, S.PIPELINED]),
-            )
-            node.add_task(task)
-            tasks.append(task)
+        statuses = [S.RUNNING, S.RELEASING, S.PIPELINED]
+        tasks = _place_random_tasks(
+            node, rng, trial, rng.randint(0, 6), statuses, lambda: f"{rng.randint(1, 12000)}Mi", amounts
+        )
         request = build_task(
             f"p{trial}", cpu=f"{rng.randint(1, 12000)}m", memory=f"{rng.randint(1, 40000)}Mi", scalars=amounts()
         ).init_resreq
@@ -99,3 +85,33 @@ def test_fit_after_releasing_many_is_the_request_against_the_summed_future_idle(
         for r in released:
             future.add(r)
         assert node.fits_future_idle_without(request, iter(released)) is request.less_equal(future)
+
+
+def gpu(rng: random.Random) -> Callable[[], dict[str, str] | None]:
+    """Half the tasks ask for 0 to 2 GPUs."""
+    return lambda: {"nvidia.com/gpu": str(rng.randint(0, 2))} if rng.random() < 0.5 else None
+
+
+def _place_random_tasks(
+    node: NodeInfo,
+    rng: random.Random,
+    trial: int,
+    count: int,
+    statuses: list[S],
+    memory: Callable[[], str],
+    scalars: Callable[[], dict[str, str] | None],
+) -> list[TaskInfo]:
+    """``count`` tasks of random requests and one of ``statuses`` each, placed on ``node``."""
+    tasks = []
+    for i in range(count):
+        task = build_task(
+            f"t{trial}-{i}",
+            node=node.name,
+            cpu=f"{rng.randint(1, 4000)}m",
+            memory=memory(),
+            scalars=scalars(),
+            status=rng.choice(statuses),
+        )
+        node.add_task(task)
+        tasks.append(task)
+    return tasks
