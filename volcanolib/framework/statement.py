@@ -172,7 +172,10 @@ class Statement:
         Allocations are bound (the tasks become Binding); evictions are sent
         to the evictor; pipelines and unpipelines stay session-only. An
         eviction the cache refuses is undone: the task gets back the status
-        it had before.
+        it had before. A plugin failing on such an undo stops neither the
+        other evictions nor the other undos; the first :class:`PluginError`
+        is raised once every eviction was sent, and the allocations are then
+        not bound.
 
         :returns: the evictions the cache refused, with its reasons, in order.
         """
@@ -182,6 +185,7 @@ class Statement:
         self._epoch += 1
         binds: list[TaskInfo] = []
         refused: list[tuple[TaskInfo, CacheError]] = []
+        failure: PluginError | None = None
         evict = ssn.cache.evict
         evicted = ssn.evictions.append
         for op, task, detail, previous in ops:
@@ -191,11 +195,16 @@ class Statement:
                     evict(task, detail)
                 except CacheError as err:
                     refused.append((task, err))
-                    self._put_back(task, previous, task.node_name)
+                    try:
+                        self._put_back(task, previous, task.node_name)
+                    except PluginError as exc:
+                        failure = failure or exc
                 else:
                     evicted((task, detail))
             elif op is _ALLOCATE:
                 binds.append(task)
+        if failure is not None:
+            raise failure
         if binds:
             ssn.dispatch(binds)
         return refused

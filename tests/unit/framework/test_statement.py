@@ -561,3 +561,65 @@ def test_the_docstring_example_runs() -> None:
 
     result = doctest.testmod(statement)
     assert result.attempted and not result.failed
+
+
+class FailingOnAllocate(Ledger):
+    """A ledger that fails on allocate events (an undone eviction sends one) once told to."""
+
+    fail = False
+
+    @hookimpl
+    def on_allocate(self, event: Any) -> None:
+        super().on_allocate(event)
+        if FailingOnAllocate.fail:
+            raise RuntimeError("boom")
+
+
+class RefusingOne:
+    """Refuses the eviction of one task, accepts the others and records them."""
+
+    def __init__(self, refused: str) -> None:
+        self.refused = refused
+        self.sent: list[str] = []
+
+    def evict(self, task: Any, reason: str) -> None:
+        if task.key == self.refused:
+            raise RuntimeError("eviction refused")
+        self.sent.append(task.key)
+
+
+def test_a_plugin_failing_on_the_undo_of_a_refused_eviction_stops_no_other_eviction() -> None:
+    evictor = RefusingOne("default/run-t-0")
+    cache = FakeCache(evictor=evictor)
+    for i in range(3):
+        cache.add_node(build_node(f"n{i}", cpu="4", memory="8Gi", pods=6))
+    cache.add_pod_group(build_pod_group("run"))
+    for t in range(3):
+        cache.add_task(build_task(f"run-t-{t}", job="run", node=f"n{t}", cpu="2", memory="2Gi"))
+    cache.add_pod_group(build_pod_group("pend0"))
+    cache.add_task(build_task("pend0-t-0", job="pend0", cpu="1", memory="1Gi"))
+    ssn = open_session(cache, CONF, registry=Registry(plugins={"ledger": FailingOnAllocate}))
+    ledger = ssn.plugins["ledger"]
+    stmt = ssn.statement()
+    for t in range(3):
+        stmt.evict(_task(ssn, f"run-t-{t}"), "test")
+    stmt.allocate(_task(ssn, "pend0-t-0"), ssn.nodes["n0"])
+    FailingOnAllocate.fail = True
+    try:
+        with pytest.raises(PluginError, match="boom"):
+            stmt.commit()
+    finally:
+        FailingOnAllocate.fail = False
+    # The evictions after the refused one were sent; the refused one was undone, its event included.
+    assert evictor.sent == ["default/run-t-1", "default/run-t-2"]
+    assert [(t.key, reason) for t, reason in ssn.evictions] == [
+        ("default/run-t-1", "test"),
+        ("default/run-t-2", "test"),
+    ]
+    statuses = {key: status for key, status, _ in capture(ssn, ledger)[1]}
+    assert statuses["default/run-t-0"] is TaskStatus.RUNNING
+    assert statuses["default/run-t-1"] is statuses["default/run-t-2"] is TaskStatus.RELEASING
+    # The ledger counts from zero: three evictions took 2 cpu each, the undo gave one back.
+    assert ledger.usage["default/run"].milli_cpu == -4000
+    # The failure is raised before the allocation is bound.
+    assert not ssn.binds and len(stmt) == 0
