@@ -37,7 +37,7 @@ hierarchical mode, how many ancestor levels (1 = parent) reclaim also checks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
@@ -46,6 +46,7 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
+from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
@@ -56,6 +57,7 @@ from volcanolib_contrib._resources import (
 )
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.queue import QueueInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -231,33 +233,81 @@ class CapacityPlugin:
         self.ready = True
         #: Per-queue state by name (flat mode: only queues with jobs).
         self.queue_attrs: dict[str, QueueAttr] = {}
+        # Kept for the next session: per queue, the sums of its jobs' allocated, request, inqueue and
+        # elastic resources, each job a part.
+        self._sums = JobSums(4)
 
     # ------------------------------------------------------------------ session open
 
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot (flat or hierarchical) and compute shares."""
+        self._sums = JobSums(4)
+        queues = ssn.queues
+        self._sums.put_all((job.uid, job.queue, _job_usage(job)) for job in ssn.jobs.values() if job.queue in queues)
+        self._settle(ssn)
+
+    @hookimpl
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, summing again only the jobs the delta names.
+
+        Opens afresh when a queue changed.
+        """
+        if delta.queues:
+            self.on_session_open(ssn)
+            return
+        jobs, queues, sums = ssn.jobs, ssn.queues, self._sums
+        for uid in delta.jobs:
+            job = jobs.get(uid)
+            if job is None or job.queue not in queues:
+                sums.put(uid, None, None)
+            else:
+                sums.put(uid, job.queue, _job_usage(job))
+        self._settle(ssn)
+
+    def _settle(self, ssn: Session) -> None:
+        """Every queue's state, from the kept sums when they are exact, else job by job."""
         self.total = ssn.total_resource.clone()
         self.queue_attrs = {}
         self.hierarchical = ssn.hierarchy_enabled(self.name)
+        usage = self._sums.totals(ssn.jobs.values()) if self._sums.exact else None
         if self.hierarchical:
-            self.ready = self._build_hierarchy(ssn)
+            self.ready = self._build_hierarchy(ssn, usage)
+            if not self.ready and usage is not None:
+                # A broken tree stops the build at the first job it cannot take: job by job, as without sums.
+                self.queue_attrs = {}
+                self._build_hierarchy(ssn, None)
         else:
             self.ready = True
-            self._build_flat(ssn)
+            self._build_flat(ssn, usage)
 
-    def _build_flat(self, ssn: Session) -> None:
+    def _usage_by_queue(
+        self, ssn: Session, usage: list[tuple[str, tuple[Resource, ...]]] | None
+    ) -> Iterable[tuple[str, tuple[Resource, ...]]]:
+        """What the builds add, queue by queue: the kept sums' ``usage``, or (``None``) every job's, in job order."""
+        if usage is not None:
+            return usage
+        return ((job.queue, _job_usage(job)) for job in ssn.jobs.values())
+
+    def kept_state(self) -> tuple[bool, list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]]:
+        """What a session's open leaves, as it stands: whether the tree is valid, each queue's sums and shares."""
+        return self.ready, [
+            (name, attr.allocated, attr.request, attr.inqueue, attr.elastic, attr.deserved, attr.real_capability)
+            for name, attr in self.queue_attrs.items()
+        ]
+
+    def _build_flat(self, ssn: Session, usage: list[tuple[str, tuple[Resource, ...]]] | None) -> None:
         total_guarantee = Resource()
         for info in ssn.queues.values():
             total_guarantee.add(info.guarantee)
         attrs = self.queue_attrs
-        for job in ssn.jobs.values():
-            attr = attrs.get(job.queue)
+        for name, amounts in self._usage_by_queue(ssn, usage):
+            attr = attrs.get(name)
             if attr is None:
-                queue = ssn.queues.get(job.queue)
+                queue = ssn.queues.get(name)
                 if queue is None:
                     continue
-                attr = attrs[job.queue] = QueueAttr(queue)
+                attr = attrs[name] = QueueAttr(queue)
                 real = exceeded_part(self.total, total_guarantee).add(attr.guarantee)
                 if queue.capability is not None:
                     if attr.capability.milli_cpu <= 0:
@@ -266,13 +316,13 @@ class CapacityPlugin:
                         attr.capability.memory = INFINITE
                     real.min_dimension(attr.capability, _INF)
                 attr.real_capability = real
-            attr.add_usage(*_job_usage(job))
+            attr.add_usage(*amounts)
         for attr in attrs.values():
             attr.deserved.min_dimension(attr.real_capability, _INF)
             attr.deserved = res_max(attr.deserved, attr.guarantee)
             attr.update_share()
 
-    def _build_hierarchy(self, ssn: Session) -> bool:
+    def _build_hierarchy(self, ssn: Session, usage: list[tuple[str, tuple[Resource, ...]]] | None) -> bool:
         attrs = self.queue_attrs
         for info in ssn.queues.values():
             if info.name in attrs:
@@ -280,16 +330,15 @@ class CapacityPlugin:
             attrs[info.name] = QueueAttr(info)
             if not self._link_ancestors(ssn, info, set()):
                 return False
-        for job in ssn.jobs.values():
-            attr = attrs.get(job.queue)
+        for name, amounts in self._usage_by_queue(ssn, usage):
+            attr = attrs.get(name)
             if attr is None:
                 continue
             if attr.children:
                 return False
-            usage = _job_usage(job)
-            attr.add_usage(*usage)
-            for name in attr.ancestors:
-                attrs[name].add_usage(*usage)
+            attr.add_usage(*amounts)
+            for ancestor in attr.ancestors:
+                attrs[ancestor].add_usage(*amounts)
         root = attrs.get(ROOT_QUEUE)
         if root is None:
             return False

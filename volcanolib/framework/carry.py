@@ -15,13 +15,14 @@ is computed afresh, as without a carry.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
 
 from volcanolib.api.resource import Resource
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
+    from volcanolib.api.job import JobInfo
     from volcanolib.framework.nodeclass import NodeClasses
 
 __all__ = ["Carry", "JobSums", "PartSums", "whole"]
@@ -171,39 +172,86 @@ class PartSums(Generic[K]):
 
 @final
 class JobSums:
-    """Per queue, the requests of its jobs' allocated tasks, kept across sessions and updated job by job.
+    """Per queue, sums over its jobs of one or more resources, kept across sessions and updated job by job.
 
-    Each job is a part of its queue's :class:`PartSums` (its allocated tasks'
-    requests added up): a session puts again only the jobs that changed.
+    Each job gives one amount to each of its queue's :attr:`width` sums (its
+    allocated and its requested resources, say), as a part named by its uid
+    (see :class:`PartSums`): a session puts again only the jobs that changed.
+
+    :param width: how many sums each queue has.
 
     .. versionadded:: 0.2
     """
 
-    __slots__ = ("queue_of", "queues")
+    __slots__ = ("queue_of", "queues", "width")
 
-    def __init__(self) -> None:
-        #: Per queue name: the sum over its jobs.
-        self.queues: dict[str, PartSums[str]] = {}
+    def __init__(self, width: int = 1) -> None:
+        #: How many sums each queue has.
+        self.width = width
+        #: Per queue name: its sums over its jobs, :attr:`width` of them.
+        self.queues: dict[str, tuple[PartSums[str], ...]] = {}
         #: The queue each job was put in, by job uid.
         self.queue_of: dict[str, str] = {}
 
-    def put(self, uid: str, queue: str | None, amount: Resource | None) -> None:
-        """Make ``amount`` the job's part of ``queue`` (``None``, either: drop the job)."""
-        old = self.queue_of.pop(uid, None)
-        if old is not None and (old != queue or amount is None):
-            self.queues[old].put(uid, None)
-        if queue is None or amount is None:
-            return
+    def _sums_of(self, queue: str) -> tuple[PartSums[str], ...]:
         sums = self.queues.get(queue)
         if sums is None:
-            sums = self.queues[queue] = PartSums()
-        sums.put(uid, amount)
+            sums = self.queues[queue] = tuple(PartSums[str]() for _ in range(self.width))
+        return sums
+
+    def put(self, uid: str, queue: str | None, amounts: Sequence[Resource | None] | None) -> None:
+        """Make ``amounts`` the job's parts of ``queue``'s sums, one per sum (``None``, either: drop the job)."""
+        old = self.queue_of.pop(uid, None)
+        if old is not None and (old != queue or amounts is None):
+            for sums in self.queues[old]:
+                sums.put(uid, None)
+        if queue is None or amounts is None:
+            return
+        for sums, amount in zip(self._sums_of(queue), amounts, strict=True):
+            sums.put(uid, amount)
         self.queue_of[uid] = queue
+
+    def put_all(self, jobs: Iterable[tuple[str, str, Sequence[Resource | None]]]) -> None:
+        """:meth:`put` each ``(uid, queue, amounts)`` in order (into sums holding no job yet, a queue's in one go)."""
+        if self.queue_of:
+            for uid, queue, amounts in jobs:
+                self.put(uid, queue, amounts)
+            return
+        grouped: dict[str, tuple[list[tuple[str, Resource | None]], ...]] = {}
+        queue_of = self.queue_of
+        width = self.width
+        for uid, queue, amounts in jobs:
+            lists = grouped.get(queue)
+            if lists is None:
+                lists = grouped[queue] = tuple([] for _ in range(width))
+            for puts, amount in zip(lists, amounts, strict=True):
+                puts.append((uid, amount))
+            queue_of[uid] = queue
+        for queue, lists in grouped.items():
+            for sums, puts in zip(self._sums_of(queue), lists, strict=True):
+                sums.put_all(puts)
+
+    def totals(self, jobs: Iterable[JobInfo]) -> list[tuple[str, tuple[Resource, ...]]]:
+        """Each queue holding a job, with its sums' totals, in the order of the queues' first job in ``jobs``.
+
+        The totals are the sums' own objects: add them, do not change them.
+        """
+        wanted = {name for name, sums in self.queues.items() if sums[0].parts}
+        found: list[tuple[str, tuple[Resource, ...]]] = []
+        seen: set[str] = set()
+        for job in jobs:
+            name = job.queue
+            if name in wanted and name not in seen:
+                seen.add(name)
+                found.append((name, tuple(sums.total for sums in self.queues[name])))
+                if len(seen) == len(wanted):
+                    break
+        return found
 
     @property
     def exact(self) -> bool:
-        """Whether every queue's total is exactly the sum of its jobs' parts (see :class:`PartSums`)."""
-        return all(sums.exact for sums in self.queues.values())
+        """Whether every total is exactly the sum of its jobs' parts, in any order (see :class:`PartSums`)."""
+        return all(part.exact for sums in self.queues.values() for part in sums)
 
 
 @final

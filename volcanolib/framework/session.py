@@ -757,18 +757,9 @@ class Session:
         if sums is None or delta is None:
             # Every job, into new sums: what putting them one by one gives, each queue's parts put at once.
             sums = JobSums()
-            parts: dict[str, list[tuple[str, Resource | None]]] = {}
-            for uid, each in jobs.items():
-                name = each.queue
-                if name in queues:
-                    put = parts.get(name)
-                    if put is None:
-                        put = parts[name] = []
-                    put.append((uid, _allocated_part(each)))
-                    sums.queue_of[uid] = name
-            for name, put in parts.items():
-                sums.queues[name] = PartSums()
-                sums.queues[name].put_all(put)
+            sums.put_all(
+                (uid, each.queue, (_allocated_part(each),)) for uid, each in jobs.items() if each.queue in queues
+            )
             changed = ()
         else:
             changed = delta.jobs | self._touched_jobs
@@ -777,12 +768,12 @@ class Session:
             if job is None or job.queue not in queues:
                 sums.put(uid, None, None)
                 continue
-            sums.put(uid, job.queue, _allocated_part(job))
+            sums.put(uid, job.queue, (_allocated_part(job),))
         carry.job_sums = sums
         if not sums.exact:
             return None
         allocated: dict[str, Resource] = {name: Resource() for name in queues}
-        for leaf, part in sums.queues.items():
+        for leaf, (part,) in sums.queues.items():
             total = part.total
             if not part.parts:
                 continue

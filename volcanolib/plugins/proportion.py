@@ -50,7 +50,7 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
-from volcanolib.framework.carry import PartSums
+from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
 
@@ -158,9 +158,8 @@ class ProportionPlugin:
         #: Per-queue state, by queue name (only queues with jobs in the session).
         self.queue_attrs: dict[str, QueueAttr] = {}
         # What the last session opened on, kept for the next: per queue, the sums of its jobs'
-        # allocated, request, inqueue and elastic resources, each job a part; and each job's queue.
-        self._sums: dict[str, tuple[PartSums[str], ...]] = {}
-        self._job_queue: dict[str, str] = {}
+        # allocated, request, inqueue and elastic resources, each job a part.
+        self._sums = JobSums(4)
         # Each job's queue state, by job uid, as the events of this session found it (a job keeps its queue).
         self._job_attrs: dict[str, QueueAttr | None] = {}
 
@@ -169,28 +168,9 @@ class ProportionPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
-        self._sums = {}
-        self._job_queue = job_queue = {}
+        self._sums = JobSums(4)
         queues = ssn.queues
-        # Per queue, its jobs' parts in job order, put into fresh sums in one go (as _put_job would put them).
-        parts: dict[str, tuple[list[tuple[str, Resource | None]], ...]] = {}
-        for job in ssn.jobs.values():
-            name = job.queue
-            if name in queues:
-                lists = parts.get(name)
-                if lists is None:
-                    lists = parts[name] = ([], [], [], [])
-                uid = job.uid
-                allocated, request, inqueue, elastic = _job_parts(job)
-                lists[0].append((uid, allocated))
-                lists[1].append((uid, request))
-                lists[2].append((uid, inqueue))
-                lists[3].append((uid, elastic))
-                job_queue[uid] = name
-        for name, lists in parts.items():
-            sums = self._sums[name] = (PartSums(), PartSums(), PartSums(), PartSums())
-            for part_sums, puts in zip(sums, lists, strict=True):
-                part_sums.put_all(puts)
+        self._sums.put_all((job.uid, job.queue, _job_parts(job)) for job in ssn.jobs.values() if job.queue in queues)
         self._settle(ssn)
 
     @hookimpl
@@ -202,10 +182,13 @@ class ProportionPlugin:
         if delta.queues:
             self.on_session_open(ssn)
             return
-        jobs = ssn.jobs
+        jobs, queues, sums = ssn.jobs, ssn.queues, self._sums
         for uid in delta.jobs:
             job = jobs.get(uid)
-            self._put_job(uid, job if job is not None and job.queue in ssn.queues else None)
+            if job is None or job.queue not in queues:
+                sums.put(uid, None, None)
+            else:
+                sums.put(uid, job.queue, _job_parts(job))
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:
@@ -217,20 +200,14 @@ class ProportionPlugin:
         self.queue_attrs = {}
         self._job_attrs = {}
         sums = self._sums
-        if all(part.exact for parts in sums.values() for part in parts):
+        if sums.exact:
             # Exact sums: the same as adding job by job. Queues in the order their first job comes.
-            wanted = {name for name, parts in sums.items() if parts[0].parts}
-            for job in ssn.jobs.values():
-                name = job.queue
-                if name in wanted and name not in self.queue_attrs:
-                    attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
-                    allocated, request, inqueue, elastic = sums[name]
-                    attr.allocated = allocated.total.clone()
-                    attr.request = request.total.clone()
-                    attr.inqueue = inqueue.total.clone()
-                    attr.elastic = elastic.total.clone()
-                    if len(self.queue_attrs) == len(wanted):
-                        break
+            for name, (allocated, request, inqueue, elastic) in sums.totals(ssn.jobs.values()):
+                attr = self.queue_attrs[name] = self._new_attr(ssn.queues[name])
+                attr.allocated = allocated.clone()
+                attr.request = request.clone()
+                attr.inqueue = inqueue.clone()
+                attr.elastic = elastic.clone()
         else:
             for job in ssn.jobs.values():
                 found = self.queue_attrs.get(job.queue)
@@ -241,25 +218,6 @@ class ProportionPlugin:
                     found = self.queue_attrs[job.queue] = self._new_attr(job_queue)
                 self._add_job(found, job)
         self._water_fill()
-
-    def _put_job(self, uid: str, job: JobInfo | None) -> None:
-        """Count a job's part in its queue's kept sums (``None``: the job is gone).
-
-        The parts are what :meth:`_add_job` adds to the queue; a part that
-        adds nothing (no amount, no resource named) is left out.
-        """
-        old = self._job_queue.pop(uid, None)
-        if old is not None:
-            for sums in self._sums[old]:
-                sums.put(uid, None)
-        if job is None:
-            return
-        parts = self._sums.get(job.queue)
-        if parts is None:
-            parts = self._sums[job.queue] = (PartSums(), PartSums(), PartSums(), PartSums())
-        for sums, amount in zip(parts, _job_parts(job), strict=True):
-            sums.put(uid, amount)
-        self._job_queue[uid] = job.queue
 
     def kept_state(self) -> list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]:
         """What the plugin keeps between sessions, as it stands: each queue's sums and deserved resources, in order."""

@@ -7,7 +7,10 @@ import random
 import pytest
 
 from volcanolib import PartSums, Resource
+from volcanolib.api.job import JobInfo
 from volcanolib.api.resource import total
+from volcanolib.framework.carry import JobSums
+from volcanolib.testing import build_pod_group
 
 
 def _amount(rng: random.Random, whole: bool) -> Resource:
@@ -75,3 +78,34 @@ def test_putting_all_parts_at_once_equals_putting_them_one_by_one(seed: int) -> 
             one_by_one.put(part, amount)
         at_once.put_all(items)
         assert _state(at_once) == _state(one_by_one)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_job_sums_follow_jobs_across_queues_and_equal_fresh_sums(seed: int) -> None:
+    rng = random.Random(seed)
+    queues = ["a", "b", "c"]
+    sums = JobSums(2)
+    # What each job was last given: its queue and its two amounts.
+    given: dict[str, tuple[str, tuple[Resource, Resource | None]]] = {}
+    for _ in range(200):
+        uid = f"j{rng.randrange(15)}"
+        if rng.random() < 0.2:
+            sums.put(uid, None, None)
+            given.pop(uid, None)
+            continue
+        queue = rng.choice(queues)
+        amounts = (_amount(rng, whole=True), None if rng.random() < 0.3 else _amount(rng, whole=True))
+        sums.put(uid, queue, amounts)
+        given[uid] = (queue, amounts)
+        assert sums.exact
+        for name in queues:
+            kept = sums.queues.get(name)
+            for i in range(2):
+                expected = total([r for q, a in given.values() if q == name for r in (a[i],) if r is not None])
+                assert (kept[i].total if kept is not None else Resource()) == expected, (name, i)
+    # Putting everything at once into empty sums gives the same totals, queues in first-job order.
+    fresh = JobSums(2)
+    fresh.put_all((uid, queue, amounts) for uid, (queue, amounts) in given.items())
+    jobs = [JobInfo.from_pod_group(build_pod_group(uid, queue=queue)) for uid, (queue, _) in given.items()]
+    assert fresh.totals(jobs) == sums.totals(jobs)
+    assert [name for name, _ in sums.totals(jobs)] == list(dict.fromkeys(job.queue for job in jobs))
