@@ -49,6 +49,7 @@ from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Status
 
 if TYPE_CHECKING:
+    from volcanolib.api.cluster import SnapshotDelta
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
@@ -65,6 +66,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: One node's cards as :meth:`DeviceSharePlugin.kept_state` shows them.
+_CardState = tuple[int, list[int], dict[int, int], dict[int, set[str]]]
 
 #: Node capacity: the memory of all GPU cards; pod limit: memory wanted on one card.
 GPU_MEMORY: Final = "volcano.sh/gpu-memory"
@@ -225,28 +229,53 @@ class DeviceSharePlugin:
         if not (self.gpu_sharing or self.gpu_number):
             return
         for node in ssn.node_list:
-            cards = GPUCards.of(node)
-            if cards is None:
-                continue
-            self.cards[node.name] = cards
-            unnamed: list[TaskInfo] = []
-            for task in node.tasks.values():
-                if in_statuses(task.status, COMPLETED_STATUSES) or not _holds_cards(task):
-                    continue
-                pod = task.pod
-                ids = _ids(pod.annotations.get(GPU_INDEX, "")) if pod is not None else None
-                if ids:
-                    self._hold(task, node.name, ids)
-                else:
-                    unnamed.append(task)
-            for task in unnamed:
-                self._give(task, node.name)
+            self._read(node)
 
     @hookimpl
-    def on_session_close(self, ssn: Session) -> None:
-        """Forget the session's cards."""
-        self.cards = {}
-        self.held = {}
+    def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
+        """Open as :meth:`on_session_open` would, reading again only the nodes the delta names.
+
+        The cards of every other node, and who holds them, are as the
+        previous session left them: neither the cache nor that session
+        changed the node since.
+        """
+        if not (self.gpu_sharing or self.gpu_number):
+            self.on_session_open(ssn)
+            return
+        for name in delta.nodes:
+            cards = self.cards.pop(name, None)
+            if cards is not None:
+                for holders in cards.holders.values():
+                    for uid in holders:
+                        self.held.pop(uid, None)
+        for name in delta.nodes:
+            node = ssn.nodes.get(name)
+            if node is not None:
+                self._read(node)
+
+    def _read(self, node: NodeInfo) -> None:
+        """Read one node's cards and the cards its pods hold (pods named by their annotation first)."""
+        cards = GPUCards.of(node)
+        if cards is None:
+            return
+        self.cards[node.name] = cards
+        unnamed: list[TaskInfo] = []
+        for task in node.tasks.values():
+            if in_statuses(task.status, COMPLETED_STATUSES) or not _holds_cards(task):
+                continue
+            pod = task.pod
+            ids = _ids(pod.annotations.get(GPU_INDEX, "")) if pod is not None else None
+            if ids:
+                self._hold(task, node.name, ids)
+            else:
+                unnamed.append(task)
+        for task in unnamed:
+            self._give(task, node.name)
+
+    def kept_state(self) -> tuple[dict[str, _CardState], dict[str, tuple[str, list[int], int]]]:
+        """What the plugin keeps: per node, its cards' memory, ids, memory used and holders; per pod, its cards."""
+        cards = {name: (c.memory, c.ids, c.used, c.holders) for name, c in self.cards.items()}
+        return cards, dict(self.held)
 
     def _asks(self, task: TaskInfo) -> bool:
         return (self.gpu_sharing and _request(task, GPU_MEMORY) > 0) or (

@@ -308,11 +308,79 @@ def test_resumed_capacity_with_a_job_in_a_parent_queue_equals_a_fresh_open() -> 
     assert capacity.queue_attrs["leaf"].allocated.milli_cpu == 1000
 
 
+#: CONF with deviceshare; ``{switch}`` is the argument that turns its per-card checks on.
+GPU_CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: deviceshare
+    arguments: {{{switch}: true}}
+"""
+GPU_SWITCHES = {"sharing": "deviceshare.GPUSharingEnable", "number": "deviceshare.GPUNumberEnable"}
+
+
+def apply_gpus(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
+    """:func:`apply`, with GPU cards on two nodes in three and GPUs asked by half the gangs (by name).
+
+    Some pods name their cards (``volcano.sh/gpu-index``), the others are given cards at open.
+    """
+    kind = event[0]
+    if kind == "node" and _hash(event[1]) % 3:
+        _, name, ((cpu, gi), pods), ready = event
+        cards = 2 + _hash(name) % 3
+        scalars = {"volcano.sh/gpu-memory": str(4000 * cards), "volcano.sh/gpu-number": str(cards)}
+        node = build_node(name, cpu=f"{cpu}m", memory=f"{gi}Gi", pods=pods, scalars=scalars)
+        node.ready = ready
+        if not ready:
+            node.not_ready_reason = "NotReady"
+        cache.add_node(node)
+    elif kind == "gang" and _hash(event[1]) % 2:
+        apply(cache, event)
+        asked = ("volcano.sh/gpu-memory", "1000") if _hash(event[1]) % 4 == 1 else ("volcano.sh/gpu-number", "1")
+        for i in range(event[3]):
+            task = gang_task(event, i, scalars=dict([asked]))
+            if i == 0 and _hash(event[1]) % 8 == 1:
+                task = gang_task(event, i, scalars=dict([asked]), annotations={"volcano.sh/gpu-index": "0"})
+            cache.add_task(task)
+    else:
+        apply(cache, event)
+
+
+@pytest.mark.parametrize("switch", GPU_SWITCHES)
+@pytest.mark.parametrize("seed", range(4))
+def test_resumed_deviceshare_equals_deviceshare_opened_afresh(seed: int, switch: str) -> None:
+    compared = [0]
+    held = [0]
+
+    def opened(scheduler: Scheduler, ssn: Session) -> None:
+        if ssn.delta is None:
+            return
+        plugin: Any = scheduler.host.plugins["deviceshare"]
+        fresh: Any = type(plugin)(plugin.arguments)
+        fresh.on_session_open(ssn)
+        assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: deviceshare resumed differs from a fresh open"
+        compared[0] += 1
+        held[0] += len(plugin.held)
+
+    conf = GPU_CONF.format(switch=GPU_SWITCHES[switch])
+    resumed = run(seed, 40, lambda ssn, previous: None, opened, apply_gpus, conf)
+    assert resumed > 20 and compared[0] == resumed
+    assert held[0] > 0  # pods held cards when the states were compared
+
+
 #: Configurations and feeds whose resumed sessions are checked against fresh ones.
 SETUPS: dict[str, tuple[str, Callable[[InMemoryCache, tuple[Any, ...]], None]]] = {
     "proportion": (CONF, apply_varied),
     "capacity": (CAPACITY_CONF.format(hierarchy="false"), apply_quotas),
     "capacity-tree": (CAPACITY_CONF.format(hierarchy="true"), apply_quotas),
+    "deviceshare": (GPU_CONF.format(switch=GPU_SWITCHES["sharing"]), apply_gpus),
 }
 
 
