@@ -334,10 +334,14 @@ class DeviceSharePlugin:
 
     @hookimpl
     def node_class_key(self, ssn: Session, task: TaskInfo) -> NodeClassKey:
-        """Nodes whose cards have the same memory left and the same idle cards answer alike."""
+        """Nodes whose cards have the same memory left and the same idle cards answer alike.
+
+        The key reads the node's own cards alone, so groupings are kept from
+        one session to the next (``durable``).
+        """
         if not self._asks(task):
             return _NO_GPU
-        return NodeClassKey("deviceshare:cards", self._signature, pointwise=True)
+        return NodeClassKey("deviceshare:cards", self._signature, pointwise=True, durable=True)
 
     def _signature(self, node: NodeInfo) -> Hashable:
         cards = self.cards.get(node.name)
@@ -348,4 +352,4 @@ def _no_key(node: NodeInfo) -> Hashable:
     return None
 
 
-_NO_GPU: Final = NodeClassKey("deviceshare:none", _no_key, pointwise=True)
+_NO_GPU: Final = NodeClassKey("deviceshare:none", _no_key, pointwise=True, durable=True)
