@@ -56,7 +56,8 @@ def _no_key(node: NodeInfo) -> Hashable:
     return None
 
 
-_UNSCORED: Final = NodeClassKey("network-topology-aware:none", _no_key, pointwise=True)
+#: Without an anchor the plugin neither filters nor scores: one class, kept across sessions.
+_UNSCORED: Final = NodeClassKey("network-topology-aware:none", _no_key, pointwise=True, durable=True)
 _BY_HYPER_NODE: Final = "network-topology-aware:hyper-node"
 
 

@@ -381,6 +381,7 @@ SETUPS: dict[str, tuple[str, Callable[[InMemoryCache, tuple[Any, ...]], None]]] 
     "capacity": (CAPACITY_CONF.format(hierarchy="false"), apply_quotas),
     "capacity-tree": (CAPACITY_CONF.format(hierarchy="true"), apply_quotas),
     "deviceshare": (GPU_CONF.format(switch=GPU_SWITCHES["sharing"]), apply_gpus),
+    "network-topology-aware": (CONF + "  - name: network-topology-aware\n", apply_varied),
 }
 
 
