@@ -243,8 +243,7 @@ class CapacityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot (flat or hierarchical) and compute shares."""
         self._sums = JobSums(4)
-        queues = ssn.queues
-        self._sums.put_all((job.uid, job.queue, _job_usage(job)) for job in ssn.jobs.values() if job.queue in queues)
+        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_usage)
         self._settle(ssn)
 
     @hookimpl
@@ -256,13 +255,7 @@ class CapacityPlugin:
         if delta.queues:
             self.on_session_open(ssn)
             return
-        jobs, queues, sums = ssn.jobs, ssn.queues, self._sums
-        for uid in delta.jobs:
-            job = jobs.get(uid)
-            if job is None or job.queue not in queues:
-                sums.put(uid, None, None)
-            else:
-                sums.put(uid, job.queue, _job_usage(job))
+        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_usage)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:
@@ -290,7 +283,7 @@ class CapacityPlugin:
         return ((job.queue, _job_usage(job)) for job in ssn.jobs.values())
 
     def kept_state(self) -> tuple[bool, list[tuple[str, Resource, Resource, Resource, Resource, Resource, Resource]]]:
-        """What a session's open leaves, as it stands: whether the tree is valid, each queue's sums and shares."""
+        """What a session's open leaves: whether the tree is valid; per queue, sums, deserved, real capability."""
         return self.ready, [
             (name, attr.allocated, attr.request, attr.inqueue, attr.elastic, attr.deserved, attr.real_capability)
             for name, attr in self.queue_attrs.items()

@@ -15,7 +15,7 @@ is computed afresh, as without a carry.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
 
 from volcanolib.api.resource import Resource
@@ -212,7 +212,7 @@ class JobSums:
         self.queue_of[uid] = queue
 
     def put_all(self, jobs: Iterable[tuple[str, str, Sequence[Resource | None]]]) -> None:
-        """:meth:`put` each ``(uid, queue, amounts)`` in order (into sums holding no job yet, a queue's in one go)."""
+        """:meth:`put` each ``(uid, queue, amounts)`` in order, each job once (into empty sums, a queue's in one go)."""
         if self.queue_of:
             for uid, queue, amounts in jobs:
                 self.put(uid, queue, amounts)
@@ -231,12 +231,36 @@ class JobSums:
             for sums, puts in zip(self._sums_of(queue), lists, strict=True):
                 sums.put_all(puts)
 
+    def put_jobs(
+        self,
+        jobs: Iterable[JobInfo],
+        queues: Container[str],
+        amounts_of: Callable[[JobInfo], Sequence[Resource | None]],
+    ) -> None:
+        """:meth:`put_all` every job whose queue is in ``queues``, with ``amounts_of(job)``, in order."""
+        self.put_all((job.uid, job.queue, amounts_of(job)) for job in jobs if job.queue in queues)
+
+    def update_jobs(
+        self,
+        uids: Iterable[str],
+        jobs: Mapping[str, JobInfo],
+        queues: Container[str],
+        amounts_of: Callable[[JobInfo], Sequence[Resource | None]],
+    ) -> None:
+        """Put the named jobs again: each with ``amounts_of(job)``, or dropped when gone from ``jobs`` or its queue."""
+        for uid in uids:
+            job = jobs.get(uid)
+            if job is None or job.queue not in queues:
+                self.put(uid, None, None)
+            else:
+                self.put(uid, job.queue, amounts_of(job))
+
     def totals(self, jobs: Iterable[JobInfo]) -> list[tuple[str, tuple[Resource, ...]]]:
         """Each queue holding a job, with its sums' totals, in the order of the queues' first job in ``jobs``.
 
         The totals are the sums' own objects: add them, do not change them.
         """
-        wanted = {name for name, sums in self.queues.items() if sums[0].parts}
+        wanted = {name for name, sums in self.queues.items() if any(part.parts for part in sums)}
         found: list[tuple[str, tuple[Resource, ...]]] = []
         seen: set[str] = set()
         for job in jobs:

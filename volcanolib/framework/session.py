@@ -752,23 +752,13 @@ class Session:
         jobs, queues = self.jobs, self.queues
         delta = self.delta
         sums = carry.job_sums if delta is not None and not delta.queues else None
-        changed: Iterable[str]
         carry.job_sums = None  # until this close is done: a failure half-way leaves nothing to trust
         if sums is None or delta is None:
             # Every job, into new sums: what putting them one by one gives, each queue's parts put at once.
             sums = JobSums()
-            sums.put_all(
-                (uid, each.queue, (_allocated_part(each),)) for uid, each in jobs.items() if each.queue in queues
-            )
-            changed = ()
+            sums.put_jobs(jobs.values(), queues, _allocated_parts)
         else:
-            changed = delta.jobs | self._touched_jobs
-        for uid in changed:
-            job = jobs.get(uid)
-            if job is None or job.queue not in queues:
-                sums.put(uid, None, None)
-                continue
-            sums.put(uid, job.queue, (_allocated_part(job),))
+            sums.update_jobs(delta.jobs | self._touched_jobs, jobs, queues, _allocated_parts)
         carry.job_sums = sums
         if not sums.exact:
             return None
@@ -1179,15 +1169,18 @@ def _stands_for_tasks(total: Resource) -> bool:
     )
 
 
-def _allocated_part(job: JobInfo) -> Resource:
-    """The requests of a job's allocated tasks, added up: a copy of its kept total where that is the same sum."""
+def _allocated_parts(job: JobInfo) -> tuple[Resource]:
+    """A job's part of its queue's :class:`JobSums`: the requests of its allocated tasks, added up.
+
+    The amount is a copy of the job's kept total where that is the same sum.
+    """
     total = job.allocated
     if _stands_for_tasks(total):
-        return total.clone()
+        return (total.clone(),)
     amount = Resource()
     for task in job.tasks_in(ALLOCATED_STATUSES):
         amount.add(task.resreq)
-    return amount
+    return (amount,)
 
 
 def _chain(queues: Mapping[str, QueueInfo], totals: Mapping[str, Resource], leaf: str) -> tuple[Resource, ...]:

@@ -169,8 +169,7 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
         self._sums = JobSums(4)
-        queues = ssn.queues
-        self._sums.put_all((job.uid, job.queue, _job_parts(job)) for job in ssn.jobs.values() if job.queue in queues)
+        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_parts)
         self._settle(ssn)
 
     @hookimpl
@@ -182,13 +181,7 @@ class ProportionPlugin:
         if delta.queues:
             self.on_session_open(ssn)
             return
-        jobs, queues, sums = ssn.jobs, ssn.queues, self._sums
-        for uid in delta.jobs:
-            job = jobs.get(uid)
-            if job is None or job.queue not in queues:
-                sums.put(uid, None, None)
-            else:
-                sums.put(uid, job.queue, _job_parts(job))
+        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_parts)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:
