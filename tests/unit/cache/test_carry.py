@@ -209,20 +209,7 @@ def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
 
 
 #: CONF with capacity in place of proportion; ``{hierarchy}`` switches its queue tree on.
-CAPACITY_CONF = """
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: capacity
-    enableHierarchy: {hierarchy}
-  - name: nodeorder
-"""
+CAPACITY_CONF = CONF.replace("  - name: proportion\n", "  - name: capacity\n    enableHierarchy: {hierarchy}\n")
 
 
 def apply_quotas(cache: InMemoryCache, event: tuple[Any, ...]) -> None:
@@ -309,20 +296,7 @@ def test_resumed_capacity_with_a_job_in_a_parent_queue_equals_a_fresh_open() -> 
 
 
 #: CONF with deviceshare; ``{switch}`` is the argument that turns its per-card checks on.
-GPU_CONF = """
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: deviceshare
-    arguments: {{{switch}: true}}
-"""
+GPU_CONF = CONF + "  - name: deviceshare\n    arguments: {{{switch}: true}}\n"
 GPU_SWITCHES = {"sharing": "deviceshare.GPUSharingEnable", "number": "deviceshare.GPUNumberEnable"}
 
 
