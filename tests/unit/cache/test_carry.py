@@ -179,6 +179,15 @@ def test_kept_node_classes_equal_a_fresh_grouping(seed: int) -> None:
 RESUMING = ("overcommit", "drf", "predicates", "proportion", "nodeorder")
 
 
+def opened_afresh(scheduler: Scheduler, ssn: Session, name: str, seed: int) -> Any:
+    """Plugin ``name`` opened afresh on ``ssn``, once the scheduler's resumed instance was checked to equal it."""
+    plugin: Any = scheduler.host.plugins[name]
+    fresh: Any = type(plugin)(plugin.arguments)
+    fresh.on_session_open(ssn)
+    assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: {name} resumed differs from a fresh open"
+    return fresh
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
     compared: dict[str, int] = dict.fromkeys(RESUMING, 0)
@@ -192,9 +201,7 @@ def test_resumed_plugins_equal_plugins_opened_afresh(seed: int) -> None:
         for name, plugin in scheduler.host.plugins.items():
             if not hasattr(plugin, "on_session_resume"):
                 continue
-            fresh: Any = type(plugin)(plugin.arguments)
-            fresh.on_session_open(ssn)
-            assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: {name} resumed differs from a fresh open"
+            fresh = opened_afresh(scheduler, ssn, name, seed)
             compared[name] += 1
             if name == "predicates":
                 # The stable checks' verdicts kept from earlier sessions equal those computed afresh.
@@ -245,9 +252,7 @@ def test_resumed_capacity_equals_capacity_opened_afresh(seed: int, hierarchy: bo
         if ssn.delta is None:
             return
         plugin: Any = scheduler.host.plugins["capacity"]
-        fresh: Any = type(plugin)(plugin.arguments)
-        fresh.on_session_open(ssn)
-        assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: capacity resumed differs from a fresh open"
+        fresh = opened_afresh(scheduler, ssn, "capacity", seed)
         assert [a.share for a in plugin.queue_attrs.values()] == [a.share for a in fresh.queue_attrs.values()]
         ready.add(plugin.ready)
         compared[0] += 1
@@ -273,11 +278,8 @@ def test_resumed_capacity_with_a_job_in_a_parent_queue_equals_a_fresh_open() -> 
     states: list[Any] = []
 
     def opened(ssn: Session) -> None:
-        plugin: Any = scheduler.host.plugins["capacity"]
-        fresh: Any = type(plugin)(plugin.arguments)
-        fresh.on_session_open(ssn)
-        assert plugin.kept_state() == fresh.kept_state()
-        states.append((ssn.delta is not None, plugin.ready))
+        opened_afresh(scheduler, ssn, "capacity", 0)
+        states.append((ssn.delta is not None, scheduler.host.plugins["capacity"].ready))  # type: ignore[attr-defined]
 
     scheduler.run_once(before_actions=opened)
     scheduler.run_once(before_actions=opened)
@@ -336,12 +338,9 @@ def test_resumed_deviceshare_equals_deviceshare_opened_afresh(seed: int, switch:
     def opened(scheduler: Scheduler, ssn: Session) -> None:
         if ssn.delta is None:
             return
-        plugin: Any = scheduler.host.plugins["deviceshare"]
-        fresh: Any = type(plugin)(plugin.arguments)
-        fresh.on_session_open(ssn)
-        assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: deviceshare resumed differs from a fresh open"
+        opened_afresh(scheduler, ssn, "deviceshare", seed)
         compared[0] += 1
-        held[0] += len(plugin.held)
+        held[0] += len(scheduler.host.plugins["deviceshare"].held)  # type: ignore[attr-defined]
 
     conf = GPU_CONF.format(switch=GPU_SWITCHES[switch])
     resumed = run(seed, 40, lambda ssn, previous: None, opened, apply_gpus, conf)
