@@ -217,8 +217,10 @@ class CapacityPlugin:
     Hooks: ``queue_order``, ``victim_queue_order`` (hierarchical),
     ``allocatable``, ``job_enqueueable`` (which also reserves the admitted
     job's minimum), ``preemptive``, ``reclaimable``, ``unified_evictable`` and the allocate /
-    deallocate events. After :meth:`on_session_open`, :attr:`queue_attrs`
-    holds the queues' state and :meth:`queue_view` describes one.
+    deallocate events. After :meth:`on_session_open` (or
+    :meth:`on_session_resume`, which sums again only the jobs that
+    changed), :attr:`queue_attrs` holds the queues' state and
+    :meth:`queue_view` describes one.
     """
 
     name: ClassVar[str] = "capacity"
