@@ -53,6 +53,7 @@ from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
 from volcanolib.framework.status import Code, Event, Status, Vote
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
@@ -114,6 +115,7 @@ __all__ = [
     "Taint",
     "TaskInfo",
     "TaskStatus",
+    "Traits",
     "VictimOrder",
     "VolcanolibError",
     "Vote",

@@ -24,6 +24,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, is_file
 from volcanolib.framework.dispatch import compile_tables
 from volcanolib.framework.registry import PluginHost, Registry, located, one_line
 from volcanolib.framework.session import Session
+from volcanolib.framework.traits import SETTLED_JOBS, log_fast_paths_off
 
 __all__ = ["CycleResult", "Scheduler"]
 
@@ -176,8 +177,10 @@ class Scheduler:
         self.config = config
         self.host = host
         self.tables = tables
+        #: The fast paths the configuration's plugins switch off, each with the plugins that do (logged once).
+        self.fast_paths_off = log_fast_paths_off(config.source, host.plugins, tables)
         # New plugins start with nothing kept.
-        self._carry = Carry()
+        self._carry = Carry(quiet_jobs=SETTLED_JOBS not in self.fast_paths_off)
 
     def _mtime(self) -> float | None:
         try:

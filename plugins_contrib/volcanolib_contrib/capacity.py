@@ -49,6 +49,7 @@ from volcanolib.framework.arguments import argument
 from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib_contrib._resources import (
     greater_partly_with_relevant_dimensions,
@@ -225,6 +226,8 @@ class CapacityPlugin:
 
     name: ClassVar[str] = "capacity"
     Arguments: ClassVar[type[CapacityArguments]] = CapacityArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: CapacityArguments) -> None:
         self.arguments = arguments

@@ -32,6 +32,7 @@ from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -75,6 +76,8 @@ class NetworkTopologyAwarePlugin:
 
     name: ClassVar[str] = "network-topology-aware"
     Arguments: ClassVar[type[NetworkTopologyAwareArguments]] = NetworkTopologyAwareArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NetworkTopologyAwareArguments) -> None:
         self.arguments = arguments

@@ -59,6 +59,7 @@ from volcanolib.api.task import TaskStatus
 from volcanolib.framework.arguments import argument, argument_specs
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 from volcanolib_contrib import _k8s
 from volcanolib_contrib._nodepods import (
     DEFAULT_MEMORY_REQUEST,
@@ -154,6 +155,8 @@ class NodeOrderPlugin:
 
     name: ClassVar[str] = "nodeorder"
     Arguments: ClassVar[type[NodeOrderArguments]] = NodeOrderArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NodeOrderArguments) -> None:
         self.arguments = arguments

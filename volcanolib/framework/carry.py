@@ -10,7 +10,8 @@ follows): then plugins implementing ``on_session_resume`` update their kept
 state from the delta, and durable node classes are regrouped for the changed
 nodes only. In every other case (the first session, a session that failed
 to open, a snapshot copied in full, another session in between) everything
-is computed afresh, as without a carry.
+is computed afresh, as without a carry. The incremental contract
+(``docs/incremental.md``) states what this asks of plugins.
 """
 
 from __future__ import annotations
@@ -285,9 +286,12 @@ class Carry:
     .. versionadded:: 0.2
     """
 
-    __slots__ = ("allocatable", "closed", "failed", "job_sums", "node_classes", "settled")
+    __slots__ = ("allocatable", "closed", "failed", "job_sums", "node_classes", "quiet_jobs", "settled")
 
-    def __init__(self) -> None:
+    def __init__(self, *, quiet_jobs: bool = True) -> None:
+        #: Whether sessions may leave settled and unchanged jobs alone: every plugin of the configuration
+        #: declares that it writes job status only through the session (see docs/incremental.md).
+        self.quiet_jobs = quiet_jobs
         #: The report of the last session that closed, while no session has opened since; else ``None``.
         self.closed: SnapshotChanges | None = None
         #: The plugins that recorded a failure in that session (they open afresh in the next one).

@@ -140,10 +140,14 @@ def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
     plugins' ``on_session_open``, only when all of these hold: the plugin
     also implements ``on_session_open``; the previous session of the same
     scheduler and configuration closed; the cache built this snapshot from
-    that session's (``delta.since``), changing at most half its nodes; and
-    the plugin recorded no failure in that session. In every other case its ``on_session_open`` is called, so
-    a plugin must give the same state either way; a plugin that does not
-    implement this hook is always opened afresh.
+    that session's (``delta.since``), without changing both more than half
+    its nodes and more than half its jobs; and the plugin recorded no
+    failure in that session. In every other case its ``on_session_open`` is
+    called, so a plugin must give the same state either way; a plugin that
+    does not implement this hook is always opened afresh. What binds a
+    resuming plugin, and what checks it, is in the incremental contract
+    (``docs/incremental.md``); a plugin may offer ``kept_state()`` for
+    verify mode to compare.
 
     What the plugin kept is as the previous session left it, after its last
     ``on_allocate`` and ``on_deallocate``. Every node and job of ``ssn``
@@ -172,9 +176,11 @@ def on_session_close(ssn: Session) -> None:
 
     Called in tier order, before job statuses are written back. Gang writes
     its PodGroup conditions here. A session that follows another writes
-    back only the jobs of ``ssn.unsettled_jobs()``: set conditions with
-    ``ssn.update_pod_group_condition``, or call ``ssn.unsettle(job)`` before
-    changing a job another way.
+    back only the jobs of ``ssn.unsettled_jobs()``, and only when every
+    plugin declares ``Traits(status_through_session=True)``: such a plugin
+    sets conditions with ``ssn.update_pod_group_condition``, or calls
+    ``ssn.unsettle(job)`` before changing a job another way (see the
+    incremental contract, ``docs/incremental.md``).
 
     :param ssn: the session.
     :returns: nothing.
@@ -427,7 +433,7 @@ def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
     every plugin's key) and gives the answer to the whole class; the chosen
     node is the one the per-node path would choose, tie-break included.
     :class:`~volcanolib.framework.nodeclass.NodeClassKey` states what a
-    plugin promises by answering.
+    plugin promises by answering (and ``docs/incremental.md`` what checks it).
 
     :returns: the plugin's key for this task; no opinion is ``None``, and
         then (as when a plugin that checks or scores nodes does not

@@ -44,6 +44,7 @@ from volcanolib.framework.nodeclass import NodeClasses, NodeClassKey, NodeClassP
 from volcanolib.framework.placement import Placement
 from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
+from volcanolib.framework.traits import traits_of
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache
@@ -355,9 +356,13 @@ class Session:
         return compare, functools.cmp_to_key(compare)
 
     def _keys_are_local(self, hook: str) -> bool:
-        """Whether every plugin giving ``hook`` (``job_order_key``, ``task_order_key``) says its key is local."""
+        """Whether every plugin giving ``hook`` (``job_order_key``, ``task_order_key``) declares its key local.
+
+        See :class:`~volcanolib.framework.traits.Traits` (``local_job_keys``, ``local_task_keys``).
+        """
         names = {entry.plugin for tier in self._tables.get(hook, ()) for entry in tier}
-        return all(getattr(self.plugins.get(name), f"{hook}_is_local", False) is True for name in names)
+        trait = "local_job_keys" if hook == "job_order_key" else "local_task_keys"
+        return all(getattr(traits_of(self.plugins.get(name)), trait) for name in names)
 
     @staticmethod
     def _remembered(key: Callable[[Any], Any], memo: dict[str, Any]) -> Callable[[Any], Any]:
@@ -546,7 +551,7 @@ class Session:
         unsettled = self._unsettled = (
             [job for uid, job in jobs.items() if uid not in settled] if settled else list(jobs.values())
         )
-        follows = delta is not None
+        follows = delta is not None and self._quiet
         for job in unsettled:
             baseline[job.uid] = _status_signature(job.pod_group)
             if follows:
@@ -600,7 +605,7 @@ class Session:
         if carry is not None and self._prepared:
             failed = frozenset(err.plugin or "" for err in self.plugin_errors)
             placement = self._placement
-            if changes is not None and _QUIET_JOBS:
+            if changes is not None and self._quiet:
                 settled = self._settled
                 settled -= self._woken
                 settled.update(job.uid for job in candidates if _settles(job))
@@ -627,6 +632,12 @@ class Session:
             attributes.pop(name, None)
         self._placement = None
 
+    @property
+    def _quiet(self) -> bool:
+        """Whether settled and unchanged jobs may be left alone: every plugin declares ``status_through_session``."""
+        carry = self._carry
+        return _QUIET_JOBS and carry is not None and carry.quiet_jobs
+
     def unsettled_jobs(self) -> list[JobInfo]:
         """The jobs that may still need an action or a status write in this session, in :attr:`jobs` order.
 
@@ -639,7 +650,9 @@ class Session:
         task changes status in this session (an eviction, say), or whose
         condition a plugin sets with :meth:`update_pod_group_condition`, is
         in the list again from then on; a plugin changing a job in some other
-        way calls :meth:`unsettle` first.
+        way calls :meth:`unsettle` first. Settled jobs are left out only when
+        every plugin declares ``Traits(status_through_session=True)``; see
+        the incremental contract (``docs/incremental.md``).
 
         .. versionadded:: 0.2
         """
@@ -679,7 +692,7 @@ class Session:
         cache holds, so computing it again would change nothing.
         """
         delta = self.delta
-        if delta is None or not _QUIET_JOBS:
+        if delta is None or not self._quiet:
             return candidates
         named, touched, marks = delta.jobs, self._touched_jobs, self._marks
         out = []
@@ -860,7 +873,11 @@ class Session:
             self.record_plugin_error(err, job)
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
-        """Set a PodGroup condition, replacing one of the same type."""
+        """Set a PodGroup condition, replacing one of the same type; a settled job is unsettled first.
+
+        The way a plugin declaring ``status_through_session`` sets conditions
+        (see the incremental contract, ``docs/incremental.md``).
+        """
         if job.uid in self._settled:
             self.unsettle(job)
         condition.transition_id = self.uid

@@ -53,6 +53,7 @@ from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -150,6 +151,8 @@ class ProportionPlugin:
 
     name: ClassVar[str] = "proportion"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
