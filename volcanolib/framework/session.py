@@ -34,7 +34,7 @@ from volcanolib.api.task import (
     TaskStatus,
 )
 from volcanolib.errors import PluginError
-from volcanolib.framework import combine
+from volcanolib.framework import combine, verify
 from volcanolib.framework.carry import Carry, JobSums, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
@@ -230,6 +230,7 @@ class Session:
         uid: str | None = None,
         clock: Callable[[], float] = time.time,
         carry: Carry | None = None,
+        verify: Callable[[str], Any] | None = None,
     ) -> None:
         self.uid = uid or str(uuid.uuid4())
         self.cache = cache
@@ -285,6 +286,12 @@ class Session:
         self._kept_classes: NodeClasses | None = None
         # Whether every plugin prepared (only then may the next session trust what they keep).
         self._prepared = False
+        #: The plugins that resumed (``on_session_resume``) rather than opened afresh, in tier order.
+        self.resumed: tuple[str, ...] = ()
+        # Verify mode (docs/incremental.md): builds a plugin afresh by name; every job's status as loaded.
+        self._verify = verify
+        self._loaded_status: dict[str, tuple[object, ...]] = {}
+        self._detached = False
         self._compile()
 
     # ------------------------------------------------------------------ configuration
@@ -503,6 +510,8 @@ class Session:
             else:
                 self._open_or_resume(self.delta)
             self._prepared = True
+            if self._verify is not None and self.resumed:
+                verify.check_resumed(self, dict(self.plugins), self._verify, self.resumed)
         finally:
             # A key taken while plugins were still preparing may be out of date.
             if self._job_keys:
@@ -522,6 +531,7 @@ class Session:
             tuple((plugin, functools.partial(resume[plugin], delta) if plugin in resume else fn) for plugin, fn in tier)
             for tier in self._table("on_session_open")
         )
+        self.resumed = tuple(plugin for tier in table for plugin, _ in tier if plugin in resume)
         combine.call_all(table)()
 
     def load(self, snapshot: ClusterInfo) -> None:
@@ -556,6 +566,8 @@ class Session:
             baseline[job.uid] = _status_signature(job.pod_group)
             if follows:
                 marks[job.uid] = _job_mark(job)
+        if self._verify is not None:
+            self._loaded_status = {uid: verify.status_of(job) for uid, job in jobs.items()}
 
     def _total_allocatable(self) -> Resource:
         """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
@@ -587,16 +599,26 @@ class Session:
         reports there the nodes (:attr:`node_log`) and jobs whose state it
         changed, so that the cache's next snapshot can reuse the rest.
         """
-        try:
-            self._on_close()
-        except PluginError as err:
-            self.record_plugin_error(err)
+        checking = self._verify is not None
+        if checking:
+            verify.close_plugins(self, self._table("on_session_close"))
+        else:
+            try:
+                self._on_close()
+            except PluginError as err:
+                self.record_plugin_error(err)
         candidates = self.unsettled_jobs()
+        written = set()
         for job in self._jobs_to_write(candidates):
             changed = self._update_job_status(job)
             self.cache.update_job_status(job, changed)
+            if checking:
+                written.add(job.uid)
         for queue in self._queue_status():
             self.cache.update_queue_status(queue)
+        if checking:
+            verify.check_close(self, self._loaded_status, written)
+            verify.check_node_classes(self)
         changes = self._changes
         if changes is not None:
             # Tell the cache what this session changed, so its next snapshot re-copies only that.
@@ -614,23 +636,32 @@ class Session:
                 carry.settled = set()
             carry.hand_over(changes, failed, placement.node_classes() if placement is not None else None)
 
-    def release(self) -> None:
-        """Drop what ties the session to itself (its combined answers and placement), once it is closed.
+    def detach_plugins(self) -> None:
+        """Detach a closed session from its plugins: no hook can be called through it any more.
 
         The session's state (jobs, nodes, queues, what it decided) stays
-        readable, but no plugin hook may be called through it afterwards.
-        Nothing then keeps it alive but references from outside, so it is
-        freed as soon as those go, without the cyclic garbage collector: a
-        long replay releases each session it is done with.
+        readable; every combined hook answer (``ssn.predicate``,
+        ``ssn.compare_jobs``, ``ssn.job_ready`` ...) raises ``RuntimeError``
+        from now on, and so does anything that would call a plugin.
+        Nothing then keeps the session alive but references from outside, so
+        it is freed as soon as those go, without the cyclic garbage
+        collector: a long replay detaches each session it is done with.
 
         .. versionadded:: 0.2
         """
         attributes = self.__dict__
-        for name in _COMPILED:
-            attributes.pop(name, None)
-        for name in _BUILT:
-            attributes.pop(name, None)
+        for name in (*_COMPILED, *_BUILT):
+            value = attributes.get(name, _MISSING)
+            if name in _COMPILED_DATA:
+                attributes[name] = _COMPILED_DATA[name]()
+            elif value is not None or name not in _COMPILED:
+                attributes[name] = functools.partial(_detached, self.uid, name)
+        self._tables = {}
         self._placement = None
+        self._detached = True
+
+    #: The former name of :meth:`detach_plugins`, kept for one release.
+    release = detach_plugins
 
     @property
     def _quiet(self) -> bool:
@@ -663,6 +694,16 @@ class Session:
             return list(self._unsettled)
         settled = self._settled
         return [job for uid, job in self.jobs.items() if uid not in settled or uid in woken]
+
+    def settled_jobs(self) -> list[JobInfo]:
+        """The jobs left out of :meth:`unsettled_jobs`: settled in the previous session, not changed since.
+
+        .. versionadded:: 0.2
+        """
+        settled, woken = self._settled, self._woken
+        if not settled:
+            return []
+        return [job for uid, job in self.jobs.items() if uid in settled and uid not in woken]
 
     def unsettle(self, job: JobInfo) -> None:
         """Count a job among :meth:`unsettled_jobs` from now on, so that close writes its status if it changed.
@@ -1077,6 +1118,8 @@ class Session:
         """Where tasks may go in this session: feasible nodes, the best node, and why not."""
         placement = self._placement
         if placement is None or placement.nodes is not self.node_list:
+            if self._detached:
+                _detached(self.uid, "placement")
             # The previous session's node classes serve the first placement only (it sees the snapshot's nodes).
             kept, self._kept_classes = self._kept_classes, None
             delta = self.delta
@@ -1159,6 +1202,22 @@ _COMPILED: Final = (
     "_class_keys",
     "_plans",
 )
+#: Of :data:`_COMPILED`, the attributes holding data rather than functions, with what a detached session holds.
+_COMPILED_DATA: Final[dict[str, Callable[[], object]]] = {
+    "_job_keys": lambda: None,
+    "_task_keys": lambda: None,
+    "_predicate_entries": tuple,
+    "_score_entries": tuple,
+    "_class_entries": lambda: None,
+    "_plans": dict,
+}
+
+
+def _detached(uid: str, name: str, *args: object) -> Any:
+    """What every hook answer of a detached session does (see :meth:`Session.detach_plugins`)."""
+    raise RuntimeError(f"session {uid} is detached from its plugins: {name.lstrip('_')!r} can no longer be called")
+
+
 for _name, _hook in _BUILT.items():
     setattr(Session, _name, _Built(_hook, _name, combine.BUILDERS[SPECS[_hook].rule]))
 

@@ -54,6 +54,9 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--every-period", action="store_true", help="run every session, even those that cannot change anything"
     )
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
+    p.add_argument(
+        "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
+    )
     p.add_argument("--json", metavar="FILE", help="write the summary, jobs, pods and series as JSON (- for stdout)")
     p.add_argument("--plot", metavar="FILE", help="draw the replay (.png, .svg or .html; needs the plot extra)")
 
@@ -106,6 +109,7 @@ def _options(args: argparse.Namespace, workload: Any) -> Any:
         until=args.until,
         every_period=args.every_period,
         seed=args.seed,
+        verify=args.verify,
     )
 
 

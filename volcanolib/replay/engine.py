@@ -121,6 +121,7 @@ class ReplayOptions:
         finished or nothing can change any more).
     :param every_period: run every session, even those that cannot change anything.
     :param seed: seeds the scheduler's tie-breaks.
+    :param verify: run the scheduler in verify mode (``docs/incremental.md``): slower, same decisions.
     """
 
     period: float = 1.0
@@ -129,6 +130,7 @@ class ReplayOptions:
     until: float | None = None
     every_period: bool = False
     seed: int = 0
+    verify: bool = False
 
     @classmethod
     def for_workload(
@@ -141,6 +143,7 @@ class ReplayOptions:
         until: float | None = None,
         every_period: bool = False,
         seed: int = 0,
+        verify: bool = False,
     ) -> ReplayOptions:
         """Options from the workload's ``replay:`` settings, each overridden by the argument given."""
         settings = workload.settings
@@ -155,6 +158,7 @@ class ReplayOptions:
             until=pick(until, settings.until, None),
             every_period=every_period,
             seed=seed,
+            verify=verify,
         )
 
 
@@ -258,7 +262,7 @@ class _Replay:
         self.statuses = _Statuses()
         self.cache = InMemoryCache(status_updater=self.statuses, max_events=0)
         self.now = 0.0
-        self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock)
+        self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock, verify=options.verify)
         self.skip = not options.every_period and _clock_free(self.scheduler.config)
         #: Whether pending pods that fit no node's future idle can be left waiting without a session.
         self.fit_bound = set(self.scheduler.config.actions) <= FIT_BOUND_ACTIONS
@@ -730,7 +734,7 @@ class _Replay:
         t0 = time.perf_counter()
         result = self.scheduler.run_once(seed=seed)
         if result.session is not None:
-            result.session.release()  # freed by reference counting once the next session replaces it
+            result.session.detach_plugins()  # freed by reference counting once the next session replaces it
         self.timings["sessions"] += time.perf_counter() - t0
         self.timings["snapshots"] += result.timings.get("snapshot", 0.0)
         changed = bool(result.binds or result.evictions or result.failed_binds or statuses.groups)

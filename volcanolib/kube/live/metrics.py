@@ -88,6 +88,12 @@ class SchedulerMetrics:
         self.relists = c("volcanolib_watch_relists", "Kinds listed again after a 410 Gone", ["kind"], registry=reg)
         self.ready = g("volcanolib_cache_ready", "1 once every kind has been listed", registry=reg)
         self.leader = g("volcanolib_leader", "1 while this replica schedules", registry=reg)
+        self.resumed = c(
+            "volcanolib_plugin_resumes",
+            "Cycles in which a plugin resumed its kept state rather than opening afresh",
+            ["plugin"],
+            registry=reg,
+        )
         self._unschedulable: set[str] = set()
 
     def observe_cycle(self, result: CycleResult) -> None:
@@ -103,6 +109,8 @@ class SchedulerMetrics:
         if result.evictions:
             self.victims.set(len(result.evictions))
         self.bind_failures.inc(len(result.failed_binds))  # refused by the cache; the API's come by observe_failure
+        for plugin in result.resumed:
+            self.resumed.labels(plugin).inc()
         session = result.session
         if session is None:
             return

@@ -86,6 +86,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
     )
+    serve.add_argument(
+        "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
+    )
     parser: argparse.ArgumentParser = serve
     return parser
 
@@ -102,6 +105,7 @@ class Server:
     :param leader_elect: schedule only while holding the Lease.
     :param lock_namespace: the Lease's namespace.
     :param lease: ``(lease_duration, renew_deadline, retry_period)`` in seconds.
+    :param verify: run the scheduler in verify mode (``docs/incremental.md``).
     :param cache_options: more keyword arguments for :class:`KubernetesCache`.
     """
 
@@ -117,6 +121,7 @@ class Server:
         lock_namespace: str = "volcano-system",
         lease: tuple[float, float, float] = (15.0, 10.0, 2.0),
         identity: str | None = None,
+        verify: bool = False,
         **cache_options: Any,
     ) -> None:
         from volcanolib.kube.live.cache import KubernetesCache
@@ -151,7 +156,7 @@ class Server:
             on_failure=self.metrics.observe_failure,
             **cache_options,
         )
-        self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period, verify=verify)
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
@@ -225,6 +230,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         metrics_address=args.metrics_address,
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
+        verify=args.verify,
     )
     stop = threading.Event()
 
