@@ -227,6 +227,7 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
 def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from volcanolib.errors import PluginConfigError
     from volcanolib.framework.registry import Registry, check_plugin_class, hooks_of, one_line
+    from volcanolib.framework.traits import trait_names
 
     registry = Registry()
     plugins: list[dict[str, Any]] = []
@@ -236,9 +237,11 @@ def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             cls = provider.load()
         except Exception as exc:  # a broken plugin is listed, not fatal
             row["hooks"] = []
+            row["traits"] = []
             row["error"] = f"cannot load: {one_line(exc)}"
         else:
             row["hooks"] = hooks_of(cls)
+            row["traits"] = trait_names(cls, row["hooks"])
             try:
                 check_plugin_class(name, cls)
             except PluginConfigError as exc:  # it loads, but no configuration naming it would

@@ -35,15 +35,17 @@ could act on skip sessions too: with only the actions of
 node's future idle resources, so while no pending pod fits any node (and no
 PodGroup waits for admission, and no job still in the cluster changed since
 the last session), the sessions after pods finish elsewhere are skipped.
-Plugins the engine does not know to ignore
-the clock (for instance one admitting jobs that waited long enough) have
-every session run.
+Skipping needs every plugin and action to declare that it reads no clock
+(``Traits(clock_free=True)``, see ``docs/incremental.md``); with one that
+does not (for instance one admitting jobs that waited long enough), every
+session runs, and the replay logs once which plugins or actions keep it off.
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -69,6 +71,7 @@ from volcanolib.controllers.job import (
 )
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config
+from volcanolib.framework.traits import traits_of
 from volcanolib.kube import _fields as f
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import PodReader
@@ -77,25 +80,10 @@ from volcanolib.replay.inputs import PodTiming, TimedJob, Workload, pod_timing
 from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayRecord, Sample
 from volcanolib.scheduler import Scheduler
 
-__all__ = ["CLOCK_FREE_PLUGINS", "ReplayOptions", "run_replay"]
+__all__ = ["ReplayOptions", "run_replay"]
 
-#: Plugins whose decisions do not depend on the session clock (so unchanged sessions may be skipped).
-CLOCK_FREE_PLUGINS: Final = frozenset(
-    {
-        "binpack",
-        "capacity",
-        "conformance",
-        "drf",
-        "gang",
-        "nodeorder",
-        "overcommit",
-        "predicates",
-        "priority",
-        "proportion",
-    }
-)
-#: Actions whose decisions do not depend on the session clock.
-CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
+log = logging.getLogger(__name__)
+
 #: Actions that place a task only on a node whose future idle resources fit its request.
 FIT_BOUND_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue"})
 #: Job phases in which a Volcano Job is finished.
@@ -250,9 +238,14 @@ class _Statuses:
         """Queue status plays no part in a replay."""
 
 
-def _clock_free(config: SchedulerConfig) -> bool:
-    plugins = {option.name for option in config.plugin_options()}
-    return plugins <= CLOCK_FREE_PLUGINS and set(config.actions) <= CLOCK_FREE_ACTIONS
+def _clock_free(scheduler: Scheduler) -> bool:
+    """Whether every plugin and action of the scheduler declares ``clock_free``; logs the others once."""
+    host = scheduler.host
+    reading = [f"plugin {name!r}" for name, plugin in host.plugins.items() if not traits_of(plugin).clock_free]
+    reading += [f"action {action.name!r}" for action in host.actions if not traits_of(action).clock_free]
+    if reading:
+        log.info("every session runs: %s may read the clock (not declared clock_free)", ", ".join(reading))
+    return not reading
 
 
 class _Replay:
@@ -263,7 +256,7 @@ class _Replay:
         self.cache = InMemoryCache(status_updater=self.statuses, max_events=0)
         self.now = 0.0
         self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock, verify=options.verify)
-        self.skip = not options.every_period and _clock_free(self.scheduler.config)
+        self.skip = not options.every_period and _clock_free(self.scheduler)
         #: Whether pending pods that fit no node's future idle can be left waiting without a session.
         self.fit_bound = set(self.scheduler.config.actions) <= FIT_BOUND_ACTIONS
         #: Pending pods by uid.

@@ -300,6 +300,24 @@ def test_skipping_sessions_gives_the_same_json_as_running_every_one(tmp_path: Pa
         assert skipped.timings["sessions_run"] < every.timings["sessions_run"], name
 
 
+def test_a_plugin_that_may_read_the_clock_has_every_session_run_and_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Skipping reads the plugins' declared traits: contrib's ``sla`` reads the clock and declares no ``clock_free``."""
+    workload = load_workload([EXAMPLE / "workload.yaml"])
+    conf = tmp_path / "sla.conf"
+    conf.write_text(EXAMPLE.joinpath("volcano-scheduler.conf").read_text() + "  - name: sla\n")
+    options = ReplayOptions(pod_startup=5, period=2)
+    with caplog.at_level("INFO", logger="volcanolib.replay.engine"):
+        with_sla = run_replay(workload, conf, options)
+    every = run_replay(workload, conf, ReplayOptions(**{**_fields(options), "every_period": True}))
+    assert with_sla.timings["sessions_run"] == every.timings["sessions_run"]
+    assert [r.message for r in caplog.records if "every session runs" in r.message] == [
+        "every session runs: plugin 'sla' may read the clock (not declared clock_free)"
+    ]
+    assert run_replay(workload, None, options).timings["sessions_run"] < every.timings["sessions_run"]
+
+
 def test_a_pod_no_node_can_hold_does_not_make_every_finish_a_session(tmp_path: Path) -> None:
     # "huge" asks more than any node has and waits to the end; ten pods come and go meanwhile, each fitting at once.
     objects = [node("n1", cpu="4"), node("n2", cpu="4"), node("n3", cpu="4"), pod("huge", 0, "6")]
