@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["EvictionContext", "EvictionKind", "VictimOrder", "VictimQueue", "make_room", "validate_victims"]
+__all__ = ["EvictionContext", "EvictionKind", "Reversed", "VictimOrder", "VictimQueue", "make_room", "validate_victims"]
 
 log = logging.getLogger(__name__)
 
@@ -411,8 +411,8 @@ class VictimOrder:
             part = job_part(task)
             if part is _MISSING:
                 # A victim whose job left the session goes first, then by reverse task order.
-                return (0, _Reversed(((), (), task_key(task))))
-            return (1, _Reversed((*part, task_key(task))))
+                return (0, Reversed(((), (), task_key(task))))
+            return (1, Reversed((*part, task_key(task))))
 
         return key
 
@@ -464,8 +464,14 @@ def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
     return compare
 
 
-class _Reversed:
-    """Orders values the other way round (a sort key for "last first")."""
+class Reversed:
+    """Orders values the other way round (a sort key for "last first").
+
+    >>> sorted([1, 3, 2], key=Reversed)
+    [3, 2, 1]
+
+    .. versionadded:: 0.2
+    """
 
     __slots__ = ("value",)
 
@@ -473,12 +479,12 @@ class _Reversed:
         self.value = value
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Reversed) and bool(self.value == other.value)
+        return isinstance(other, Reversed) and bool(self.value == other.value)
 
-    def __lt__(self, other: _Reversed) -> bool:
+    def __lt__(self, other: Reversed) -> bool:
         return bool(other.value < self.value)
 
-    def __gt__(self, other: _Reversed) -> bool:
+    def __gt__(self, other: Reversed) -> bool:
         return bool(other.value > self.value)
 
     __hash__ = None  # type: ignore[assignment]
