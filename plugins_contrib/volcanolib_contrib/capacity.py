@@ -247,8 +247,7 @@ class CapacityPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot (flat or hierarchical) and compute shares."""
-        self._sums = JobSums(4)
-        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_usage)
+        self._sums = JobSums.kept_or_afresh(None, None, ssn.jobs, ssn.queues, _job_usage, width=4)
         self._settle(ssn)
 
     @hookimpl
@@ -257,10 +256,8 @@ class CapacityPlugin:
 
         Opens afresh when a queue changed.
         """
-        if delta.queues:
-            self.on_session_open(ssn)
-            return
-        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_usage)
+        kept = None if delta.queues else self._sums
+        self._sums = JobSums.kept_or_afresh(kept, delta.jobs, ssn.jobs, ssn.queues, _job_usage, width=4)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:

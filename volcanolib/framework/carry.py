@@ -256,6 +256,37 @@ class JobSums:
             else:
                 self.put(uid, job.queue, amounts_of(job))
 
+    @classmethod
+    def kept_or_afresh(
+        cls,
+        kept: JobSums | None,
+        changed: Iterable[str] | None,
+        jobs: Mapping[str, JobInfo],
+        queues: Container[str],
+        amounts_of: Callable[[JobInfo], Sequence[Resource | None]],
+        *,
+        width: int = 1,
+    ) -> JobSums:
+        """A session's sums: ``kept`` with the ``changed`` jobs put again, or (either ``None``) every job afresh.
+
+        The open and the resume of a plugin summing per queue over its jobs
+        are this one call: ``on_session_open`` passes ``None`` (and a resume
+        that cannot trust what was kept, a queue having changed, does too),
+        ``on_session_resume`` its kept sums and ``delta.jobs``.
+
+        :param jobs: the session's jobs by uid, in session order.
+        :param queues: the session's queues: a job of another queue is left out.
+        :param amounts_of: a job's parts, one per sum.
+
+        .. versionadded:: 0.2
+        """
+        if kept is None or changed is None:
+            sums = cls(width)
+            sums.put_jobs(jobs.values(), queues, amounts_of)
+            return sums
+        kept.update_jobs(changed, jobs, queues, amounts_of)
+        return kept
+
     def totals(self, jobs: Iterable[JobInfo]) -> list[tuple[str, tuple[Resource, ...]]]:
         """Each queue holding a job, with its sums' totals, in the order of the queues' first job in ``jobs``.
 

@@ -805,15 +805,10 @@ class Session:
             return None
         jobs, queues = self.jobs, self.queues
         delta = self.delta
-        sums = carry.job_sums if delta is not None and not delta.queues else None
+        kept = carry.job_sums if delta is not None and not delta.queues else None
         carry.job_sums = None  # until this close is done: a failure half-way leaves nothing to trust
-        if sums is None or delta is None:
-            # Every job, into new sums: what putting them one by one gives, each queue's parts put at once.
-            sums = JobSums()
-            sums.put_jobs(jobs.values(), queues, _allocated_parts)
-        else:
-            sums.update_jobs(delta.jobs | self._touched_jobs, jobs, queues, _allocated_parts)
-        carry.job_sums = sums
+        changed = delta.jobs | self._touched_jobs if delta is not None else None
+        sums = carry.job_sums = JobSums.kept_or_afresh(kept, changed, jobs, queues, _allocated_parts)
         if not sums.exact:
             return None
         allocated: dict[str, Resource] = {name: Resource() for name in queues}

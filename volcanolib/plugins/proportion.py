@@ -171,8 +171,7 @@ class ProportionPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
-        self._sums = JobSums(4)
-        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_parts)
+        self._sums = JobSums.kept_or_afresh(None, None, ssn.jobs, ssn.queues, _job_parts, width=4)
         self._settle(ssn)
 
     @hookimpl
@@ -181,10 +180,8 @@ class ProportionPlugin:
 
         Opens afresh when a queue changed.
         """
-        if delta.queues:
-            self.on_session_open(ssn)
-            return
-        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_parts)
+        kept = None if delta.queues else self._sums
+        self._sums = JobSums.kept_or_afresh(kept, delta.jobs, ssn.jobs, ssn.queues, _job_parts, width=4)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:
