@@ -18,6 +18,17 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+    parser.addoption(
+        "--check-fast-paths",
+        action="store_true",
+        default=False,
+        help="check every fast path against its reference in every test (VOLCANOLIB_CHECK_FAST_PATHS=1)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--check-fast-paths"):
+        os.environ["VOLCANOLIB_CHECK_FAST_PATHS"] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
+from volcanolib.framework import fastpath
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan, Refusal
 
@@ -57,6 +58,10 @@ __all__ = [
 _MAX_SIGNATURES: Final = 4096
 #: What :meth:`Placement._choose_remembered` gives when no node is feasible and no explanation was asked for.
 _UNEXPLAINED: Final = FitErrors()
+#: The node allocate chooses, one node per class checked and scored (see :mod:`~volcanolib.framework.fastpath`).
+BY_CLASS: Final = fastpath.register("allocate by node class", "every node checked and scored")
+#: The same, each class's answer remembered across alike tasks (pointwise plans).
+REMEMBERED: Final = fastpath.register("allocate by remembered class answers", "every node checked and scored")
 
 
 def predicate_error_cache_argument(doc: str) -> bool:
@@ -134,6 +139,12 @@ class PredicateCache:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         self._failed: dict[str, dict[str, FitError]] = {}
+
+    def copy(self) -> PredicateCache:
+        """A cache holding the failures recorded so far, to which later ones are not added."""
+        copied = PredicateCache(self.enabled)
+        copied._failed = {template: dict(failed) for template, failed in self._failed.items()}
+        return copied
 
     def has_failures(self, task: TaskInfo) -> bool:
         """Whether failures are recorded for the task's role (its later tasks skip those nodes)."""
@@ -421,14 +432,34 @@ class Placement:
         if not nominated and node_classes:
             plan = ssn.node_class_plan(task)
             if plan is not None:
+                state = ssn.rng.getstate() if ssn.check_fast_paths else None
                 explain = not cache.has_failures(task)
                 chosen: NodeInfo | FitErrors | None = None
+                path = REMEMBERED
                 if plan.pointwise:
                     chosen = self._choose_remembered(task, plan, explain=explain)
                 if chosen is None:
-                    chosen = self._choose_by_class(task, plan, explain=explain)
+                    chosen, path = self._choose_by_class(task, plan, explain=explain), BY_CLASS
                 if chosen is not None and chosen is not _UNEXPLAINED:
+                    if state is not None:
+                        self._check_choice(path, task, cache, chosen, state)
                     return chosen
+        return self._choose_every_node(task, cache, nominated)
+
+    def _check_choice(
+        self, path: fastpath.FastPath, task: TaskInfo, cache: PredicateCache, chosen: Any, state: Any
+    ) -> None:
+        """Check a node class choice against every node checked and scored, from the same random state."""
+        rng = self._ssn.rng
+        after = rng.getstate()
+        rng.setstate(state)
+        reference = self._choose_every_node(task, cache.copy(), "")
+        # The same draws: the random state after both, as a short digest.
+        fastpath.agree(path, (_answer(chosen), hash(after)), (_answer(reference), hash(rng.getstate())))
+
+    def _choose_every_node(self, task: TaskInfo, cache: PredicateCache, nominated: str) -> NodeInfo | FitErrors | None:
+        """:meth:`choose`, checking and scoring every node (the nominated one first)."""
+        ssn = self._ssn
         errors = FitErrors(total_nodes=len(self.nodes))
         feasible: list[NodeInfo] = []
         if nominated:
@@ -467,9 +498,8 @@ class Placement:
             feasible = self.feasible(task, nodes, cache=cache, fit_errors=errors, resource_check=True)
         if not feasible:
             return errors, 0.0
-        idle = [node for node in feasible if req.less_equal(node.idle)]
-        group = idle or [node for node in feasible if node.fits_future_idle(req)]
-        return ssn.best_node_and_score(task, group)
+        idle, future = self._idle_first(task, feasible)
+        return ssn.best_node_and_score(task, idle or future)
 
     def choose_among(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The node allocate would pick among ``feasible`` nodes (see :meth:`choose`), without a nominated node.
@@ -483,6 +513,15 @@ class Placement:
 
     def _choose_node(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The best feasible node: nodes where the task fits idle resources win over pipelining."""
+        for group in self._idle_first(task, feasible):
+            if group:
+                chosen = self._ssn.best_node(task, group)
+                if chosen is not None:
+                    return chosen
+        return None
+
+    def _idle_first(self, task: TaskInfo, feasible: Sequence[NodeInfo]) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        """The feasible nodes where the task fits idle resources now, and those where it would be pipelined."""
         idle: list[NodeInfo] = []
         future: list[NodeInfo] = []
         _, fit_names, idle_names = self._fit.fitting(task.init_resreq)
@@ -492,12 +531,7 @@ class Placement:
                 idle.append(node)
             elif name in fit_names:
                 future.append(node)
-        for group in (idle, future):
-            if group:
-                chosen = self._ssn.best_node(task, group)
-                if chosen is not None:
-                    return chosen
-        return None
+        return idle, future
 
     def _choose_remembered(self, task: TaskInfo, plan: NodeClassPlan, *, explain: bool) -> NodeInfo | FitErrors:
         """:meth:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
@@ -723,3 +757,12 @@ class Placement:
                 if answer is not None:
                     answers[key] = answer
         return answers
+
+
+def _answer(chosen: NodeInfo | FitErrors | None) -> object:
+    """A choice as a value: the node's name, or each node's reasons, or ``None``."""
+    if chosen is None:
+        return None
+    if isinstance(chosen, FitErrors):
+        return sorted((name, tuple(error.reasons)) for name, error in chosen.nodes.items())
+    return chosen.name

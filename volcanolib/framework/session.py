@@ -34,7 +34,7 @@ from volcanolib.api.task import (
     TaskStatus,
 )
 from volcanolib.errors import PluginError
-from volcanolib.framework import combine, verify
+from volcanolib.framework import combine, fastpath, verify
 from volcanolib.framework.carry import Carry, JobSums, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
@@ -292,6 +292,9 @@ class Session:
         self._verify = verify
         self._loaded_status: dict[str, tuple[object, ...]] = {}
         self._detached = False
+        #: Whether each fast path is checked against its reference (``VOLCANOLIB_CHECK_FAST_PATHS``, see
+        #: :mod:`~volcanolib.framework.fastpath`).
+        self.check_fast_paths = fastpath.checking()
         self._compile()
 
     # ------------------------------------------------------------------ configuration
@@ -371,15 +374,22 @@ class Session:
         trait = "local_job_keys" if hook == "job_order_key" else "local_task_keys"
         return all(getattr(traits_of(self.plugins.get(name)), trait) for name in names)
 
-    @staticmethod
-    def _remembered(key: Callable[[Any], Any], memo: dict[str, Any]) -> Callable[[Any], Any]:
+    def _remembered(self, key: Callable[[Any], Any], memo: dict[str, Any]) -> Callable[[Any], Any]:
+        """``key``, each item's value kept by uid in ``memo`` (the fast path :data:`KEPT_KEYS`)."""
+
         def remembered(item: Any) -> Any:
             value = memo.get(item.uid, _MISSING)
             if value is _MISSING:
                 value = memo[item.uid] = key(item)
             return value
 
-        return remembered
+        if not self.check_fast_paths:
+            return remembered
+
+        def checked(item: Any) -> Any:
+            return fastpath.agree(KEPT_KEYS, remembered(item), key(item))
+
+        return checked
 
     @property
     def task_keys_are_local(self) -> bool:
@@ -768,21 +778,18 @@ class Session:
     def _queue_status(self) -> list[QueueInfo]:
         """Set every queue's ``allocated`` to the requests of the allocated tasks in it and its children.
 
-        The result is the per-task sum, key for key and in the same scalar
-        order, but taken from the jobs' kept totals (:attr:`JobInfo.allocated`):
-        a job's total stands for its tasks when its scalars are all non-zero
-        (a total can keep a key at zero after a task left, which the per-task
-        sum would not have) and at most one (several may have been added in
-        another order). Other jobs add their tasks one by one. Should a total
-        hold a value that is not a whole number, where the order of additions
-        could change the result, every task is added one by one as before.
+        The result is the per-task sum (:meth:`_queue_totals`), key for key
+        and in the same scalar order, but taken from the sums kept job by job
+        since the previous session (:meth:`_kept_queue_totals`, the fast path
+        :data:`KEPT_QUEUE_TOTALS`). Should a sum hold a value that is not a
+        whole number, where the order of additions could change the result,
+        every task is added one by one.
         """
         allocated = self._kept_queue_totals()
         if allocated is None:
-            allocated = self._queue_totals(by_job=True)
-        if allocated is None:
-            allocated = self._queue_totals(by_job=False)
-            assert allocated is not None
+            allocated = self._queue_totals()
+        elif self.check_fast_paths:
+            fastpath.agree(KEPT_QUEUE_TOTALS, allocated, self._queue_totals())
         out = []
         for name, queue in self.queues.items():
             total = allocated[name]
@@ -823,8 +830,8 @@ class Session:
                 return None
         return allocated
 
-    def _queue_totals(self, *, by_job: bool) -> dict[str, Resource] | None:
-        """Per queue, the allocated requests of its jobs and its children's; ``None`` when a job total is not whole."""
+    def _queue_totals(self) -> dict[str, Resource]:
+        """Per queue, the requests of the allocated tasks of its jobs and its children's, added task by task."""
         queues = self.queues
         allocated: dict[str, Resource] = {name: Resource() for name in queues}
         chains: dict[str, tuple[Resource, ...]] = {}
@@ -835,25 +842,10 @@ class Session:
                 if leaf not in allocated:
                     continue
                 chain = chains[leaf] = _chain(queues, allocated, leaf)
-            if by_job:
-                total = job.allocated
-                if _stands_for_tasks(total):
-                    for res in chain:
-                        res.add(total)
-                    continue
-                scalars = total.scalars
-                if not (_whole(total.milli_cpu) and _whole(total.memory)) or (
-                    len(scalars) == 1 and not all(_whole(v) for v in scalars.values())
-                ):
-                    return None  # the tasks' own sum could depend on the order of additions
             for task in job.tasks_in(ALLOCATED_STATUSES):
                 req = task.resreq
                 for res in chain:
                     res.add(req)
-        if by_job:
-            for res in allocated.values():
-                if not (_whole(res.milli_cpu) and _whole(res.memory) and all(_whole(v) for v in res.scalars.values())):
-                    return None
         return allocated
 
     # ------------------------------------------------------------------ events and status
@@ -1216,6 +1208,11 @@ def _detached(uid: str, name: str, *args: object) -> Any:
 for _name, _hook in _BUILT.items():
     setattr(Session, _name, _Built(_hook, _name, combine.BUILDERS[SPECS[_hook].rule]))
 
+
+#: A job's (or task's) order key kept while its tasks (or it) do not change (see ``local_job_keys``).
+KEPT_KEYS: Final = fastpath.register("kept order keys", "the plugins' order keys taken again")
+#: Queue totals kept job by job across sessions.
+KEPT_QUEUE_TOTALS: Final = fastpath.register("kept queue totals", "every allocated task's request added up")
 
 #: Node class plans remembered per session before starting over.
 _MAX_PLANS: Final = 1024

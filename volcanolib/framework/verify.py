@@ -124,8 +124,7 @@ def check_close(ssn: Session, loaded: dict[str, tuple[object, ...]], written: se
                 f"job {uid} was left alone at close, but its status computed afresh differs: "
                 f"{_difference(loaded[uid], now)}"
             )
-    fresh = ssn._queue_totals(by_job=False)
-    assert fresh is not None
+    fresh = ssn._queue_totals()
     for name, queue in ssn.queues.items():
         if queue.allocated != fresh[name]:
             raise VerifyError(f"queue {name}: allocated {queue.allocated} kept job by job, {fresh[name]} afresh")

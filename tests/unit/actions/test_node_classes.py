@@ -151,8 +151,15 @@ def decisions(seed: int, enabled: bool, actions: str = ALLOCATE) -> tuple[Any, .
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_classes_decide_like_every_node(seed: int) -> None:
-    assert decisions(seed, True) == decisions(seed, False)
+def test_classes_decide_like_every_node(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every choice by node class is checked against every node (the fast path contract's switch)."""
+    from volcanolib.framework import fastpath, placement
+
+    monkeypatch.setenv(fastpath.CHECK_ENV, "1")
+    before = fastpath.CHECKED[placement.BY_CLASS.name] + fastpath.CHECKED[placement.REMEMBERED.name]
+    decisions(seed, True)
+    checked = fastpath.CHECKED[placement.BY_CLASS.name] + fastpath.CHECKED[placement.REMEMBERED.name] - before
+    assert checked > 0 or not decisions(seed, True)[0], f"seed {seed}: no choice by class was checked"
 
 
 @pytest.mark.parametrize("seed", range(40))
