@@ -466,13 +466,7 @@ def check_plugin_class(name: str, cls: type[Any]) -> None:
     _check_pending(pm)
     for hook in hookspecs.HOOK_NAMES:
         for impl in getattr(pm.hook, hook).get_hookimpls():
-            for flag in ("wrapper", "hookwrapper", "tryfirst", "trylast"):
-                if getattr(impl, flag, False):
-                    raise PluginConfigError(
-                        f"tiered hooks take their order from the configuration; {flag}=True is not allowed",
-                        plugin=name,
-                        hook=hook,
-                    )
+            hookspecs.refuse_own_order(impl, name, hook)
 
 
 def one_line(exc: BaseException) -> str:

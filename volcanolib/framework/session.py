@@ -35,6 +35,7 @@ from volcanolib.api.task import (
 )
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine, fastpath, verify
+from volcanolib.framework._answers import HookAnswers
 from volcanolib.framework.carry import Carry, JobSums, PartSums
 from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.config import Arguments, PluginOption, SchedulerConfig
@@ -48,7 +49,6 @@ from volcanolib.framework.traits import traits_of
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache
-    from volcanolib.framework.victims import EvictionContext
 
 __all__ = ["Session", "compare_tasks_by_name"]
 
@@ -56,20 +56,15 @@ log = logging.getLogger(__name__)
 _NEG_INF: Final = float("-inf")
 
 
-#: Hooks the session calls itself, behind its own methods (open, close, fire_allocate, fire_deallocate,
-#: best_node): their combined answers are kept under these names. Every other one is named after its hook.
-_PRIVATE: Final = {
-    "on_session_open": "_on_open",
-    "on_session_close": "_on_close",
-    "on_allocate": "_on_allocate",
-    "on_deallocate": "_on_deallocate",
-    "best_node": "_best_node",
-}
-
-
 def _faster_form(hook: str) -> str:
     """The hook declared as the faster form of ``hook`` (its sort key or its batch)."""
     return next(spec.name for spec in SPECS.values() if spec.form_of == hook)
+
+
+#: Per order hook with a key form: the session attribute of that key form (from the declarations).
+_KEY_FORMS: Final = {
+    spec.form_of: spec.attribute for spec in SPECS.values() if spec.form_of is not None and spec.attribute is not None
+}
 
 
 # ------------------------------------------------------------------------ fallback orders
@@ -135,6 +130,14 @@ def _task_fallback_key(task: TaskInfo) -> tuple[Any, ...]:
     return (-1 if index is None else index, task.creation_timestamp, task.uid)
 
 
+#: The tie-breaks the order hooks declare, in words, with their comparison and their key.
+_TIE_BREAKS: Final[dict[str, tuple[Callable[[Any, Any], int], Callable[[Any], tuple[Any, ...]]]]] = {
+    "creation time, then uid": (_job_fallback, _job_fallback_key),
+    "creation time, then name": (_queue_fallback, _queue_fallback_key),
+    "pod-name index, creation time, then uid": (compare_tasks_by_name, _task_fallback_key),
+}
+
+
 def _key_compare(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
     def compare(left: Any, right: Any) -> int:
         return _cmp(key(left), key(right))
@@ -142,7 +145,7 @@ def _key_compare(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
     return compare
 
 
-class Session:
+class Session(HookAnswers):
     """One scheduling cycle.
 
     Created by the :class:`~volcanolib.scheduler.Scheduler` (or
@@ -156,66 +159,13 @@ class Session:
     :meth:`prioritize_nodes`, :meth:`best_node`.
     """
 
-    # Combined answers named after their hooks, filled from the hooks' declarations by _compile. A new hook
-    # whose rule is in combine.BUILDERS needs only its declaration in hookspecs and its type here.
-    #: ``pre_predicate``: the first failure in tier order, else success.
-    pre_predicate: Callable[[TaskInfo], Status]
-    #: ``predicate`` (or ``batch_predicate`` about one node): the first failure in tier order, naming its plugin.
-    predicate: Callable[[TaskInfo, NodeInfo], Status]
-    #: ``node_order`` and ``batch_node_order``: each node's score summed over the plugins, by node name.
-    node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
-    #: ``hyper_node_order``: each candidate HyperNode's score for a job, summed over the plugins, by name.
-    hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
-    #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
-    preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
-    #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
-    reclaimable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
-    #: ``unified_evictable``: the victims a gang-aware action may evict, from the first deciding tier, or ``None``.
-    unified_evictable: Callable[[EvictionContext, Sequence[TaskInfo]], list[TaskInfo] | None]
-    #: ``victim_tasks``: the running tasks the first naming tier wants rescheduled (empty when none).
-    victim_tasks: Callable[[Sequence[TaskInfo]], list[TaskInfo]]
-    #: ``preemptive``: whether tasks of a queue may reclaim from other queues.
-    preemptive: Callable[[QueueInfo, Sequence[TaskInfo]], bool]
-    #: ``overused``: whether a queue must stop receiving resources.
-    overused: Callable[[QueueInfo], bool]
-    #: ``allocatable``: whether a task of a queue may take resources now.
-    allocatable: Callable[[QueueInfo, TaskInfo], bool]
-    #: ``job_valid``: the first failure in tier order, else success.
-    job_valid: Callable[[JobInfo], Status]
-    #: ``job_ready``: whether a job has enough tasks placed to be bound.
-    job_ready: Callable[[JobInfo], bool]
-    #: ``job_pipelined``: the tiers' vote on keeping a job's placements.
-    job_pipelined: Callable[[JobInfo], bool]
-    #: ``job_starving``: whether a job still needs resources.
-    job_starving: Callable[[JobInfo], bool]
-    #: ``job_enqueueable``: the tiers' vote on admitting a job.
-    job_enqueueable: Callable[[JobInfo], bool]
-    #: ``job_enqueued``: tell every plugin that enqueue admitted a job.
-    job_enqueued: Callable[[JobInfo], None]
-    _on_open: Callable[[], None]
-    _on_close: Callable[[], None]
-    _on_allocate: Callable[[Event], None]
-    _on_deallocate: Callable[[Event], None]
-    _best_node: Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
-    # Orders: rule ``first_nonzero``, then the hook's tie-break.
-    #: Compare two jobs (<0: left first); then creation time and uid.
-    compare_jobs: Callable[[JobInfo, JobInfo], int]
-    #: The sort key matching :attr:`compare_jobs`.
-    job_key: Callable[[JobInfo], Any]
+    # The combined answer of each hook is an attribute named by the hook's declaration (``answer=`` in
+    # hookspecs), typed in the generated base class HookAnswers; _compile fills them. A new hook whose rule is
+    # in combine.BUILDERS needs only its declaration (and ``python tools/gen_hook_docs.py``).
     #: Compare two jobs by the plugins only (0 when every plugin abstains), for victim order.
     compare_jobs_by_plugins: Callable[[JobInfo, JobInfo], int]
     #: The key behind :attr:`compare_jobs_by_plugins` when every plugin orders jobs by a key, else ``None``.
     job_key_by_plugins: Callable[[JobInfo], Any] | None
-    #: Compare two queues; then creation time and name.
-    compare_queues: Callable[[QueueInfo, QueueInfo], int]
-    #: The sort key matching :attr:`compare_queues`.
-    queue_key: Callable[[QueueInfo], Any]
-    #: Compare two tasks of a job; then the pod-name index, creation time and uid.
-    compare_tasks: Callable[[TaskInfo, TaskInfo], int]
-    #: The sort key matching :attr:`compare_tasks`.
-    task_key: Callable[[TaskInfo], Any]
-    #: Compare two queues whose tasks are victims for a preemptor; then the reverse of the queue order.
-    compare_victim_queues: Callable[[QueueInfo, QueueInfo, TaskInfo], int]
     #: Whether some plugin orders victim queues (``victim_queue_order``).
     has_victim_queue_order: bool
 
@@ -424,8 +374,14 @@ class Session:
         self._order_faults: set[tuple[str | None, str | None]] = set()
         self._trace = trace_enabled()
 
-        # Orders (``first_nonzero``), each with its key form and its tie-break.
-        self.compare_jobs, self.job_key = self._order("job_order", _job_fallback, _job_fallback_key)
+        # Orders (``first_nonzero``) with a key form, each with its declared tie-break: from SPECS.
+        for spec in SPECS.values():
+            key_form = _KEY_FORMS.get(spec.name)
+            if key_form is not None and spec.attribute is not None and spec.tie_break is not None:
+                compare, key = self._order(spec.name, *_TIE_BREAKS[spec.tie_break])
+                setattr(self, spec.attribute, compare)
+                setattr(self, key_form, key)
+        # Victim order compares jobs by the plugins alone, without the tie-break.
         by_plugins, plugins_key = self._order("job_order", _no_opinion, _no_key)
         self.compare_jobs_by_plugins = by_plugins
         self.job_key_by_plugins = plugins_key if self._key_based.get("job_order") else None
@@ -435,8 +391,6 @@ class Session:
         if self.job_key_by_plugins is not None and self._keys_are_local("job_order_key"):
             self._job_keys = {}
             self.job_key_by_plugins = self._remembered(plugins_key, self._job_keys)
-        self.compare_queues, self.queue_key = self._order("queue_order", _queue_fallback, _queue_fallback_key)
-        self.compare_tasks, self.task_key = self._order("task_order", compare_tasks_by_name, _task_fallback_key)
         # Tasks' keys by uid while they do not change, when every plugin's key depends on its task
         # alone (``task_order_key_is_local``): victim ordering asks for the same running tasks' keys.
         self._task_keys: dict[str, Any] | None = None
@@ -1154,15 +1108,21 @@ class _Built:
 
 
 def _built_hooks() -> dict[str, str]:
-    """Hooks whose rule needs nothing but their table, by the attribute of the session answering them."""
+    """Hooks whose rule needs nothing but their table, by the attribute of the session answering them.
+
+    The others (orders and node checks and scores, which have a faster form;
+    hooks declaring no answer) are compiled by :meth:`Session._compile`.
+    """
     faster = {spec.form_of for spec in SPECS.values()}
-    out = {}
-    for spec in SPECS.values():
-        if spec.rule not in combine.BUILDERS or spec.form_of is not None or spec.name in faster:
-            continue  # orders, node checks and scores, node class keys: built by _compile
-        if spec.name != "on_session_resume":  # resuming: in prepare
-            out[_PRIVATE.get(spec.name, spec.name)] = spec.name
-    return out
+    return {
+        spec.attribute: spec.name
+        for spec in SPECS.values()
+        if spec.attribute is not None
+        and spec.rule in combine.BUILDERS
+        and spec.form_of is None
+        and spec.name not in faster
+        and spec.tie_break is None
+    }
 
 
 #: The session attributes answering a hook whose rule needs nothing but its table, with their hooks.

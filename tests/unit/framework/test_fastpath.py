@@ -36,7 +36,7 @@ def test_random_worlds_check_every_registered_fast_path(monkeypatch: pytest.Monk
 def test_a_disagreement_names_the_fast_path() -> None:
     path = fastpath.register("a test path", "the test's reference")
     assert fastpath.agree(path, [1, 2], [1, 2]) == [1, 2]
-    with pytest.raises(VerifyError, match="fast path 'a test path' gave 1, its reference .the test's reference. 2"):
+    with pytest.raises(VerifyError, match=r"fast path 'a test path' gave 1, its reference .the test's reference. 2"):
         fastpath.agree(path, 1, 2)
     with pytest.raises(ValueError, match="another reference"):
         fastpath.register("a test path", "something else")

@@ -253,7 +253,7 @@ def test_check_node_classes_passes_a_key_that_keeps_its_promises_and_fails_one_t
     registry = Registry(plugins={"pool": PoolPlugin, "blind": BlindPoolPlugin})
     clusters = [_pools(seed) for seed in range(10)]
     assert check_node_classes(clusters, CONF.format(name="pool"), registry=registry) > 0
-    with pytest.raises(AssertionError, match="node classes decide otherwise|fast path .allocate by"):
+    with pytest.raises(AssertionError, match=r"node classes decide otherwise|fast path .allocate by"):
         check_node_classes(clusters, CONF.format(name="blind"), registry=registry)
 
 
