@@ -13,8 +13,8 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib.kube import _fields as f
 from volcanolib.kube.jobs import JobSpec
+from volcanolib.manifests import fields as f
 
 __all__ = ["ACTIONS", "EVENTS", "Lifecycle", "Policy", "read_lifecycle"]
 

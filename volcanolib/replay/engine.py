@@ -72,10 +72,9 @@ from volcanolib.controllers.job import (
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config
 from volcanolib.framework.traits import traits_of
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import PodReader
-from volcanolib.kube.loader import _pod_group
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.pods import PodReader, read_pod_group
 from volcanolib.replay.inputs import PodTiming, TimedJob, Workload, pod_timing
 from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayRecord, Sample
 from volcanolib.scheduler import Scheduler
@@ -491,7 +490,7 @@ class _Replay:
     def _create_group(self, manifest: dict[str, Any], context: _Job | None) -> None:
         meta = manifest["metadata"]
         ref = Ref("job controller", "", "PodGroup", str(meta["name"]), str(meta.get("namespace") or "default"))
-        pg = _pod_group(manifest, ref, self.cache.default_queue)
+        pg = read_pod_group(manifest, ref, self.cache.default_queue)
         key = f"{pg.namespace}/{pg.name}"
         job = self._owner(manifest, context)
         if job is not None:

@@ -29,11 +29,11 @@ import attrs
 from volcanolib.api.duration import seconds_or_duration
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
-from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import read_documents, source_name
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
 from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.documents import read_documents, source_name
+from volcanolib.manifests.fields import Ref
 
 __all__ = [
     "CANCEL_AFTER_ANNOTATION",

@@ -15,7 +15,6 @@ from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.task import TaskInfo
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import CacheError
-from volcanolib.kube._pods import PodReader
 from volcanolib.kube.live._client import ApiError, KubeApi
 from volcanolib.kube.live._effectors import (
     PODGROUPS,
@@ -33,6 +32,7 @@ from volcanolib.kube.live._translate import (
     PriorityClassTranslator,
     QueueTranslator,
 )
+from volcanolib.manifests.pods import PodReader
 
 __all__ = ["KubernetesCache"]
 
