@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, KeysView, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
 import attrs
@@ -324,6 +324,27 @@ class InMemoryCache:
         which note what changed for the next :meth:`snapshot`.
         """
         return self._tasks.get(uid)
+
+    def get_job(self, uid: str) -> JobInfo | None:
+        """The cache's own job of that uid (``namespace/name`` of its PodGroup; read it, do not change it), or ``None``.
+
+        .. versionadded:: 0.2
+        """
+        return self._jobs.get(uid)
+
+    def job_uids(self) -> KeysView[str]:
+        """The uid of every job the cache holds (a live, read-only view).
+
+        .. versionadded:: 0.2
+        """
+        return self._jobs.keys()
+
+    def counts(self) -> tuple[int, int, int]:
+        """How many nodes, jobs and tasks the cache holds.
+
+        .. versionadded:: 0.2
+        """
+        return len(self._nodes), len(self._jobs), len(self._tasks)
 
     def get_node(self, name: str) -> NodeInfo | None:
         """The cache's own node of that name (read it, do not change it), or ``None``.

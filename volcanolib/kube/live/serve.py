@@ -186,7 +186,8 @@ class Server:
                 if stop.is_set():
                     return 0
             self.metrics.ready.set(1)
-            log.info("cache ready: %d nodes, %d tasks", len(self.cache._nodes), len(self.cache._tasks))
+            nodes, _, tasks = self.cache.counts()
+            log.info("cache ready: %d nodes, %d tasks", nodes, tasks)
             while not stop.is_set():
                 if self.elector is not None and not self.elector.is_leader():
                     log.error("leadership lost: stopping")
