@@ -10,7 +10,8 @@ from volcanolib import Registry, Traits, hookimpl
 from volcanolib.api.job import PodGroupPhase
 from volcanolib.api.task import TaskStatus
 from volcanolib.framework import fastpath
-from volcanolib.framework.session import KEPT_KEYS, Session
+from volcanolib.framework.compiled import KEPT_KEYS
+from volcanolib.framework.session import Session
 from volcanolib.framework.traits import traits_of
 from volcanolib.plugins.gang import GangPlugin
 from volcanolib.plugins.priority import PriorityPlugin

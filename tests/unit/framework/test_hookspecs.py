@@ -12,11 +12,12 @@ import vl_thirdparty
 from volcanolib import PluginConfigError, PluginError, Registry, Scheduler, hookimpl, parse_config
 from volcanolib.framework import combine, hookspecs
 from volcanolib.framework._answers import HookAnswers
+from volcanolib.framework.compiled import _BUILT
 from volcanolib.framework.config import HOOK_SWITCHES, KNOWN_SWITCHES
 from volcanolib.framework.dispatch import compile_tables
 from volcanolib.framework.hookspecs import HOOK_NAMES, SPECS
 from volcanolib.framework.registry import PluginHost
-from volcanolib.framework.session import _BUILT, Session
+from volcanolib.framework.session import Session
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
 #: Orders whose key form and tie-break the session compiles from the declarations.
