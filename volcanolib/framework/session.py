@@ -361,7 +361,7 @@ class Session(CompiledAnswers, Closing):
 
     # ------------------------------------------------------------------ events and status
 
-    def fire_allocate(self, task: TaskInfo) -> None:
+    def _fire_allocate(self, task: TaskInfo) -> None:
         """Tell every plugin that a task took resources (``on_allocate``); log its node as changed."""
         self.node_log.append(task.node_name)
         try:
@@ -369,7 +369,7 @@ class Session(CompiledAnswers, Closing):
         finally:
             self._forget_job_key(task)
 
-    def fire_deallocate(self, task: TaskInfo) -> None:
+    def _fire_deallocate(self, task: TaskInfo) -> None:
         """Tell every plugin that a task gave resources back (``on_deallocate``); log its node as changed."""
         self.node_log.append(task.node_name)
         try:
@@ -377,7 +377,7 @@ class Session(CompiledAnswers, Closing):
         finally:
             self._forget_job_key(task)
 
-    def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+    def _set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Change a task's status through its job, keeping the job's counts exact."""
         self._forget_job_key(task)
         self._touched_jobs.add(task.job)
@@ -480,7 +480,7 @@ class Session(CompiledAnswers, Closing):
     def dispatch(self, tasks: Sequence[TaskInfo]) -> None:
         """Send allocated tasks to the binder; they become Binding."""
         for task in tasks:
-            self.set_task_status(task, TaskStatus.BINDING)
+            self._set_task_status(task, TaskStatus.BINDING)
             self.binds.append((task, task.node_name))
         self.cache.bind(tasks)
 

@@ -314,5 +314,5 @@ def test_events_reach_the_queue_state_of_the_last_opening() -> None:
     stmt.allocate(pending[1], ssn.nodes["n1"])
     assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
     stray = build_task("stray", job="elsewhere", cpu="1", node="n1")
-    ssn.fire_allocate(stray)  # a task of a job the session does not have: no queue changes
+    ssn._fire_allocate(stray)  # a task of a job the session does not have: no queue changes
     assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
