@@ -48,6 +48,7 @@ from volcanolib.framework.carry import PartSums
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.placement import Placement, PredicateCache
+from volcanolib.framework.plugin_session import PluginSession
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
@@ -94,6 +95,7 @@ __all__ = [
     "PluginConfigError",
     "PluginError",
     "PluginNotFoundError",
+    "PluginSession",
     "Pod",
     "PodGroup",
     "PodGroupPhase",

@@ -54,6 +54,7 @@ from volcanolib.framework.status import Code, Event, Status
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache
+    from volcanolib.framework.plugin_session import PluginSession
 
 __all__ = ["Session", "compare_tasks_by_name"]
 
@@ -605,3 +606,10 @@ class Session(CompiledAnswers, Closing):
     def ready_nodes(self, names: Iterable[str]) -> list[NodeInfo]:
         """The named nodes that are in the session, in the given order."""
         return [self.nodes[n] for n in names if n in self.nodes]
+
+
+if TYPE_CHECKING:
+
+    def _a_session_is_a_plugin_session(ssn: Session) -> PluginSession:
+        """mypy checks here that :class:`Session` offers everything :class:`PluginSession` declares."""
+        return ssn
