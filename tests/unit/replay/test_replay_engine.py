@@ -307,7 +307,7 @@ def test_a_plugin_that_may_read_the_clock_has_every_session_run_and_is_named(
     workload = load_workload([EXAMPLE / "workload.yaml"])
     conf = tmp_path / "sla.conf"
     conf.write_text(EXAMPLE.joinpath("volcano-scheduler.conf").read_text() + "  - name: sla\n")
-    options = ReplayOptions(pod_startup=5, period=2)
+    options = ReplayOptions(pod_startup=5, period=2, until=600)
     with caplog.at_level("INFO", logger="volcanolib.replay.engine"):
         with_sla = run_replay(workload, conf, options)
     every = run_replay(workload, conf, ReplayOptions(**{**_fields(options), "every_period": True}))
