@@ -36,7 +36,7 @@ from sortedcontainers import SortedList
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
 from volcanolib.framework import fastpath
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan, Refusal
+from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeChanges, NodeClasses, NodeClassPlan, Refusal
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -76,49 +76,6 @@ def node_classes_argument(doc: str) -> bool:
         default=True,
         doc=f"volcanolib only. {doc} The decisions are the same either way; `false` checks every node.",
     )
-
-
-class NodeChanges:
-    """Which nodes changed since a mark, read from the session's node log.
-
-    The indexes of a :class:`Placement` each keep a mark (an integer) and
-    ask for the positions of the nodes changed since; this is the only code
-    that reads the log.
-
-    :param nodes: the node list positions refer to.
-    :param log: names of changed nodes, appended to as nodes change.
-    :param position: each node's place in ``nodes`` by name, when known
-        (a reader of an earlier session whose nodes had the same names in
-        the same order shares its own); worked out from ``nodes`` otherwise.
-    """
-
-    __slots__ = ("_log", "nodes", "position")
-
-    def __init__(self, nodes: Sequence[NodeInfo], log: list[str], position: dict[str, int] | None = None) -> None:
-        self.nodes = nodes
-        self._log = log
-        #: A node's place in :attr:`nodes`, by name (shared, never changed).
-        self.position: dict[str, int] = (
-            position if position is not None else {node.name: i for i, node in enumerate(nodes)}
-        )
-
-    def mark(self) -> int:
-        """A mark for "now"."""
-        return len(self._log)
-
-    def since(self, mark: int) -> list[int]:
-        """The positions of the nodes changed since ``mark``, each once, in order of first change."""
-        where = self.position
-        log = self._log
-        if len(log) == mark + 1:  # one node changed: the usual case between two placements
-            position = where.get(log[mark])
-            return [] if position is None else [position]
-        positions = []
-        for name in dict.fromkeys(self._log[mark:]):
-            position = where.get(name)
-            if position is not None:
-                positions.append(position)
-        return positions
 
 
 class PredicateCache:

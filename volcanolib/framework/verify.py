@@ -144,8 +144,7 @@ def check_node_classes(ssn: Session) -> None:
 
     :raises VerifyError: naming the plugins and tokens of the first plan whose classes differ.
     """
-    from volcanolib.framework.nodeclass import NodeClasses
-    from volcanolib.framework.placement import NodeChanges
+    from volcanolib.framework.nodeclass import NodeChanges, NodeClasses
 
     placement = ssn._placement
     kept = placement.node_classes() if placement is not None else None
