@@ -46,9 +46,9 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import JobSums
 from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib_contrib._resources import (

@@ -29,9 +29,9 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import PODS, Resource, exceeded_part
 from volcanolib.api.task import ALLOCATED_STATUSES
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.carry import PartSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import PartSums
 from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:

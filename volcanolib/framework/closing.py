@@ -16,9 +16,9 @@ from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework import fastpath
-from volcanolib.framework.carry import JobSums
-from volcanolib.framework.carry import whole as _whole
 from volcanolib.framework.settled import SettledJobs, _status_signature
+from volcanolib.framework.sums import JobSums
+from volcanolib.framework.sums import whole as _whole
 
 __all__ = ["KEPT_QUEUE_TOTALS", "Closing"]
 

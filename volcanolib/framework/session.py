@@ -34,7 +34,7 @@ from volcanolib.api.task import (
 )
 from volcanolib.errors import PluginError
 from volcanolib.framework import combine, fastpath, verify
-from volcanolib.framework.carry import Carry, PartSums
+from volcanolib.framework.carry import Carry
 from volcanolib.framework.closing import Closing
 from volcanolib.framework.compiled import (
     _BUILT,
@@ -51,6 +51,7 @@ from volcanolib.framework.nodeclass import NodeClasses
 from volcanolib.framework.placement import Placement
 from volcanolib.framework.statement import Statement
 from volcanolib.framework.status import Code, Event, Status
+from volcanolib.framework.sums import PartSums
 
 if TYPE_CHECKING:
     from volcanolib.cache.protocol import Cache

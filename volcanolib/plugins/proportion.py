@@ -50,9 +50,9 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
-from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import JobSums
 from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
