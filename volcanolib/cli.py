@@ -29,7 +29,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from volcanolib.errors import VolcanolibError
@@ -111,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     run_options(simulate)
     simulate.add_argument("--json", action="store_true", help="print the result as JSON (stable across runs)")
     simulate.add_argument("--timings", action="store_true", help="add the time spent in each step")
+    simulate.set_defaults(handler=_simulate)
 
     check = sub.add_parser(
         "check",
@@ -120,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE", help="scenario files with an expect block")
     check.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
     check.add_argument("-q", "--quiet", action="store_true", help="print only the files that fail")
+    check.set_defaults(handler=_check)
 
     explain = sub.add_parser(
         "explain",
@@ -133,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--max-nodes", type=_natural, default=20, metavar="N", help="nodes shown per pod (default 20, 0 = all)"
     )
+    explain.set_defaults(handler=_explain)
 
     plugins = sub.add_parser(
         "plugins",
@@ -141,6 +144,8 @@ def _parser() -> argparse.ArgumentParser:
         "and the hooks each plugin implements.",
     )
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    plugins.set_defaults(handler=_plugins)
+    # Every subcommand names its handler the same way (set_defaults(handler=...)), these in their own modules.
     from volcanolib.replay.cli import add_commands as add_replay_commands
 
     add_replay_commands(sub)
@@ -276,15 +281,6 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 _ONE_SCENARIO = frozenset({"simulate", "explain"})
 
 
-def _serve(args: argparse.Namespace, out: TextIO) -> int:
-    from volcanolib.kube.live.serve import run
-
-    return run(args, out)
-
-
-_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins, "serve": _serve}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
@@ -303,7 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     handler = _setup_logging(sys.stderr)
     try:
-        return (getattr(args, "handler", None) or _COMMANDS[args.command])(args, sys.stdout)
+        handler_of_command: Callable[[argparse.Namespace, TextIO], int] = args.handler
+        return handler_of_command(args, sys.stdout)
     except VolcanolibError as exc:
         message = " ".join(str(exc).split("\n"))
         sys.stderr.write(f"{PROG}: error: {message}\n")

@@ -89,6 +89,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     serve.add_argument(
         "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
     )
+    serve.set_defaults(handler=run)
     parser: argparse.ArgumentParser = serve
     return parser
 
