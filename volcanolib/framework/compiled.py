@@ -19,7 +19,7 @@ from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo
 from volcanolib.errors import PluginError
-from volcanolib.framework import combine, fastpath
+from volcanolib.framework import bounds, combine, fastpath
 from volcanolib.framework._answers import HookAnswers
 from volcanolib.framework.config import SchedulerConfig
 from volcanolib.framework.dispatch import Tables, bind, trace_enabled
@@ -75,7 +75,7 @@ def _queue_fallback_key(queue: QueueInfo) -> tuple[Any, ...]:
     return (queue.creation_timestamp, queue.name)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=bounds.POD_NAME_INDEXES)
 def _name_index(name: str) -> int | None:
     """The index a pod name ends with (``job-task-3``: 3), ``None`` without one.
 
@@ -423,4 +423,4 @@ for _name, _hook in _BUILT.items():
 #: A job's (or task's) order key kept while its tasks (or it) do not change (see ``local_job_keys``).
 KEPT_KEYS: Final = fastpath.register("kept order keys", "the plugins' order keys taken again")
 #: Node class plans remembered per session before starting over.
-_MAX_PLANS: Final = 1024
+_MAX_PLANS: Final = bounds.NODE_CLASS_PLANS

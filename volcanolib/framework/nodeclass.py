@@ -25,6 +25,7 @@ import attrs
 from sortedcontainers import SortedDict
 
 from volcanolib.api.fiterrors import NodeNames
+from volcanolib.framework import bounds
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -306,7 +307,7 @@ class NodeClasses:
     __slots__ = ("_changes", "_interned", "_parts", "_static", "answers", "nodes")
 
     #: Plans remembered before the grouping starts over.
-    MAX_PLANS: Final = 64
+    MAX_PLANS: Final = bounds.GROUPINGS
 
     def __init__(self, changes: NodeChanges) -> None:
         nodes = changes.nodes
@@ -429,9 +430,9 @@ class NodeClasses:
 
 
 #: Changes a partition keeps across sessions (plus four per class) before starting them over.
-_MAX_CHANGES: Final = 4096
+_MAX_CHANGES: Final = bounds.GROUPING_CHANGES
 #: Keys of empty classes a partition keeps interned (beyond two per current class) before forgetting them.
-_MAX_INTERNED: Final = 4096
+_MAX_INTERNED: Final = bounds.INTERNED_CLASS_KEYS
 
 #: A class's answer for a task: (the task fits the node's idle resources now, the node's score).
 Answer = tuple[bool, float]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
-from volcanolib.framework import fastpath
+from volcanolib.framework import bounds, fastpath
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeChanges, NodeClasses, NodeClassPlan, Refusal
 
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: Task signatures whose class answers are remembered before starting over.
-_MAX_SIGNATURES: Final = 4096
+_MAX_SIGNATURES: Final = bounds.CLASS_ANSWER_SIGNATURES
 #: What :meth:`Placement._choose_remembered` gives when no node is feasible and no explanation was asked for.
 _UNEXPLAINED: Final = FitErrors()
 #: The node allocate chooses, one node per class checked and scored (see :mod:`~volcanolib.framework.fastpath`).
@@ -122,7 +122,7 @@ class _FitIndex:
     __slots__ = ("_changes", "_entries", "nodes")
 
     #: Distinct requests remembered before the index starts over.
-    MAX_ENTRIES: Final = 1024
+    MAX_ENTRIES: Final = bounds.FIT_REQUESTS
 
     def __init__(self, nodes: Sequence[NodeInfo], changes: NodeChanges) -> None:
         self.nodes = nodes
