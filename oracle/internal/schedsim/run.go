@@ -1,0 +1,404 @@
+// Package schedsim runs Volcano's scheduler in-process on a scenario: its
+// cache (the mock cache of Volcano's unit tests, fed through the cache's own
+// event handlers), its session, actions and plugins, with a binder, evictor
+// and status updater that record what the scheduler decided instead of
+// writing to an API server.
+//
+// Between two sessions the cluster does what volcanolib's simulator says it
+// does (docs/scenario-format.md): bound pods start running, evicted pods go
+// away, and the PodGroup status the session wrote comes back, as the informer
+// would bring it.
+package schedsim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/client-go/kubernetes"
+	"volcano.sh/apis/pkg/apis/scheduling"
+	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
+	schedv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	nodeshardv1alpha1 "volcano.sh/apis/pkg/apis/shard/v1alpha1"
+	topov1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+	vcsched "volcano.sh/volcano/pkg/scheduler"
+	_ "volcano.sh/volcano/pkg/scheduler/actions"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/metrics"
+	"volcano.sh/volcano/pkg/scheduler/util"
+
+	"volcanolib/oracle/internal/scenario"
+)
+
+// Condition is a PodGroup condition as a session wrote it.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// GroupState is a PodGroup's status after a session.
+type GroupState struct {
+	Phase      string      `json:"phase"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// SessionResult is what one session decided and wrote.
+type SessionResult struct {
+	Binds     map[string]string     `json:"binds"`
+	Evictions []string              `json:"evictions"`
+	Pipelined map[string]string     `json:"pipelined"`
+	PodGroups map[string]GroupState `json:"podGroups"`
+}
+
+// GroupReport is a PodGroup at the end of a scenario.
+type GroupReport struct {
+	Phase     string `json:"phase"`
+	Scheduled int    `json:"scheduled"`
+	MinMember int32  `json:"minMember"`
+}
+
+// Result is the shape of `volcanolib simulate --json`, with the sessions' detail.
+type Result struct {
+	Sessions      int                    `json:"sessions"`
+	Binds         map[string]string      `json:"binds"`
+	Evictions     []string               `json:"evictions"`
+	Pipelined     map[string]string      `json:"pipelined"`
+	PodGroups     map[string]GroupReport `json:"podGroups"`
+	Unschedulable map[string]string      `json:"unschedulable"`
+	PerSession    []SessionResult        `json:"perSession,omitempty"`
+}
+
+// ConfigError is a scheduler configuration Volcano refuses.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func init() {
+	// The Kubernetes scheduler plugins that Volcano's predicates wrap report to these metrics.
+	metrics.InitKubeSchedulerRelatedMetrics()
+}
+
+// Volcano's actions and plugin builders are process-wide; one scenario runs at a time.
+var runLock sync.Mutex
+
+// recorder is the cache Volcano's session talks to: the mock cache, with the
+// bind and eviction requests and the PodGroup status writes recorded in order.
+type recorder struct {
+	*cache.SchedulerCache
+	mu        sync.Mutex
+	binds     [][2]string // pod key, node
+	evictions []string
+	written   map[string]*api.PodGroup
+}
+
+func (r *recorder) AddBindTask(bc *cache.BindContext) error {
+	if err := r.SchedulerCache.AddBindTask(bc); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.binds = append(r.binds, [2]string{bc.TaskInfo.Namespace + "/" + bc.TaskInfo.Name, bc.TaskInfo.NodeName})
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) Evict(task *api.TaskInfo, reason string) error {
+	if err := r.SchedulerCache.Evict(task, reason); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.evictions = append(r.evictions, task.Namespace+"/"+task.Name)
+	r.mu.Unlock()
+	return nil
+}
+
+// statusWriter stands for the API server's status subresources.
+type statusWriter struct{ rec *recorder }
+
+func (s *statusWriter) UpdatePodStatus(pod *v1.Pod) (*v1.Pod, error) { return pod, nil }
+
+func (s *statusWriter) UpdatePodGroup(pg *api.PodGroup) (*api.PodGroup, error) {
+	s.rec.mu.Lock()
+	s.rec.written[pg.Namespace+"/"+pg.Name] = &api.PodGroup{PodGroup: *pg.PodGroup.DeepCopy(), Version: pg.Version}
+	s.rec.mu.Unlock()
+	return pg, nil
+}
+
+func (s *statusWriter) UpdateQueueStatus(queue *api.QueueInfo) error { return nil }
+
+func (s *statusWriter) UpdateNodeShardStatus(ns *nodeshardv1alpha1.NodeShard) (*nodeshardv1alpha1.NodeShard, error) {
+	return ns, nil
+}
+
+type nullBinder struct{}
+
+func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
+
+// ParseConf reads volcano-scheduler.conf text as Volcano does (its default when empty).
+func ParseConf(text string) ([]framework.Action, []conf.Tier, []conf.Configuration, error) {
+	if text == "" {
+		text = vcsched.DefaultSchedulerConf
+	}
+	actions, tiers, configurations, _, err := vcsched.UnmarshalSchedulerConf(text)
+	if err != nil {
+		return nil, nil, nil, &ConfigError{Msg: fmt.Sprintf("invalid scheduler configuration: %v", err)}
+	}
+	return actions, tiers, configurations, nil
+}
+
+// Run runs a normalized scenario's sessions and returns what Volcano decided.
+func Run(scn *scenario.Scenario, perSession bool) (*Result, error) {
+	runLock.Lock()
+	defer runLock.Unlock()
+
+	actions, tiers, configurations, err := ParseConf(scn.ConfText)
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+
+	rec := &recorder{written: map[string]*api.PodGroup{}}
+	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, nil)
+	rec.SchedulerCache = sc
+	sc.Run(stop)
+
+	// The objects, through the cache's own event handlers, as the informers deliver them.
+	for _, pc := range scn.PriorityClasses {
+		sc.AddPriorityClass(pc)
+	}
+	for _, q := range scn.Queues {
+		sc.AddQueueV1beta1(q)
+	}
+	// Nodes in the given order (the order sessions list them in), as Volcano's unit tests add them.
+	for _, node := range scn.Nodes {
+		if err := sc.AddOrUpdateNode(node); err != nil {
+			return nil, fmt.Errorf("node %s: %v", node.Name, err)
+		}
+	}
+	if len(scn.HyperNodes) > 0 {
+		// The topology is built by the cache's hypernode worker from its listers: the
+		// nodes and HyperNodes go through the (fake) API, as in a cluster.
+		for _, node := range scn.Nodes {
+			if _, err := sc.Client().CoreV1().Nodes().Create(context.TODO(), node, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("node %s: %v", node.Name, err)
+			}
+		}
+		for _, hn := range scn.HyperNodes {
+			if _, err := sc.VCClient().TopologyV1alpha1().HyperNodes().Create(context.TODO(), hn, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("HyperNode %s: %v", hn.Name, err)
+			}
+		}
+		if err := syncHyperNodes(sc, scn.HyperNodes); err != nil {
+			return nil, err
+		}
+	}
+	groups := map[string]*schedv1beta1.PodGroup{}
+	for _, pg := range scn.PodGroups {
+		groups[pg.Namespace+"/"+pg.Name] = pg
+		sc.AddPodGroupV1beta1(pg)
+	}
+	pods := map[string]*v1.Pod{}
+	for _, pod := range scn.Pods {
+		if !accepted(pod, scn.SchedulerName) {
+			continue
+		}
+		pods[pod.Namespace+"/"+pod.Name] = pod
+		sc.AddPod(pod)
+	}
+
+	result := &Result{
+		Sessions: scn.Sessions, Binds: map[string]string{}, Evictions: []string{}, Pipelined: map[string]string{},
+		PodGroups: map[string]GroupReport{}, Unschedulable: map[string]string{},
+	}
+	evicted := map[string]bool{}
+	for index := 0; index < scn.Sessions; index++ {
+		if index > 0 {
+			stepCluster(sc, rec, pods, groups)
+		}
+		rec.binds, rec.evictions = nil, nil
+		conf.EnabledActionMap = map[string]bool{}
+		for _, action := range actions {
+			conf.EnabledActionMap[action.Name()] = true
+		}
+		ssn := framework.OpenSession(rec, tiers, configurations)
+		for _, action := range actions {
+			action.Initialize()
+			action.Execute(ssn)
+			action.UnInitialize()
+		}
+		pipelined := map[string]string{}
+		last := index == scn.Sessions-1
+		for _, job := range ssn.Jobs {
+			for _, task := range job.TaskStatusIndex[api.Pipelined] {
+				pipelined[task.Namespace+"/"+task.Name] = task.NodeName
+			}
+			if last && len(job.TaskStatusIndex[api.Pending]) > 0 {
+				result.Unschedulable[string(job.UID)] = job.FitError()
+			}
+		}
+		framework.CloseSession(ssn)
+
+		session := SessionResult{Binds: map[string]string{}, Evictions: []string{}, Pipelined: pipelined, PodGroups: map[string]GroupState{}}
+		for _, b := range rec.binds {
+			session.Binds[b[0]] = b[1]
+			result.Binds[b[0]] = b[1]
+		}
+		for _, key := range rec.evictions {
+			if !evicted[key] {
+				evicted[key] = true
+				session.Evictions = append(session.Evictions, key)
+				result.Evictions = append(result.Evictions, key)
+			}
+		}
+		sort.Strings(session.Evictions)
+		for key, pg := range groups {
+			state := GroupState{Phase: string(pg.Status.Phase), Conditions: conditionsOf(pg.Status.Conditions)}
+			if w, ok := rec.written[key]; ok {
+				state = GroupState{Phase: string(w.Status.Phase), Conditions: internalConditions(w.Status.Conditions)}
+			}
+			session.PodGroups[key] = state
+		}
+		if perSession {
+			result.PerSession = append(result.PerSession, session)
+		}
+		if last {
+			result.Pipelined = pipelined
+		}
+	}
+	sort.Strings(result.Evictions)
+
+	// One step later: what the next status update would write (docs/scenario-format.md).
+	stepCluster(sc, rec, pods, groups)
+	ssn := framework.OpenSession(rec, tiers, configurations)
+	scheduled := map[string]int{}
+	for _, job := range ssn.Jobs {
+		n := 0
+		for status, tasks := range job.TaskStatusIndex {
+			if api.ScheduledStatus(status) || (status == api.Releasing && anyOnNode(tasks)) {
+				n += len(tasks)
+			}
+		}
+		scheduled[string(job.UID)] = n
+	}
+	framework.CloseSession(ssn)
+	for key, pg := range groups {
+		phase := string(pg.Status.Phase)
+		if w, ok := rec.written[key]; ok {
+			phase = string(w.Status.Phase)
+		}
+		result.PodGroups[key] = GroupReport{Phase: phase, Scheduled: scheduled[key], MinMember: pg.Spec.MinMember}
+	}
+	return result, nil
+}
+
+func anyOnNode(tasks map[api.TaskID]*api.TaskInfo) bool {
+	for _, t := range tasks {
+		if t.NodeName != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// accepted is the scheduler's pod informer filter: its own pods, and other
+// schedulers' pods only once they are on a node.
+func accepted(pod *v1.Pod, schedulerName string) bool {
+	return pod.Spec.SchedulerName == schedulerName || pod.Spec.NodeName != ""
+}
+
+// stepCluster does what the cluster does between two sessions: the status
+// written comes back through the informer, bound pods start running, and
+// evicted or deleted pods go away.
+func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Pod, groups map[string]*schedv1beta1.PodGroup) {
+	keys := make([]string, 0, len(rec.written))
+	for key := range rec.written {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		old, ok := groups[key]
+		if !ok {
+			continue
+		}
+		updated := &schedv1beta1.PodGroup{}
+		if err := schedulingscheme.Scheme.Convert(&rec.written[key].PodGroup, updated, nil); err != nil {
+			continue
+		}
+		updated.ResourceVersion = old.ResourceVersion
+		sc.UpdatePodGroupV1beta1(old, updated)
+		groups[key] = updated
+	}
+	var starting, going []*v1.Pod
+	sc.Mutex.Lock()
+	for _, job := range sc.Jobs {
+		for _, task := range job.Tasks {
+			key := task.Namespace + "/" + task.Name
+			pod, ok := pods[key]
+			if !ok {
+				continue
+			}
+			switch task.Status {
+			case api.Binding, api.Bound:
+				next := pod.DeepCopy()
+				next.Spec.NodeName = task.NodeName
+				next.Status.Phase = v1.PodRunning
+				starting = append(starting, next)
+			case api.Releasing:
+				going = append(going, pod)
+			}
+		}
+	}
+	sc.Mutex.Unlock()
+	sort.Slice(starting, func(i, j int) bool { return starting[i].Name < starting[j].Name })
+	for _, next := range starting {
+		key := next.Namespace + "/" + next.Name
+		sc.UpdatePod(pods[key], next)
+		pods[key] = next
+	}
+	for _, pod := range going {
+		sc.DeletePod(pod)
+		delete(pods, pod.Namespace+"/"+pod.Name)
+	}
+}
+
+func conditionsOf(conds []schedv1beta1.PodGroupCondition) []Condition {
+	out := []Condition{}
+	for _, c := range conds {
+		out = append(out, Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}
+
+func internalConditions(conds []scheduling.PodGroupCondition) []Condition {
+	out := []Condition{}
+	for _, c := range conds {
+		out = append(out, Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}
+
+// syncHyperNodes builds the cache's network topology from the HyperNodes, as
+// its hypernode worker does once the informers have delivered them.
+func syncHyperNodes(sc *cache.SchedulerCache, hyperNodes []*topov1alpha1.HyperNode) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		sc.HyperNodesInfo.Lock()
+		n := len(sc.HyperNodesInfo.HyperNodes())
+		sc.HyperNodesInfo.Unlock()
+		if n >= len(hyperNodes) {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("the scheduler cache did not take the %d HyperNodes in time", len(hyperNodes))
+}
