@@ -2,7 +2,7 @@
 
 ::
 
-    volcanolib simulate FILE... [--conf FILE] [--sessions N] [--seed N] [--json] [--timings]
+    volcanolib simulate FILE... [--conf FILE] [--sessions N] [--seed N] [--json] [--timings] [--per-session]
     volcanolib check FILE... [--seed N] [--quiet]
     volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N]
     volcanolib plugins [--json]
@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     run_options(simulate)
     simulate.add_argument("--json", action="store_true", help="print the result as JSON (stable across runs)")
     simulate.add_argument("--timings", action="store_true", help="add the time spent in each step")
+    simulate.add_argument(
+        "--per-session",
+        action="store_true",
+        help="with --json: add each session's binds, evictions and pipelined pods and the PodGroup status it wrote",
+    )
 
     check = sub.add_parser(
         "check",
@@ -176,7 +181,7 @@ def _simulate(args: argparse.Namespace, out: TextIO) -> int:
     loading = time.perf_counter()
     scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
     running = time.perf_counter()
-    result = run_scenario(scenario, seed=args.seed)
+    result = run_scenario(scenario, seed=args.seed, per_session=args.per_session)
     if args.timings:
         timings = result.timings
         result.timings = {"startup": loading - args.started, "load": running - loading}

@@ -152,6 +152,9 @@ class SimulationResult:
     cycles: list[CycleResult]
     #: The simulated cluster at the end.
     cache: InMemoryCache
+    #: Each session's binds, evictions and pipelined pods, and the status every PodGroup had once the
+    #: session closed (``run_scenario(per_session=True)``; empty otherwise).
+    per_session: list[dict[str, Any]] = attrs.field(factory=list)
 
     def to_dict(self, *, timings: bool = False) -> dict[str, Any]:
         """The JSON form of the result (``volcanolib simulate --json``), keys sorted by the encoder."""
@@ -168,6 +171,8 @@ class SimulationResult:
         }
         if self.plugin_errors:
             out["pluginErrors"] = list(self.plugin_errors)
+        if self.per_session:
+            out["perSession"] = list(self.per_session)
         if timings:
             out["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
         return out
@@ -380,6 +385,7 @@ def run_scenario(
     registry: Registry | None = None,
     score_pods: Iterable[str] | None = None,
     on_session_open: SessionHook | None = None,
+    per_session: bool = False,
 ) -> SimulationResult:
     """Run a scenario's sessions and return what the scheduler decided.
 
@@ -392,6 +398,8 @@ def run_scenario(
         those of ``expect.nodeScores``.
     :param on_session_open: called with the session index (from 0) and the
         open session, before the first action of every session.
+    :param per_session: also record what each session decided and the status
+        each PodGroup had once it closed (:attr:`SimulationResult.per_session`).
     :raises ConfigError: when the configuration names an unknown plugin or action.
     """
     # Results build hundreds of thousands of small objects; the collector would rescan them all.
@@ -403,7 +411,28 @@ def run_scenario(
             registry=registry,
             score_pods=score_pods,
             on_session_open=on_session_open,
+            per_session=per_session,
         )
+
+
+def _session_detail(result: CycleResult, cache: InMemoryCache) -> dict[str, Any]:
+    """What one session decided, and every PodGroup's status once it closed (the ``perSession`` entries)."""
+    groups: dict[str, Any] = {}
+    for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        pg = job.pod_group
+        groups[job.uid] = {
+            "phase": pg.phase.value,
+            "conditions": [
+                {"type": c.type.value, "status": c.status, "reason": c.reason, "message": c.message}
+                for c in pg.conditions
+            ],
+        }
+    return {
+        "binds": {task.key: node for task, node in sorted(result.binds, key=lambda b: b[0].key)},
+        "evictions": sorted({task.key for task, _ in result.evictions}),
+        "pipelined": {task.key: node for task, node in sorted(result.pipelined, key=lambda p: p[0].key)},
+        "podGroups": groups,
+    }
 
 
 def _run_scenario(
@@ -414,6 +443,7 @@ def _run_scenario(
     registry: Registry | None,
     score_pods: Iterable[str] | None,
     on_session_open: SessionHook | None,
+    per_session: bool,
 ) -> SimulationResult:
     laps = _Laps()
     count = sessions if sessions is not None else scenario.sessions
@@ -441,6 +471,7 @@ def _run_scenario(
             on_session_open(index, ssn)
 
     cycles: list[CycleResult] = []
+    details: list[dict[str, Any]] = []
     binds: dict[str, str] = {}
     evicted: set[str] = set()
     parts: dict[str, float] = {}
@@ -453,6 +484,8 @@ def _run_scenario(
         result = scheduler.run_once(before_actions=functools.partial(before_actions, index))
         laps.lap("session")
         cycles.append(result)
+        if per_session:
+            details.append(_session_detail(result, cache))
         for task, node in result.binds:
             binds[task.key] = node
         if result.failed_binds:
@@ -514,6 +547,7 @@ def _run_scenario(
         plugin_errors=errors,
         cycles=cycles,
         cache=cache,
+        per_session=details,
     )
 
 

@@ -17,9 +17,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"volcanolib/oracle/internal/controllers"
 	"volcanolib/oracle/internal/scenario"
@@ -44,8 +43,12 @@ result as volcanolib simulate --json prints it. Output is always JSON.
 `
 
 func main() {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	// Some of Volcano's code prints to standard output: ours is a copy of it,
+	// and what Volcano prints goes to standard error.
+	out, err := syscall.Dup(1)
+	if err == nil && syscall.Dup2(2, 1) == nil {
+		os.Exit(run(os.Args[1:], os.NewFile(uintptr(out), "stdout"), os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

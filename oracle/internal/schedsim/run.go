@@ -13,7 +13,10 @@ package schedsim
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 	"volcano.sh/apis/pkg/apis/scheduling"
 	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
 	schedv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -77,6 +81,18 @@ type Result struct {
 	Unschedulable map[string]string      `json:"unschedulable"`
 	PerSession    []SessionResult        `json:"perSession,omitempty"`
 }
+
+// Release is the Volcano release the oracle is built from.
+var Release = func() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "volcano.sh/volcano" {
+				return dep.Version
+			}
+		}
+	}
+	return "(unknown release)"
+}()
 
 // ConfigError is a scheduler configuration Volcano refuses.
 type ConfigError struct{ Msg string }
@@ -144,21 +160,68 @@ type nullBinder struct{}
 func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
 
 // ParseConf reads volcano-scheduler.conf text as Volcano does (its default when empty).
+//
+// Two things Volcano accepts with a logged error the oracle refuses, since
+// the result would not answer the question asked: a plugin that is not one of
+// Volcano's (it is left out of the session), and an empty action in a list
+// of actions. An empty list of actions (`actions: ""`, a scenario that only
+// scores nodes) runs no action.
 func ParseConf(text string) ([]framework.Action, []conf.Tier, []conf.Configuration, error) {
 	if text == "" {
 		text = vcsched.DefaultSchedulerConf
 	}
+	var shape struct {
+		Actions string `json:"actions"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &shape); err != nil {
+		return nil, nil, nil, &ConfigError{Msg: fmt.Sprintf("invalid scheduler configuration: %v", err)}
+	}
+	onlyScores := strings.TrimSpace(shape.Actions) == ""
+	if onlyScores {
+		text = "actions: enqueue\n" + stripActions(text)
+	}
 	actions, tiers, configurations, _, err := vcsched.UnmarshalSchedulerConf(text)
 	if err != nil {
-		return nil, nil, nil, &ConfigError{Msg: fmt.Sprintf("invalid scheduler configuration: %v", err)}
+		msg := err.Error()
+		if strings.HasPrefix(msg, "failed to find Action") {
+			msg = fmt.Sprintf("action %q is not an action of Volcano %s", strings.TrimSpace(strings.TrimPrefix(msg, "failed to find Action")), Release)
+		}
+		return nil, nil, nil, &ConfigError{Msg: "invalid scheduler configuration: " + msg}
+	}
+	for _, tier := range tiers {
+		for _, plugin := range tier.Plugins {
+			if _, found := framework.GetPluginBuilder(plugin.Name); !found {
+				return nil, nil, nil, &ConfigError{Msg: fmt.Sprintf("plugin %q is not a plugin of Volcano %s", plugin.Name, Release)}
+			}
+		}
+	}
+	if onlyScores {
+		actions = nil
 	}
 	return actions, tiers, configurations, nil
 }
 
+// stripActions removes the top-level `actions` line of a configuration.
+func stripActions(text string) string {
+	var kept []string
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "actions:") || strings.HasPrefix(line, " ") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
 // Run runs a normalized scenario's sessions and returns what Volcano decided.
-func Run(scn *scenario.Scenario, perSession bool) (*Result, error) {
+func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	runLock.Lock()
 	defer runLock.Unlock()
+	resetProcessSwitches()
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			result, err = nil, asConfigError(recovered)
+		}
+	}()
 
 	actions, tiers, configurations, err := ParseConf(scn.ConfText)
 	if err != nil {
@@ -216,7 +279,7 @@ func Run(scn *scenario.Scenario, perSession bool) (*Result, error) {
 		sc.AddPod(pod)
 	}
 
-	result := &Result{
+	result = &Result{
 		Sessions: scn.Sessions, Binds: map[string]string{}, Evictions: []string{}, Pipelined: map[string]string{},
 		PodGroups: map[string]GroupReport{}, Unschedulable: map[string]string{},
 	}
@@ -334,7 +397,7 @@ func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Po
 		if err := schedulingscheme.Scheme.Convert(&rec.written[key].PodGroup, updated, nil); err != nil {
 			continue
 		}
-		updated.ResourceVersion = old.ResourceVersion
+		updated.ResourceVersion = nextVersion(old.ResourceVersion)
 		sc.UpdatePodGroupV1beta1(old, updated)
 		groups[key] = updated
 	}
@@ -350,6 +413,7 @@ func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Po
 			switch task.Status {
 			case api.Binding, api.Bound:
 				next := pod.DeepCopy()
+				next.ResourceVersion = nextVersion(pod.ResourceVersion)
 				next.Spec.NodeName = task.NodeName
 				next.Status.Phase = v1.PodRunning
 				starting = append(starting, next)
@@ -369,6 +433,12 @@ func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Po
 		sc.DeletePod(pod)
 		delete(pods, pod.Namespace+"/"+pod.Name)
 	}
+}
+
+// nextVersion is a resourceVersion newer than v, as the API server gives an object it updates.
+func nextVersion(v string) string {
+	n, _ := strconv.Atoi(v)
+	return strconv.Itoa(n + 1)
 }
 
 func conditionsOf(conds []schedv1beta1.PodGroupCondition) []Condition {
