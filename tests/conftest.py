@@ -16,15 +16,42 @@ settings.register_profile("dev", max_examples=40, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+#: Set by .ci/run: the tests that need Go (the oracle, the control plane) run, and a missing
+#: Go or a failed build is a failure, never a skip.
+REQUIRE_GO = os.environ.get("VOLCANOLIB_REQUIRE_GO") == "1"
+_GO_LANE = "needs Go: run by .ci/run, `nox -s oracle`, or `pytest --go`"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+    parser.addoption(
+        "--go",
+        action="store_true",
+        default=False,
+        help="run the tests that build the oracle or the control plane with Go (marked go)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave the slow soak and scale runs to ``nox -s soak`` (deselected, not skipped)."""
-    if config.getoption("--runslow"):
-        return
-    slow = [item for item in items if "slow" in item.keywords]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if "slow" not in item.keywords]
+    """Leave the slow soak and scale runs to ``nox -s soak``, and the Go lane to .ci/run (deselected, not skipped)."""
+    dropped: list[pytest.Item] = []
+    if not config.getoption("--runslow"):
+        dropped += [item for item in items if "slow" in item.keywords]
+    if not (config.getoption("--go") or REQUIRE_GO):
+        go = [item for item in items if "go" in item.keywords and item not in dropped]
+        config.stash[_go_key] = len(go)
+        dropped += go
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        keep = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in keep]
+
+
+_go_key = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Say why the Go lane did not run, so that its absence is never silent."""
+    count = config.stash.get(_go_key, 0)
+    if count:
+        terminalreporter.write_line(f"{count} tests deselected: {_GO_LANE}")

@@ -75,6 +75,7 @@ SCENARIO_KEYS: Final = (
     "sessions",
     "objects",
     "expect",
+    "volcano",
 )
 DEFAULT_SCHEDULER_NAME: Final = "volcano"
 #: Seconds between two sessions (Volcano's default schedule period).
@@ -97,6 +98,9 @@ class Scenario:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     sessions: int = 1
     expect: Expectation | None = None
+    #: The ``volcano`` block: what the Volcano release volcanolib follows gives where volcanolib
+    #: deliberately differs (docs/differences.md); the differential tests check it against the oracle.
+    volcano_expect: Expectation | None = None
     #: Warnings from the loader and the configuration parser.
     warnings: list[str] = attrs.field(factory=list)
     #: Seconds spent reading and converting the files.
@@ -229,6 +233,7 @@ def _load_scenario(
     names: list[str] = []
     scheduler_block: tuple[str, Any] | None = None
     expect_block: tuple[str, Any] | None = None
+    volcano_block: tuple[str, Any] | None = None
     settings: dict[str, tuple[str, Any]] = {}
     warnings: list[str] = []
     pending: list[tuple[str, list[Any], bool]] = []
@@ -264,6 +269,12 @@ def _load_scenario(
                         f"a second 'expect' block (the first is in {expect_block[0]})", source=source, field="expect"
                     )
                 expect_block = (source, data["expect"])
+            if data.get("volcano") is not None:
+                if volcano_block is not None:
+                    raise ManifestError(
+                        f"a second 'volcano' block (the first is in {volcano_block[0]})", source=source, field="volcano"
+                    )
+                volcano_block = (source, data["volcano"])
             for key in ("schedulerName", "sessions"):
                 if data.get(key) is not None:
                     if key in settings and settings[key][1] != data[key]:
@@ -327,6 +338,9 @@ def _load_scenario(
     expect = None
     if expect_block is not None:
         expect = parse_expect(expect_block[1], source=expect_block[0])
+    volcano_expect = None
+    if volcano_block is not None:
+        volcano_expect = parse_expect(volcano_block[1], source=volcano_block[0], block_name="volcano")
     return Scenario(
         name=" + ".join(names) if names else ", ".join(Path(p).name for p in paths),
         sources=tuple(str(p) for p in paths),
@@ -335,6 +349,7 @@ def _load_scenario(
         scheduler_name=scheduler_name,
         sessions=count,
         expect=expect,
+        volcano_expect=volcano_expect,
         warnings=warnings,
         load_seconds=time.perf_counter() - start,
     )

@@ -4,6 +4,7 @@
 //
 //	oracle simulate [--conf FILE] [--sessions N] [--runs K] [--per-session] FILE... [--json]
 //	oracle simulate --each [flags] FILE...     one scenario per file, one JSON line each
+//	oracle has NAME...                         which names are Volcano plugins or actions (JSON)
 //	oracle version
 package main
 
@@ -26,6 +27,7 @@ import (
 )
 
 const usage = `usage: oracle simulate [--conf FILE] [--sessions N] [--runs K] [--per-session] [--each] FILE... [--json]
+       oracle has NAME...
        oracle version
 
 simulate runs Volcano's scheduler (cache, session, actions, plugins) on a
@@ -63,6 +65,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "simulate":
 		return simulate(args[1:], stdout, stderr)
+	case "has":
+		// oracle has NAME...: which names are plugins and which actions of this Volcano.
+		if err := json.NewEncoder(stdout).Encode(schedsim.Known(args[1:])); err != nil {
+			return 1
+		}
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

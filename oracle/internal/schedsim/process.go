@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -55,6 +56,12 @@ func init() {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	klog.SetOutputBySeverity("FATAL", fatalLog)
+	// VOLCANOLIB_ORACLE_V=N shows Volcano's own log on standard error at verbosity N, for debugging.
+	if v := os.Getenv("VOLCANOLIB_ORACLE_V"); v != "" {
+		_ = flags.Set("v", v)
+		_ = flags.Set("stderrthreshold", "0")
+		klog.SetOutput(os.Stderr)
+	}
 	klog.OsExit = func(code int) { panic(fatalExit{code}) }
 }
 

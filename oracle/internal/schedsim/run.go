@@ -159,6 +159,17 @@ type nullBinder struct{}
 
 func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
 
+// Known says, for each name, whether it is a plugin and whether it is an action of this Volcano.
+func Known(names []string) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, name := range names {
+		_, plugin := framework.GetPluginBuilder(name)
+		_, action := framework.GetAction(name)
+		out[name] = map[string]bool{"plugin": plugin, "action": action}
+	}
+	return out
+}
+
 // ParseConf reads volcano-scheduler.conf text as Volcano does (its default when empty).
 //
 // Two things Volcano accepts with a logged error the oracle refuses, since
@@ -242,6 +253,12 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	for _, q := range scn.Queues {
 		sc.AddQueueV1beta1(q)
 	}
+	// A scheduler that has run for a while has built its plugins from the configuration, and
+	// some plugins (deviceshare) set process-wide switches that decide how a node is read when
+	// it is added or updated. A session on the empty cache builds them before the nodes come.
+	conf.EnabledActionMap = map[string]bool{}
+	framework.CloseSession(framework.OpenSession(rec, tiers, configurations))
+
 	// Nodes in the given order (the order sessions list them in), as Volcano's unit tests add them.
 	for _, node := range scn.Nodes {
 		if err := sc.AddOrUpdateNode(node); err != nil {
@@ -270,13 +287,19 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		groups[pg.Namespace+"/"+pg.Name] = pg
 		sc.AddPodGroupV1beta1(pg)
 	}
-	pods := map[string]*v1.Pod{}
+	// Pods go through the (fake) API server and the cache's pod informer, its filter included, as
+	// in a cluster: plugins that write to a pod as they place it (deviceshare) find it there.
+	var accepted []*v1.Pod
 	for _, pod := range scn.Pods {
-		if !accepted(pod, scn.SchedulerName) {
-			continue
+		if _, err := sc.Client().CoreV1().Pods(pod.Namespace).Create(context.TODO(), pod, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
-		pods[pod.Namespace+"/"+pod.Name] = pod
-		sc.AddPod(pod)
+		if acceptedByInformer(pod, scn.SchedulerName) {
+			accepted = append(accepted, pod)
+		}
+	}
+	if err := waitUntil(func() bool { return allInCache(sc, accepted) }); err != nil {
+		return nil, fmt.Errorf("the scheduler cache did not take the pods: %v", err)
 	}
 
 	result = &Result{
@@ -286,7 +309,9 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	evicted := map[string]bool{}
 	for index := 0; index < scn.Sessions; index++ {
 		if index > 0 {
-			stepCluster(sc, rec, pods, groups)
+			if err := stepCluster(sc, rec, groups); err != nil {
+				return nil, err
+			}
 		}
 		rec.binds, rec.evictions = nil, nil
 		conf.EnabledActionMap = map[string]bool{}
@@ -341,7 +366,9 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	sort.Strings(result.Evictions)
 
 	// One step later: what the next status update would write (docs/scenario-format.md).
-	stepCluster(sc, rec, pods, groups)
+	if err := stepCluster(sc, rec, groups); err != nil {
+		return nil, err
+	}
 	ssn := framework.OpenSession(rec, tiers, configurations)
 	scheduled := map[string]int{}
 	for _, job := range ssn.Jobs {
@@ -373,16 +400,71 @@ func anyOnNode(tasks map[api.TaskID]*api.TaskInfo) bool {
 	return false
 }
 
-// accepted is the scheduler's pod informer filter: its own pods, and other
-// schedulers' pods only once they are on a node.
-func accepted(pod *v1.Pod, schedulerName string) bool {
+// acceptedByInformer is the scheduler's pod informer filter: its own pods, and
+// other schedulers' pods only once they are on a node.
+func acceptedByInformer(pod *v1.Pod, schedulerName string) bool {
 	return pod.Spec.SchedulerName == schedulerName || pod.Spec.NodeName != ""
+}
+
+// allInCache says whether the cache holds every one of the pods, with their current phase and node.
+func allInCache(sc *cache.SchedulerCache, pods []*v1.Pod) bool {
+	sc.Mutex.Lock()
+	defer sc.Mutex.Unlock()
+	for _, pod := range pods {
+		if !inCache(sc, pod) {
+			return false
+		}
+	}
+	return true
+}
+
+func inCache(sc *cache.SchedulerCache, pod *v1.Pod) bool {
+	if group := pod.Annotations[schedv1beta1.KubeGroupNameAnnotationKey]; group != "" {
+		job, ok := sc.Jobs[api.JobID(pod.Namespace+"/"+group)]
+		if !ok {
+			return false
+		}
+		task, ok := job.Tasks[api.TaskID(pod.UID)]
+		return ok && task.NodeName == pod.Spec.NodeName && task.Pod.Status.Phase == pod.Status.Phase
+	}
+	node, ok := sc.Nodes[pod.Spec.NodeName]
+	if !ok {
+		return true // a pod of no job on no node the cache knows plays no part
+	}
+	_, ok = node.Tasks[api.TaskID(pod.UID)]
+	return ok
+}
+
+// goneFromCache says whether none of the pods is in the cache any more.
+func goneFromCache(sc *cache.SchedulerCache, pods []*v1.Pod) bool {
+	sc.Mutex.Lock()
+	defer sc.Mutex.Unlock()
+	for _, pod := range pods {
+		for _, job := range sc.Jobs {
+			if _, ok := job.Tasks[api.TaskID(pod.UID)]; ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitUntil waits for the cache's informers to deliver what was written.
+func waitUntil(cond func() bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // stepCluster does what the cluster does between two sessions: the status
 // written comes back through the informer, bound pods start running, and
-// evicted or deleted pods go away.
-func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Pod, groups map[string]*schedv1beta1.PodGroup) {
+// evicted or deleted pods go away (through the API, so the informer delivers them).
+func stepCluster(sc *cache.SchedulerCache, rec *recorder, groups map[string]*schedv1beta1.PodGroup) error {
 	keys := make([]string, 0, len(rec.written))
 	for key := range rec.written {
 		keys = append(keys, key)
@@ -401,38 +483,54 @@ func stepCluster(sc *cache.SchedulerCache, rec *recorder, pods map[string]*v1.Po
 		sc.UpdatePodGroupV1beta1(old, updated)
 		groups[key] = updated
 	}
-	var starting, going []*v1.Pod
+	type move struct {
+		namespace, name, node string
+	}
+	var starting, going []move
 	sc.Mutex.Lock()
 	for _, job := range sc.Jobs {
 		for _, task := range job.Tasks {
-			key := task.Namespace + "/" + task.Name
-			pod, ok := pods[key]
-			if !ok {
-				continue
-			}
 			switch task.Status {
 			case api.Binding, api.Bound:
-				next := pod.DeepCopy()
-				next.ResourceVersion = nextVersion(pod.ResourceVersion)
-				next.Spec.NodeName = task.NodeName
-				next.Status.Phase = v1.PodRunning
-				starting = append(starting, next)
+				starting = append(starting, move{task.Namespace, task.Name, task.NodeName})
 			case api.Releasing:
-				going = append(going, pod)
+				going = append(going, move{task.Namespace, task.Name, task.NodeName})
 			}
 		}
 	}
 	sc.Mutex.Unlock()
-	sort.Slice(starting, func(i, j int) bool { return starting[i].Name < starting[j].Name })
-	for _, next := range starting {
-		key := next.Namespace + "/" + next.Name
-		sc.UpdatePod(pods[key], next)
-		pods[key] = next
+	sort.Slice(starting, func(i, j int) bool { return starting[i].name < starting[j].name })
+	ctx := context.TODO()
+	pods := sc.Client().CoreV1()
+	var started, deleted []*v1.Pod
+	for _, m := range starting {
+		pod, err := pods.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.ResourceVersion = nextVersion(pod.ResourceVersion)
+		pod.Spec.NodeName = m.node
+		pod.Status.Phase = v1.PodRunning
+		updated, err := pods.Pods(m.namespace).Update(ctx, pod, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		started = append(started, updated)
 	}
-	for _, pod := range going {
-		sc.DeletePod(pod)
-		delete(pods, pod.Namespace+"/"+pod.Name)
+	for _, m := range going {
+		pod, err := pods.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := pods.Pods(m.namespace).Delete(ctx, m.name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		deleted = append(deleted, pod)
 	}
+	if err := waitUntil(func() bool { return allInCache(sc, started) && goneFromCache(sc, deleted) }); err != nil {
+		return fmt.Errorf("the scheduler cache did not take the cluster's changes between sessions: %v", err)
+	}
+	return nil
 }
 
 // nextVersion is a resourceVersion newer than v, as the API server gives an object it updates.
