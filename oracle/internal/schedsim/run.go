@@ -244,7 +244,6 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	rec := &recorder{written: map[string]*api.PodGroup{}}
 	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, nil)
 	rec.SchedulerCache = sc
-	sc.Run(stop)
 
 	// The objects, through the cache's own event handlers, as the informers deliver them.
 	for _, pc := range scn.PriorityClasses {
@@ -278,9 +277,6 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 				return nil, fmt.Errorf("HyperNode %s: %v", hn.Name, err)
 			}
 		}
-		if err := syncHyperNodes(sc, scn.HyperNodes); err != nil {
-			return nil, err
-		}
 	}
 	groups := map[string]*schedv1beta1.PodGroup{}
 	for _, pg := range scn.PodGroups {
@@ -289,6 +285,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	}
 	// Pods go through the (fake) API server and the cache's pod informer, its filter included, as
 	// in a cluster: plugins that write to a pod as they place it (deviceshare) find it there.
+	// They are written before the informers start, so that their first list holds them all.
 	var accepted []*v1.Pod
 	for _, pod := range scn.Pods {
 		if _, err := sc.Client().CoreV1().Pods(pod.Namespace).Create(context.TODO(), pod, metav1.CreateOptions{}); err != nil {
@@ -297,6 +294,15 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		if acceptedByInformer(pod, scn.SchedulerName) {
 			accepted = append(accepted, pod)
 		}
+	}
+	if len(scn.HyperNodes) > 0 {
+		// The cache's hypernode worker builds the topology from its informers: the whole cache runs.
+		sc.Run(stop)
+		if err := syncHyperNodes(sc, scn.HyperNodes); err != nil {
+			return nil, err
+		}
+	} else {
+		startInformers(sc, stop)
 	}
 	if err := waitUntil(func() bool { return allInCache(sc, accepted) }); err != nil {
 		return nil, fmt.Errorf("the scheduler cache did not take the pods: %v", err)
@@ -447,6 +453,31 @@ func goneFromCache(sc *cache.SchedulerCache, pods []*v1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// startInformers runs what the oracle needs of the cache's machinery when
+// there is no network topology: the Kubernetes informers (pods come through
+// them), and a reader of the bind queue (the oracle records binds as the
+// session makes them; the fake binder has nothing to do). The whole cache
+// (Cache.Run) waits for its informers in steps of 100 ms, which would be
+// most of the time of a small scenario.
+func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
+	factory := sc.SharedInformerFactory()
+	factory.Start(stop)
+	// The other informers list empty fake collections: only the pods' must have arrived.
+	pods := factory.Core().V1().Pods().Informer()
+	for !pods.HasSynced() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	go func() {
+		for {
+			select {
+			case <-sc.BindFlowChannel:
+			case <-stop:
+				return
+			}
+		}
+	}()
 }
 
 // waitUntil waits for the cache's informers to deliver what was written.
