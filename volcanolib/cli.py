@@ -9,6 +9,7 @@
     volcanolib replay FILE... [--conf FILE] [--format F --nodes FILE] [--json FILE] [--csv DIR] [--plot FILE] ...
     volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
     volcanolib sweep SWEEP.yaml [--out DIR] [--jobs N] [--dask ADDRESS] [--resume] [--plot FILE]
+    volcanolib diff FILE... [--conf FILE] [--sessions N] [--runs K] [--oracle CMD] [--json]
 
 Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
 that cannot be read or parsed, a missing or invalid field, a duplicate
@@ -155,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.sweep.cli import add_parser as add_sweep_command
 
     add_sweep_command(sub)
+    from volcanolib.sim.diff_cli import add_parser as add_diff_command
+
+    add_diff_command(sub)
     return parser
 
 

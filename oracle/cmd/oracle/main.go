@@ -40,6 +40,8 @@ result as volcanolib simulate --json prints it. Output is always JSON.
                   how often it came, and the facts that held in every run
   --per-session   add "perSession": each session's binds, evictions,
                   pipelined pods and the PodGroup status it wrote
+  --timings       add "timings": seconds to load the files, to feed the
+                  cache, and in the sessions (the first run's)
   --each          treat every FILE as its own scenario; print one JSON line
                   per file: {"file": F, "result": R} or {"file": F, "error": E}
 `
@@ -99,6 +101,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	runs := fs.Int("runs", 1, "")
 	perSession := fs.Bool("per-session", false, "")
 	each := fs.Bool("each", false, "")
+	timings := fs.Bool("timings", false, "")
 	fs.Bool("json", true, "")
 	// Flags may follow the files, as with volcanolib.
 	var files []string
@@ -122,7 +125,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oracle simulate: --runs must be at least 1 and --sessions positive\n")
 		return 2
 	}
-	opts := options{conf: *confPath, sessions: *sessions, runs: *runs, perSession: *perSession}
+	opts := options{conf: *confPath, sessions: *sessions, runs: *runs, perSession: *perSession, timings: *timings}
 	enc := json.NewEncoder(stdout)
 	if *each {
 		for _, file := range files {
@@ -163,6 +166,7 @@ type options struct {
 	sessions   int
 	runs       int
 	perSession bool
+	timings    bool
 }
 
 // internalError is a failure of the oracle itself, not of its input.
@@ -173,6 +177,7 @@ func (e *internalError) Error() string { return e.err.Error() }
 func simulateOne(files []string, opts options) (any, error) {
 	var outcomes []outcome
 	for i := 0; i < opts.runs; i++ {
+		loading := time.Now()
 		scn, err := scenario.Load(files, opts.conf, opts.sessions)
 		if err != nil {
 			return nil, err
@@ -187,6 +192,7 @@ func simulateOne(files []string, opts options) (any, error) {
 		}
 		scn.Normalize()
 		scn.ShiftTimes(nowFunc())
+		loadSeconds := time.Since(loading).Seconds()
 		result, err := schedsim.Run(scn, opts.perSession)
 		if err != nil {
 			var confErr *schedsim.ConfigError
@@ -195,6 +201,8 @@ func simulateOne(files []string, opts options) (any, error) {
 			}
 			return nil, &internalError{err}
 		}
+		timings := result.Timings
+		result.Timings = nil
 		data, err := json.Marshal(result)
 		if err != nil {
 			return nil, &internalError{err}
@@ -209,6 +217,10 @@ func simulateOne(files []string, opts options) (any, error) {
 		}
 		if !found {
 			outcomes = append(outcomes, outcome{key: string(data), Count: 1, Result: result})
+		}
+		if opts.timings && i == 0 {
+			timings["load"] = loadSeconds
+			outcomes[0].Result.Timings = timings
 		}
 	}
 	if opts.runs == 1 {

@@ -16,16 +16,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -64,6 +68,24 @@ func Prepare(scn *scenario.Scenario) error {
 	ctx := context.TODO()
 	kube := kubefake.NewSimpleClientset()
 	vc := vcfake.NewSimpleClientset()
+	// The API server gives every object it writes a new resourceVersion; Volcano's job
+	// controller reads it. The fake clients do not, so a reactor does, before they store it.
+	var version atomic.Int64
+	stamp := func(action k8stesting.Action) (bool, runtime.Object, error) {
+		var obj runtime.Object
+		switch a := action.(type) {
+		case k8stesting.CreateAction:
+			obj = a.GetObject()
+		case k8stesting.UpdateAction:
+			obj = a.GetObject()
+		}
+		if accessor, err := meta.Accessor(obj); err == nil && obj != nil {
+			accessor.SetResourceVersion(strconv.FormatInt(version.Add(1), 10))
+		}
+		return false, nil, nil
+	}
+	kube.PrependReactor("*", "*", stamp)
+	vc.PrependReactor("*", "*", stamp)
 	for _, q := range scn.Queues {
 		if _, err := vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/hami"
@@ -48,6 +49,9 @@ func (b *lockedBuffer) take() string {
 type fatalExit struct{ code int }
 
 func init() {
+	// The fake API's watches hold 100 events and then stop the process; a scenario updates
+	// every pod it binds between two sessions, tens of thousands in the large workloads.
+	watch.DefaultChanSize = 1 << 18
 	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(flags)
 	_ = flags.Set("logtostderr", "false")

@@ -80,6 +80,9 @@ type Result struct {
 	PodGroups     map[string]GroupReport `json:"podGroups"`
 	Unschedulable map[string]string      `json:"unschedulable"`
 	PerSession    []SessionResult        `json:"perSession,omitempty"`
+	// Timings, in seconds: "cache" (feeding the objects to the cache) and "session" (the sessions,
+	// open through close, summed), as volcanolib simulate --timings names them.
+	Timings map[string]float64 `json:"timings,omitempty"`
 }
 
 // Release is the Volcano release the oracle is built from.
@@ -241,6 +244,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	stop := make(chan struct{})
 	defer close(stop)
 
+	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
 	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, nil)
 	rec.SchedulerCache = sc
@@ -313,6 +317,8 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		PodGroups: map[string]GroupReport{}, Unschedulable: map[string]string{},
 	}
 	evicted := map[string]bool{}
+	sessionSeconds := 0.0
+	cacheSeconds := time.Since(fed).Seconds()
 	for index := 0; index < scn.Sessions; index++ {
 		if index > 0 {
 			if err := stepCluster(sc, rec, groups); err != nil {
@@ -324,6 +330,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		for _, action := range actions {
 			conf.EnabledActionMap[action.Name()] = true
 		}
+		opened := time.Now()
 		ssn := framework.OpenSession(rec, tiers, configurations)
 		for _, action := range actions {
 			action.Initialize()
@@ -341,6 +348,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 			}
 		}
 		framework.CloseSession(ssn)
+		sessionSeconds += time.Since(opened).Seconds()
 
 		session := SessionResult{Binds: map[string]string{}, Evictions: []string{}, Pipelined: pipelined, PodGroups: map[string]GroupState{}}
 		for _, b := range rec.binds {
@@ -370,6 +378,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		}
 	}
 	sort.Strings(result.Evictions)
+	result.Timings = map[string]float64{"cache": cacheSeconds, "session": sessionSeconds}
 
 	// One step later: what the next status update would write (docs/scenario-format.md).
 	if err := stepCluster(sc, rec, groups); err != nil {
