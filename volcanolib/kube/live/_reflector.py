@@ -6,7 +6,10 @@ handler as the complete set, then watches from the list's
 reopened from the last version seen (after a back-off when it failed), and a
 ``410 Gone`` (the version is too old for the server) starts over with a
 fresh list, which the handler reconciles with what it had, so that no object
-is lost or counted twice.
+is lost or counted twice. While the server does not answer, attempts are
+spaced by a :class:`~volcanolib.kube.live._backoff.Backoff` (0.1 s doubling,
+at most about a second), so that a server back from an outage is seen
+within about a second.
 """
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from volcanolib._gc import gc_paused
+from volcanolib.kube.live._backoff import Backoff
 from volcanolib.kube.live._client import ApiError, KubeApi, watch_lines
 
 __all__ = ["Handler", "Reflector"]
 
 log = logging.getLogger("volcanolib.kube.live")
-
-#: Longest wait between two failed attempts to reach the server, in seconds.
-MAX_BACKOFF = 30.0
 
 
 class Handler(Protocol):
@@ -87,6 +88,8 @@ class Reflector:
         self.list_seconds = (0.0, 0.0)
         #: How many watches were opened.
         self.watches = 0
+        #: The waits between failed attempts (its ``history`` holds the last ones).
+        self.backoff = Backoff()
         self._stop = threading.Event()
         self._response: Any = None
         self._got = False
@@ -112,16 +115,17 @@ class Reflector:
     # ------------------------------------------------------------------ the loop
 
     def _run(self) -> None:
-        backoff = 0.0
+        backoff = self.backoff
         need_list = True
         while not self._stop.is_set():
+            wait = 0.0
             try:
                 if need_list:
                     self._list()
                     need_list = False
-                    backoff = 0.0
+                    backoff.reset()
                 if self._watch():
-                    backoff = 0.0
+                    backoff.reset()
             except _Gone:
                 log.info("%s: resourceVersion %s expired, listing again", self.kind, self.resource_version)
                 need_list = True
@@ -132,20 +136,24 @@ class Reflector:
                     continue
                 if self._stop.is_set():
                     return
-                backoff = min(MAX_BACKOFF, max(0.2, backoff * 2))
-                log.warning("%s: %s; retrying in %.1f s", self.kind, exc, backoff)
+                wait = backoff.next()
+                (log.info if backoff.failures == 1 else log.warning)("%s: %s; retrying in %.2f s", self.kind, exc, wait)
             except Exception as exc:  # a stream cut mid-chunk, a decoding error: reconnect
                 if self._stop.is_set():
                     return
                 # A stream that delivered events before it broke reconnects at once; one that keeps failing backs off.
-                backoff = 0.0 if self._got else min(MAX_BACKOFF, max(0.2, backoff * 2))
-                (log.warning if backoff else log.info)(
-                    "%s: watch failed (%s: %s); retrying in %.1f s", self.kind, type(exc).__name__, exc, backoff
+                if self._got:
+                    backoff.reset()
+                else:
+                    wait = backoff.next()
+                (log.warning if wait else log.info)(
+                    "%s: watch failed (%s: %s); retrying in %.2f s", self.kind, type(exc).__name__, exc, wait
                 )
-            if backoff:
-                self._stop.wait(backoff)
+            if wait:
+                self._stop.wait(wait)
 
     def _list(self) -> None:
+        self._got = False
         items: list[dict[str, Any]] = []
         cont = ""
         started = time.perf_counter()

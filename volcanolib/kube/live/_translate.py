@@ -351,6 +351,9 @@ class PodTranslator(_Translator):
                 self.delete(key)
             return
         uid = meta.get("uid")
+        unresolved = cache.unresolved
+        if unresolved and uid in unresolved and spec.get("nodeName"):
+            unresolved.observed(str(uid), str(spec["nodeName"]))  # a bind whose answer was lost: now known
         old = cache.get_task(uid) if uid else None
         if (
             old is not None
@@ -397,5 +400,6 @@ class PodTranslator(_Translator):
             self.groups.note_pod(key, None, False)
         uid = self.known.pop(key, None)
         if uid is not None:
+            self.cache.unresolved.forget(uid)
             self.cache.delete_task(uid)
             self.forget(uid)
