@@ -235,7 +235,7 @@ class EventRecorder:
             involved["namespace"] = namespace
         if uid:
             involved["uid"] = uid
-        if kind == "PodGroup":
+        if kind in ("PodGroup", "Queue"):
             involved["apiVersion"] = "scheduling.volcano.sh/v1beta1"
         elif kind == "Pod":
             involved["apiVersion"] = "v1"
@@ -558,9 +558,10 @@ class KubernetesStatusUpdater:
         """Give each waiting pod of the job a ``PodScheduled=False`` condition saying why, when that changed."""
         if not any(bucket and in_statuses(status, _WAITING) for status, bucket in job.task_status_index.items()):
             return  # nothing waits (most jobs of a busy cluster): no scan
+        note = self.cache.queue_note(job.queue)
         for task in job.tasks_in(_WAITING):
             reason, message = job.task_scheduling_reason(task)
-            self.pod_condition(task, reason, message)
+            self.pod_condition(task, reason, note + message)
 
     def pod_condition(self, task: TaskInfo, reason: str, message: str) -> None:
         """Write ``PodScheduled=False`` with this reason and message, and a ``FailedScheduling`` event, if new."""
@@ -600,6 +601,7 @@ class KubernetesStatusUpdater:
             return
         message = next((c.message for c in pg.conditions if str(c.type) == "Unschedulable"), "")
         if message:
+            message = self.cache.queue_note(job.queue) + message
             self.cache.post_event("PodGroup", pg.namespace, pg.name, pg.uid, "Warning", "Unschedulable", message)
 
 

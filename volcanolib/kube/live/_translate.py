@@ -175,11 +175,13 @@ class QueueTranslator(_Translator):
         self._signatures[key] = signature
         self.cache.status.observe_queue(key, status.get("allocated") or {})
         self.cache.add_queue(queue)
+        self.cache.queue_weight_seen(key, str(meta.get("uid", "")), queue.weight == 0)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
         self._signatures.pop(key, None)
         self.cache.status.forget_queue(key)
+        self.cache.queue_weight_seen(key, "", False)
         self.cache.delete_queue(key)
 
 

@@ -104,6 +104,7 @@ class KubernetesCache(InMemoryCache):
         self.write_pool = Pool(write_workers, "volcanolib-write")
         #: PodGroups made in memory for pods without one, by ``namespace/name`` (never written).
         self.shadow_groups: set[str] = set()
+        self.zero_weight_queues = set()
         self.status = KubernetesStatusUpdater(self, api, self.write_pool, count_interval=count_interval)
         #: Binds whose outcome is unknown (no answer, pod unreadable): their tasks keep their nodes meanwhile.
         self.unresolved = BindReconciler(self, api)
@@ -329,6 +330,39 @@ class KubernetesCache(InMemoryCache):
             task = self._tasks.get(uid)
         if taken_back and task is not None:
             self.status.pod_condition(task, "SchedulerError", f"failed to bind to node {node}: {reason}")
+
+    def queue_weight_seen(self, name: str, uid: str, zero: bool) -> None:
+        """Note whether Queue ``name`` has ``spec.weight`` 0; warn once when it comes to have it.
+
+        Volcano's Queue CRD refuses such a queue (its weight is at least 1),
+        but an API server without that schema keeps it, and with the
+        ``proportion`` plugin its jobs deserve nothing and never run. The
+        warning is logged and posted as a ``Warning`` Event ``InvalidWeight``
+        on the Queue; the pending pods of its jobs say so in their reason
+        (:meth:`queue_note`).
+        """
+        if not zero:
+            self.zero_weight_queues.discard(name)
+            return
+        if name in self.zero_weight_queues:
+            return
+        self.zero_weight_queues.add(name)
+        message = (
+            f"Queue {name} has spec.weight 0, which Volcano's admission refuses (the least weight is 1): "
+            "with the proportion plugin its jobs deserve no share of the cluster and are not scheduled; "
+            "set spec.weight to 1 or more"
+        )
+        log.warning("%s", message)
+        self.post_event("Queue", "", name, uid, "Warning", "InvalidWeight", message)
+
+    def queue_note(self, queue: str) -> str:
+        """What to put before the pending reason of the pods of ``queue``: why the queue is suspect, or ``""``."""
+        if queue not in self.zero_weight_queues:
+            return ""
+        return f"queue {queue} has weight 0, which Volcano refuses (set spec.weight to 1 or more): "
+
+    #: Queues whose ``spec.weight`` is 0 (see :meth:`queue_weight_seen`).
+    zero_weight_queues: set[str]
 
     def eviction_refused(self, task: TaskInfo, message: str) -> None:
         """The Eviction API refused to evict ``task`` (a PodDisruptionBudget); the task stays."""

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from volcanolib.api.job import ConditionType
+from volcanolib.errors import ConfigError
 from volcanolib.kube.live._client import import_prometheus
 from volcanolib.scheduler import CycleResult
 
@@ -130,7 +131,11 @@ class SchedulerMetrics:
 
 
 def serve_http(metrics: SchedulerMetrics, host: str, port: int, healthy: threading.Event) -> ThreadingHTTPServer:
-    """Serve ``/metrics`` and ``/healthz`` in a daemon thread; return the server (``server_address`` has the port)."""
+    """Serve ``/metrics`` and ``/healthz`` in a daemon thread; return the server (``server_address`` has the port).
+
+    :raises ConfigError: naming ``--metrics-address`` when the address cannot be listened on
+        (a port in use, a host that does not resolve or is not this machine's).
+    """
     prom = import_prometheus()
 
     class Handler(BaseHTTPRequestHandler):
@@ -155,7 +160,11 @@ def serve_http(metrics: SchedulerMetrics, host: str, port: int, healthy: threadi
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as exc:  # in use, no such host, not an address of this machine
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise ConfigError(f"cannot listen on {host or '*'}:{port}: {reason}", key="--metrics-address") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
     return server

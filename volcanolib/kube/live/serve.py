@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from volcanolib.errors import ConfigError
 
@@ -46,6 +47,28 @@ def _period(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+_UNITS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+
+
+def _duration(text: str) -> float:
+    """Seconds, from a number of seconds (``15``) or a Go duration (``15s``, ``1m30s``, ``500ms``), positive."""
+    value = -1.0
+    try:
+        value = float(text)
+    except ValueError:
+        parts = _DURATION.findall(text)
+        if parts and "".join(number + unit for number, unit in parts) == text:
+            value = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration (such as 15s or 15), got {text!r}")
+    return value
+
+
+#: client-go's defaults, which Volcano's scheduler keeps: lease duration, renew deadline, retry period (seconds).
+LEASE_DEFAULTS: Final = (15.0, 10.0, 2.0)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -82,9 +105,38 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--lock-namespace",
+        "--leader-elect-resource-namespace",
         metavar="NAMESPACE",
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
+    )
+    lease, deadline, retry = LEASE_DEFAULTS
+    serve.add_argument(
+        "--leader-elect-lease-duration",
+        "--lease-duration",
+        dest="lease_duration",
+        type=_duration,
+        default=lease,
+        metavar="DURATION",
+        help=f"how long a Lease its holder stopped renewing stays its (default {lease:g}s)",
+    )
+    serve.add_argument(
+        "--leader-elect-renew-deadline",
+        "--renew-deadline",
+        dest="renew_deadline",
+        type=_duration,
+        default=deadline,
+        metavar="DURATION",
+        help=f"how long the leader keeps scheduling without renewing its Lease (default {deadline:g}s)",
+    )
+    serve.add_argument(
+        "--leader-elect-retry-period",
+        "--retry-period",
+        dest="retry_period",
+        type=_duration,
+        default=retry,
+        metavar="DURATION",
+        help=f"time between two attempts to take or renew the Lease (default {retry:g}s)",
     )
     parser: argparse.ArgumentParser = serve
     return parser
@@ -115,7 +167,7 @@ class Server:
         metrics_address: tuple[str, int] | None = None,
         leader_elect: bool = False,
         lock_namespace: str = "volcano-system",
-        lease: tuple[float, float, float] = (15.0, 10.0, 2.0),
+        lease: tuple[float, float, float] = LEASE_DEFAULTS,
         identity: str | None = None,
         **cache_options: Any,
     ) -> None:
@@ -215,6 +267,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.conf and not Path(args.conf).is_file():
         raise ConfigError("no such file", source=args.conf)
+    lease = (args.lease_duration, args.renew_deadline, args.retry_period)
+    if not lease[2] < lease[1] < lease[0]:
+        raise ConfigError(
+            "leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline"
+            f" < --leader-elect-lease-duration, got {lease[2]:g}s, {lease[1]:g}s and {lease[0]:g}s"
+        )
     names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
     api = load_api(args.kubeconfig)
     server = Server(
@@ -225,6 +283,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         metrics_address=args.metrics_address,
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
+        lease=lease,
     )
     stop = threading.Event()
 
