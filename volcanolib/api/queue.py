@@ -9,7 +9,7 @@ import attrs
 
 from volcanolib.api.resource import Resource
 
-__all__ = ["QueueInfo", "QueueState"]
+__all__ = ["QueueFigures", "QueueInfo", "QueueState"]
 
 
 class QueueState(str, enum.Enum):
@@ -68,3 +68,33 @@ class QueueInfo:
     def clone(self) -> QueueInfo:
         """Return a copy whose status can change independently."""
         return attrs.evolve(self, allocated=self.allocated.clone())
+
+
+@attrs.frozen
+class QueueFigures:
+    """What a queue-sharing plugin reports about one queue at the end of a session (Volcano's queue metrics).
+
+    Plugins that share the cluster between queues (``proportion``,
+    ``capacity``) offer them from a method ``queue_figures()``; ``volcanolib
+    serve`` exports them as Volcano's ``volcano_queue_*`` gauges.
+
+    .. versionadded:: 0.2
+    """
+
+    name: str
+    #: The resources of the queue's allocated (and, for capacity, running) tasks.
+    allocated: Resource
+    #: Those plus the requests of its pending tasks.
+    request: Resource
+    #: Its fair share of the cluster.
+    deserved: Resource
+    #: The largest ``allocated / deserved`` over the resources deserved lists.
+    share: float
+    #: Whether it holds its deserved share or more (it may then be reclaimed from).
+    overused: bool
+    #: ``spec.weight``, for plugins that share by weight (``None`` otherwise).
+    weight: int | None = None
+    #: ``spec.capability``, as the plugin reads it (``None`` when the queue sets none).
+    capability: Resource | None = None
+    #: What the queue may hold at most, its ancestors' and the cluster's limits applied (``None``: unknown).
+    real_capability: Resource | None = None

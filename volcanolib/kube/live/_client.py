@@ -60,6 +60,8 @@ def import_prometheus() -> Any:
     """
     try:
         import prometheus_client
+        import prometheus_client.core
+        import prometheus_client.utils
     except ImportError:
         raise MissingExtraError("kube", "prometheus-client", KUBE_EXTRA) from None
     return prometheus_client

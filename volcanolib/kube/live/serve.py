@@ -204,6 +204,8 @@ class Server:
             **cache_options,
         )
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        unresolved = self.cache.unresolved
+        self.metrics.unresolved.set_function(lambda: float(len(unresolved)))
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
@@ -239,13 +241,14 @@ class Server:
                     log.error("leadership lost: stopping")
                     code = 1
                     break
-                try:
-                    with self.cache.holding():  # binds and writes start once the cycle is over
-                        result = self.scheduler.run_once()
-                except Exception:  # a failing cycle is reported; the next one starts afresh
-                    log.exception("scheduling cycle failed")
-                else:
-                    self.metrics.observe_cycle(result)
+                with self.metrics.lock:  # a scrape reads the last session: not while the next one runs
+                    try:
+                        with self.cache.holding():  # binds and writes start once the cycle is over
+                            result = self.scheduler.run_once()
+                    except Exception:  # a failing cycle is reported; the next one starts afresh
+                        log.exception("scheduling cycle failed")
+                    else:
+                        self.metrics.observe_cycle(result)
                 self.cycles += 1
                 stop.wait(self.period)
         finally:
