@@ -6,6 +6,7 @@ Examples::
     python -m benchmarks serve-bind                 # bind 10,000 pending pods
     python -m benchmarks serve-steady               # 50,000 running pods, 500 new per period
     python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --repeat 3
+    python -m benchmarks serve-steady --metrics     # the same, each cycle's metrics recorded and timed
     python -m benchmarks serve-failover             # SIGKILL the leader: time until the other binds
 
 The stand-in (tests/kube_api) runs in a child process, as an API server would,
@@ -237,6 +238,11 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cache.start()
         cache.wait_ready()
         scheduler = Scheduler(cache, args.conf, period=0)
+        metrics = None
+        if args.metrics:  # as volcanolib serve records each cycle (SchedulerMetrics.observe_cycle)
+            from volcanolib.kube.live.metrics import SchedulerMetrics
+
+            metrics = SchedulerMetrics()
         # Warm up: the first cycles write the status of every group once (phase, counts, conditions).
         for _ in range(args.warmup):
             with cache.holding():
@@ -279,6 +285,11 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 cycle_cpu_all = time.process_time() - p0
                 gc_cycle = collector.seconds - gc_cycle
             timings = dict(result.timings)
+            if metrics is not None:
+                m0 = time.perf_counter()
+                with metrics.lock:
+                    metrics.observe_cycle(result)
+                timings["metrics"] = time.perf_counter() - m0
             timings["cycle"] = cycle_seconds
             timings["cycle_cpu_all_threads"] = cycle_cpu_all
             timings["cycle_cpu"] = cycle_cpu
@@ -295,8 +306,16 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         gc.callbacks.remove(collector)
         keys = sorted({k for t in measured for k in t})
         medians = {k: round(statistics.median(t.get(k, 0.0) for t in measured) * 1000, 2) for k in keys}
+        scrape_ms = None
+        if metrics is not None:  # one /metrics text, from the last session (queues, shares, every job's start)
+            s0 = time.perf_counter()
+            scrape_bytes = len(metrics.expose())
+            scrape_ms = round((time.perf_counter() - s0) * 1000, 1)
         record = {
             "suite": "serve-steady",
+            "metrics": bool(args.metrics),
+            "scrape_ms": scrape_ms,
+            "scrape_bytes": scrape_bytes if metrics is not None else None,
             "nodes": args.nodes,
             "running": args.running,
             "new_per_cycle": args.new,
@@ -415,6 +434,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--conf", type=Path, help="volcano-scheduler.conf to schedule with (default: the default one)")
     parser.add_argument("--out", type=Path, help="also write the record to this JSON file")
     parser.add_argument("--profile", type=Path, help="serve-steady: write a cProfile .prof of the last cycle")
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve-steady: record each cycle's metrics as serve does, and time it"
+    )
     parser.add_argument(
         "--lease",
         action="append",

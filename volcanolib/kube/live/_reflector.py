@@ -9,7 +9,8 @@ fresh list, which the handler reconciles with what it had, so that no object
 is lost or counted twice. While the server does not answer, attempts are
 spaced by a :class:`~volcanolib.kube.live._backoff.Backoff` (0.1 s doubling,
 at most about a second), so that a server back from an outage is seen
-within about a second.
+within about a second; a refusal that will not go by itself (a CRD not
+installed, a missing grant) is retried after 0.5 s doubling to 30 s.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from volcanolib._gc import gc_paused
 from volcanolib.kube.live._backoff import Backoff
 from volcanolib.kube.live._client import ApiError, KubeApi, watch_lines
+from volcanolib.kube.live._writes import retryable
 
 __all__ = ["Handler", "Reflector"]
 
@@ -88,8 +90,10 @@ class Reflector:
         self.list_seconds = (0.0, 0.0)
         #: How many watches were opened.
         self.watches = 0
-        #: The waits between failed attempts (its ``history`` holds the last ones).
+        #: The waits between attempts the server did not answer (its ``history`` holds the last ones) ...
         self.backoff = Backoff()
+        #: ... and between attempts it refused (a 404 for a CRD not installed, a 403).
+        self.refusals = Backoff(first=0.5, cap=30.0)
         self._stop = threading.Event()
         self._response: Any = None
         self._got = False
@@ -124,6 +128,7 @@ class Reflector:
                     self._list()
                     need_list = False
                     backoff.reset()
+                    self.refusals.reset()
                 if self._watch():
                     backoff.reset()
             except _Gone:
@@ -136,8 +141,14 @@ class Reflector:
                     continue
                 if self._stop.is_set():
                     return
-                wait = backoff.next()
-                (log.info if backoff.failures == 1 else log.warning)("%s: %s; retrying in %.2f s", self.kind, exc, wait)
+                if retryable(exc):  # away or busy: back soon, or when it says
+                    wait = max(backoff.next(), min(60.0, exc.retry_after or 0.0))
+                    failures = backoff.failures
+                else:  # it answered and refused: that will not go by itself
+                    wait = self.refusals.next()
+                    failures = self.refusals.failures
+                if not failures & (failures - 1):  # the 1st, 2nd, 4th, 8th ... in a row
+                    log.warning("%s: %s; retrying in %.2f s (failure %d in a row)", self.kind, exc, wait, failures)
             except Exception as exc:  # a stream cut mid-chunk, a decoding error: reconnect
                 if self._stop.is_set():
                     return
