@@ -405,19 +405,7 @@ class CapacityPlugin:
         ``overused`` is ``deserved <= allocated`` in every dimension (Volcano's
         plugin sets it only while reclaiming); see :class:`~volcanolib.api.queue.QueueFigures`.
         """
-        return [
-            QueueFigures(
-                name=attr.name,
-                allocated=attr.allocated.clone(),
-                request=attr.request.clone(),
-                deserved=attr.deserved.clone(),
-                share=attr.share,
-                overused=attr.deserved.less_equal(attr.allocated, Mode.ZERO),
-                capability=attr.capability.clone(),
-                real_capability=attr.real_capability.clone(),
-            )
-            for attr in self.queue_attrs.values()
-        ]
+        return [QueueFigures.of(attr, capability=attr.capability) for attr in self.queue_attrs.values()]
 
     def queue_view(self, queue_name: str) -> dict[str, object] | None:
         """What this plugin thinks of a queue, for explanations; ``None`` when it has no state.

@@ -90,6 +90,14 @@ def test_binds_in_flight_when_the_server_goes_away_keep_their_node_until_the_wat
     assert cache.consistency_problems() == []
 
 
+def _unknown_bind(server: KubeApiServer, pod: str, read_after: float) -> None:
+    """The next bind of ``pod`` gets no answer and does not take effect; the first read of the pod
+    fails (503), the next is answered ``read_after`` seconds late."""
+    server.drop_answers(1, method="POST", resource="pods", subresource="binding", apply=False)
+    server.fail_next(1, 503, method="GET", resource="pods", name=pod)
+    server.delay(read_after, 1, method="GET", resource="pods", name=pod)
+
+
 def test_an_unknown_bind_found_unbound_once_the_server_answers_is_retried_as_a_failed_bind(
     server: KubeApiServer, make_cache: Callable[..., KubernetesCache]
 ) -> None:
@@ -98,10 +106,7 @@ def test_an_unknown_bind_found_unbound_once_the_server_answers_is_retried_as_a_f
     cache, seen = make_counting(make_cache)
     scheduler = Scheduler(cache)
     uid = uid_of(server, "p")
-    # The bind gets no answer and did not take effect; the first re-read fails, the next is slow.
-    server.drop_answers(1, method="POST", resource="pods", subresource="binding", apply=False)
-    server.fail_next(1, 503, method="GET", resource="pods", name="p")
-    server.delay(1.0, 1, method="GET", resource="pods", name="p")
+    _unknown_bind(server, "p", read_after=1.0)
     cycle(scheduler, cache)
     eventually(lambda: uid in cache.unresolved, what="the bind to be unresolved")
     task = cache.get_task(uid)
@@ -125,9 +130,7 @@ def test_an_unknown_bind_whose_pod_is_deleted_releases_its_node(
     server.create("pods", make_pod("p", cpu="1"))
     cache, seen = make_counting(make_cache)
     uid = uid_of(server, "p")
-    server.drop_answers(1, method="POST", resource="pods", subresource="binding", apply=False)
-    server.fail_next(1, 503, method="GET", resource="pods", name="p")
-    server.delay(3.0, 1, method="GET", resource="pods", name="p")
+    _unknown_bind(server, "p", read_after=3.0)
     cycle(Scheduler(cache), cache)
     eventually(lambda: uid in cache.unresolved, what="the bind to be unresolved")
     server.delete("pods", "p", grace_period=0)

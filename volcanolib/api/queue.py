@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Protocol
 
 import attrs
 
-from volcanolib.api.resource import Resource
+from volcanolib.api.resource import Mode, Resource
 
-__all__ = ["QueueFigures", "QueueInfo", "QueueState"]
+__all__ = ["QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
 
 
 class QueueState(str, enum.Enum):
@@ -98,3 +99,35 @@ class QueueFigures:
     capability: Resource | None = None
     #: What the queue may hold at most, its ancestors' and the cluster's limits applied (``None``: unknown).
     real_capability: Resource | None = None
+
+    @classmethod
+    def of(cls, sums: QueueSums, *, weight: int | None = None, capability: Resource | None = None) -> QueueFigures:
+        """The figures of a plugin's state of one queue (copied: the plugin may change it afterwards).
+
+        ``overused`` is whether ``deserved <= allocated`` in every dimension.
+        """
+        return cls(
+            name=sums.name,
+            allocated=sums.allocated.clone(),
+            request=sums.request.clone(),
+            deserved=sums.deserved.clone(),
+            share=sums.share,
+            overused=sums.deserved.less_equal(sums.allocated, Mode.ZERO),
+            weight=weight,
+            capability=capability.clone() if capability is not None else None,
+            real_capability=sums.real_capability.clone(),
+        )
+
+
+class QueueSums(Protocol):
+    """What a queue-sharing plugin keeps of a queue, as :meth:`QueueFigures.of` reads it.
+
+    .. versionadded:: 0.2
+    """
+
+    name: str
+    allocated: Resource
+    request: Resource
+    deserved: Resource
+    share: float
+    real_capability: Resource

@@ -302,18 +302,7 @@ class ProportionPlugin:
     def queue_figures(self) -> list[QueueFigures]:
         """Every queue with jobs, as Volcano's proportion plugin reports it in its metrics (:class:`QueueFigures`)."""
         return [
-            QueueFigures(
-                name=attr.name,
-                allocated=attr.allocated.clone(),
-                request=attr.request.clone(),
-                deserved=attr.deserved.clone(),
-                share=attr.share,
-                overused=attr.deserved.less_equal(attr.allocated, _ZERO),
-                weight=attr.weight,
-                capability=attr.capability.clone() if attr.capability is not None else None,
-                real_capability=attr.real_capability.clone(),
-            )
-            for attr in self.queue_attrs.values()
+            QueueFigures.of(attr, weight=attr.weight, capability=attr.capability) for attr in self.queue_attrs.values()
         ]
 
     # ------------------------------------------------------------------ order

@@ -110,34 +110,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
     )
-    lease, deadline, retry = LEASE_DEFAULTS
-    serve.add_argument(
-        "--leader-elect-lease-duration",
-        "--lease-duration",
-        dest="lease_duration",
-        type=_duration,
-        default=lease,
-        metavar="DURATION",
-        help=f"how long a Lease its holder stopped renewing stays its (default {lease:g}s)",
+    lease_flags = (
+        ("lease-duration", "how long a Lease its holder stopped renewing stays its"),
+        ("renew-deadline", "how long the leader keeps scheduling without renewing its Lease"),
+        ("retry-period", "time between two attempts to take or renew the Lease"),
     )
-    serve.add_argument(
-        "--leader-elect-renew-deadline",
-        "--renew-deadline",
-        dest="renew_deadline",
-        type=_duration,
-        default=deadline,
-        metavar="DURATION",
-        help=f"how long the leader keeps scheduling without renewing its Lease (default {deadline:g}s)",
-    )
-    serve.add_argument(
-        "--leader-elect-retry-period",
-        "--retry-period",
-        dest="retry_period",
-        type=_duration,
-        default=retry,
-        metavar="DURATION",
-        help=f"time between two attempts to take or renew the Lease (default {retry:g}s)",
-    )
+    for (flag, what), default in zip(lease_flags, LEASE_DEFAULTS, strict=True):
+        serve.add_argument(
+            f"--leader-elect-{flag}",
+            f"--{flag}",
+            dest=flag.replace("-", "_"),
+            type=_duration,
+            default=default,
+            metavar="DURATION",
+            help=f"{what} (default {default:g}s)",
+        )
     parser: argparse.ArgumentParser = serve
     return parser
 
