@@ -182,3 +182,19 @@ def test_job_and_cycle_figures(served: tuple[Server, KubeApiServer]) -> None:
     assert _one(samples, "volcanolib_bound_pods_per_second") == pytest.approx(3 / 60)
     assert _one(samples, "volcanolib_binds_unresolved") == 0
     assert _one(samples, "volcanolib_bind_failures_total") == 0
+
+
+def test_a_deleted_jobs_series_go_with_it(served: tuple[Server, KubeApiServer]) -> None:
+    serve, server = served
+    assert (("job_id", "j3"),) in _samples(_scrape(serve))["volcano_job_retry_counts"]
+    for i in range(3):
+        server.delete("pods", f"j3-{i}", grace_period=0)
+    server.delete("podgroups", "j3")
+    cycles = serve.cycles
+    eventually(lambda: serve.cycles > cycles + 2, what="cycles without j3")
+    samples = _samples(_scrape(serve))
+    assert "volcano_job_retry_counts" not in samples
+    assert "j3" not in {dict(k)["job_name"] for k in samples["volcano_e2e_job_scheduling_start_time"]}
+    assert "volcano_unschedule_task_count" not in samples
+    assert _one(samples, "volcano_unschedule_job_count") == 0
+    assert {dict(k)["job_id"] for k in samples["volcano_job_share"]} == {"j1", "j2"}

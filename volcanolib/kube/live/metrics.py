@@ -217,6 +217,19 @@ class SchedulerMetrics:
             self.victims.set(session.preemption_victims)
         self._placed(session, result)
         self._waiting(session)
+        if len(self._job_times) + len(self._retries) > 2 * len(session.jobs) + 1024:
+            self._forget_gone_jobs(session)  # seldom: when nobody scrapes, the series of gone jobs pile up
+
+    def _forget_gone_jobs(self, session: Session) -> None:
+        """Drop the per-job series of jobs the session no longer has, as Volcano does when a job is deleted."""
+        jobs = session.jobs
+        times = self._job_times
+        for uid in [uid for uid in times if uid not in jobs]:
+            del times[uid]
+        names = {job.pod_group.name for job in jobs.values()}
+        retries = self._retries
+        for name in [name for name in retries if name not in names]:
+            del retries[name]
 
     def _placed(self, session: Session, result: CycleResult) -> None:
         """Volcano's end-to-end job figures, for each task the cycle placed (bound or pipelined)."""
@@ -273,6 +286,7 @@ class SchedulerMetrics:
     def expose(self) -> bytes:
         """The text of ``/metrics``: the registry's, then the counters Volcano names without ``_total``."""
         prom = import_prometheus()
+        text: bytes = prom.generate_latest(self.registry)  # collects under the lock (the session's gauges)
         with self.lock:
             retries = dict(self._retries)
             attempts = self._preemption_attempts
@@ -283,7 +297,6 @@ class SchedulerMetrics:
         ) + _counter_text(
             "volcano_total_preemption_attempts", "Total preemption attempts in the cluster till now", [({}, attempts)]
         )
-        text: bytes = prom.generate_latest(self.registry)
         return text + plain.encode()
 
     # ------------------------------------------------------------------ read at scrape time
@@ -316,10 +329,8 @@ class SchedulerMetrics:
         yield start
         duration = family("volcano_e2e_job_scheduling_duration", "E2E job scheduling duration", labels=labels)
         last = family("volcano_e2e_job_scheduling_last_time", "E2E job scheduling last time", labels=labels)
-        times = self._job_times
-        for uid in [uid for uid in times if uid not in jobs]:  # gone: as Volcano deletes a deleted job's series
-            del times[uid]
-        for name, queue, namespace, waited, when in times.values():
+        self._forget_gone_jobs(session)
+        for name, queue, namespace, waited, when in self._job_times.values():
             duration.add_metric([name, queue, namespace], waited)
             last.add_metric([name, queue, namespace], float(int(when)))
         yield duration
