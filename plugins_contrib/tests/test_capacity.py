@@ -102,6 +102,11 @@ def test_flat_queue_order_priority_then_share_then_deserved() -> None:
     assert [q.name for q in order] == ["urgent", "quarter", "half", "full", "besteffort"]
     views = {name: ssn.plugins["capacity"].queue_view(name) for name in ("half", "besteffort", "default")}
     assert views["half"]["share"] == 0.5
+    figures = {f.name: f for f in ssn.plugins["capacity"].queue_figures()}
+    assert figures["half"].share == 0.5 and figures["half"].deserved.milli_cpu == 4000
+    assert figures["half"].allocated.milli_cpu == 2000 and figures["half"].weight is None
+    assert figures["full"].overused and not figures["half"].overused
+    assert figures["besteffort"].share == 1.0 and "default" not in figures
     assert views["besteffort"]["share"] == 1.0
     assert views["default"] is None, "flat mode keeps no state for a queue without jobs"
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import attrs
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.queue import QueueFigures
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
@@ -397,6 +398,14 @@ class CapacityPlugin:
             self._check_children(child)
 
     # ------------------------------------------------------------------ explanations
+
+    def queue_figures(self) -> list[QueueFigures]:
+        """Every queue this plugin keeps, as Volcano's capacity plugin reports it in its metrics.
+
+        ``overused`` is ``deserved <= allocated`` in every dimension (Volcano's
+        plugin sets it only while reclaiming); see :class:`~volcanolib.api.queue.QueueFigures`.
+        """
+        return [QueueFigures.of(attr, capability=attr.capability) for attr in self.queue_attrs.values()]
 
     def queue_view(self, queue_name: str) -> dict[str, object] | None:
         """What this plugin thinks of a queue, for explanations; ``None`` when it has no state.

@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from kube_api import KubeApiServer
 
 from volcanolib.kube.live.cache import KubernetesCache
 from volcanolib.scheduler import CycleResult, Scheduler
+
+
+class ApiServer(Protocol):
+    """What a test may do with any API server it runs against (the stand-in, or a real one).
+
+    Objects are named as the stand-in names them (``"pods"``, ``"nodes"``,
+    ``"podgroups"``); a real server's handle implements these through its API.
+    """
+
+    def create(self, resource: str, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
+
+    def get(self, resource: str, name: str, namespace: str = "default") -> dict[str, Any]: ...
+
+    def find(self, resource: str, name: str, namespace: str = "default") -> dict[str, Any] | None: ...
+
+    def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]: ...
+
+    def delete(self, resource: str, name: str, namespace: str = "default", grace_period: int | None = None) -> None: ...
+
+    def outage(self) -> contextlib.AbstractContextManager[None]:
+        """The server is gone inside the block (connections refused, open ones cut) and back after it."""
+        ...
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path: ...
 
 
 def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:

@@ -53,13 +53,16 @@ __all__ = ["Session", "compare_tasks_by_name"]
 
 log = logging.getLogger(__name__)
 _NEG_INF: Final = float("-inf")
+#: The keys of :attr:`Session.plugin_seconds` (Volcano's names for the two moments).
+OPENING: Final = "OnSessionOpen"
+CLOSING: Final = "OnSessionClose"
+#: Hooks called once a session, each plugin's time taken (see :attr:`Session.plugin_seconds`).
+_LIFECYCLE: Final = frozenset({"on_session_open", "on_session_resume", "on_session_close"})
 
 
 #: Hooks the session calls itself, behind its own methods (open, close, fire_allocate, fire_deallocate,
 #: best_node): their combined answers are kept under these names. Every other one is named after its hook.
 _PRIVATE: Final = {
-    "on_session_open": "_on_open",
-    "on_session_close": "_on_close",
     "on_allocate": "_on_allocate",
     "on_deallocate": "_on_deallocate",
     "best_node": "_best_node",
@@ -191,8 +194,6 @@ class Session:
     job_enqueueable: Callable[[JobInfo], bool]
     #: ``job_enqueued``: tell every plugin that enqueue admitted a job.
     job_enqueued: Callable[[JobInfo], None]
-    _on_open: Callable[[], None]
-    _on_close: Callable[[], None]
     _on_allocate: Callable[[Event], None]
     _on_deallocate: Callable[[Event], None]
     _best_node: Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
@@ -260,6 +261,12 @@ class Session:
         self.evictions: list[tuple[TaskInfo, str]] = []
         #: Plugin failures recorded during the session.
         self.plugin_errors: list[PluginError] = []
+        #: Seconds each plugin spent opening the session (``on_session_open``, or resuming) and closing it.
+        self.plugin_seconds: dict[str, dict[str, float]] = {OPENING: {}, CLOSING: {}}
+        #: Preemption attempts in this session: a preemptor tried on a node with victims the plugins allow.
+        self.preemption_attempts = 0
+        #: How many victims the last of those attempts had (``None`` before any).
+        self.preemption_victims: int | None = None
         #: Names of the nodes whose tasks changed since the snapshot, one entry per allocate or
         #: deallocate event, oldest first; indexes over nodes read it to stay current.
         self.node_log: list[str] = []
@@ -493,10 +500,10 @@ class Session:
         if carry is not None:
             carry.opened()
         try:
-            if self.delta is None:
-                self._on_open()
-            else:
-                self._open_or_resume(self.delta)
+            table = self._table("on_session_open")
+            if self.delta is not None:
+                table = self._resuming(table, self.delta)
+            combine.call_all(combine.timed(table, self.plugin_seconds[OPENING]))()
             self._prepared = True
         finally:
             # A key taken while plugins were still preparing may be out of date.
@@ -505,19 +512,17 @@ class Session:
             if self._task_keys:
                 self._task_keys.clear()
 
-    def _open_or_resume(self, delta: SnapshotDelta) -> None:
-        """``on_session_open`` in tier order, with ``on_session_resume`` for the plugins that may resume."""
+    def _resuming(self, table: combine.Table, delta: SnapshotDelta) -> combine.Table:
+        """The ``on_session_open`` table with ``on_session_resume`` in place for the plugins that may resume."""
         assert self._carry is not None
         failed = self._carry.failed
         resume = {p: fn for tier in self._table("on_session_resume") for p, fn in tier if p not in failed}
         if not resume:
-            self._on_open()
-            return
-        table = tuple(
+            return table
+        return tuple(
             tuple((plugin, functools.partial(resume[plugin], delta) if plugin in resume else fn) for plugin, fn in tier)
-            for tier in self._table("on_session_open")
+            for tier in table
         )
-        combine.call_all(table)()
 
     def load(self, snapshot: ClusterInfo) -> None:
         """Adopt a snapshot as this session's state (without calling plugins)."""
@@ -583,7 +588,7 @@ class Session:
         changed, so that the cache's next snapshot can reuse the rest.
         """
         try:
-            self._on_close()
+            combine.call_all(combine.timed(self._table("on_session_close"), self.plugin_seconds[CLOSING]))()
         except PluginError as err:
             self.record_plugin_error(err)
         candidates = self.unsettled_jobs()
@@ -836,6 +841,14 @@ class Session:
             job.update_task_status(task, status)
         else:
             task.status = status
+
+    def note_preemption_attempt(self, victims: int) -> None:
+        """Count one preemption attempt, with the number of victims the plugins allow (metrics).
+
+        .. versionadded:: 0.2
+        """
+        self.preemption_attempts += 1
+        self.preemption_victims = victims
 
     def record_plugin_error(self, err: PluginError, job: JobInfo | None = None) -> None:
         """Record a plugin failure; the scheduler reports it and carries on.
@@ -1113,7 +1126,7 @@ def _built_hooks() -> dict[str, str]:
     for spec in SPECS.values():
         if spec.rule not in combine.BUILDERS or spec.form_of is not None or spec.name in faster:
             continue  # orders, node checks and scores, node class keys: built by _compile
-        if spec.name != "on_session_resume":  # resuming: in prepare
+        if spec.name not in _LIFECYCLE:  # opening (or resuming) and closing: timed, in prepare and close
             out[_PRIVATE.get(spec.name, spec.name)] = spec.name
     return out
 

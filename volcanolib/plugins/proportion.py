@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
+from volcanolib.api.queue import QueueFigures
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
@@ -297,6 +298,12 @@ class ProportionPlugin:
             "share": attr.share,
             "overused": attr.deserved.less_equal(attr.allocated, _ZERO),
         }
+
+    def queue_figures(self) -> list[QueueFigures]:
+        """Every queue with jobs, as Volcano's proportion plugin reports it in its metrics (:class:`QueueFigures`)."""
+        return [
+            QueueFigures.of(attr, weight=attr.weight, capability=attr.capability) for attr in self.queue_attrs.values()
+        ]
 
     # ------------------------------------------------------------------ order
 

@@ -175,11 +175,13 @@ class QueueTranslator(_Translator):
         self._signatures[key] = signature
         self.cache.status.observe_queue(key, status.get("allocated") or {})
         self.cache.add_queue(queue)
+        self.cache.queue_weight_seen(key, str(meta.get("uid", "")), queue.weight == 0)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
         self._signatures.pop(key, None)
         self.cache.status.forget_queue(key)
+        self.cache.queue_weight_seen(key, "", False)
         self.cache.delete_queue(key)
 
 
@@ -351,6 +353,9 @@ class PodTranslator(_Translator):
                 self.delete(key)
             return
         uid = meta.get("uid")
+        unresolved = cache.unresolved
+        if unresolved and uid in unresolved and spec.get("nodeName"):
+            unresolved.observed(str(uid), str(spec["nodeName"]))  # a bind whose answer was lost: now known
         old = cache.get_task(uid) if uid else None
         if (
             old is not None
@@ -397,5 +402,6 @@ class PodTranslator(_Translator):
             self.groups.note_pod(key, None, False)
         uid = self.known.pop(key, None)
         if uid is not None:
+            self.cache.unresolved.forget(uid)
             self.cache.delete_task(uid)
             self.forget(uid)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from volcanolib.errors import ConfigError
 
@@ -46,6 +47,28 @@ def _period(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+_UNITS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+
+
+def _duration(text: str) -> float:
+    """Seconds, from a number of seconds (``15``) or a Go duration (``15s``, ``1m30s``, ``500ms``), positive."""
+    value = -1.0
+    try:
+        value = float(text)
+    except ValueError:
+        parts = _DURATION.findall(text)
+        if parts and "".join(number + unit for number, unit in parts) == text:
+            value = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration (such as 15s or 15), got {text!r}")
+    return value
+
+
+#: client-go's defaults, which Volcano's scheduler keeps: lease duration, renew deadline, retry period (seconds).
+LEASE_DEFAULTS: Final = (15.0, 10.0, 2.0)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -82,10 +105,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--lock-namespace",
+        "--leader-elect-resource-namespace",
         metavar="NAMESPACE",
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
     )
+    lease_flags = (
+        ("lease-duration", "how long a Lease its holder stopped renewing stays its"),
+        ("renew-deadline", "how long the leader keeps scheduling without renewing its Lease"),
+        ("retry-period", "time between two attempts to take or renew the Lease"),
+    )
+    for (flag, what), default in zip(lease_flags, LEASE_DEFAULTS, strict=True):
+        serve.add_argument(
+            f"--leader-elect-{flag}",
+            f"--{flag}",
+            dest=flag.replace("-", "_"),
+            type=_duration,
+            default=default,
+            metavar="DURATION",
+            help=f"{what} (default {default:g}s)",
+        )
     parser: argparse.ArgumentParser = serve
     return parser
 
@@ -115,7 +154,7 @@ class Server:
         metrics_address: tuple[str, int] | None = None,
         leader_elect: bool = False,
         lock_namespace: str = "volcano-system",
-        lease: tuple[float, float, float] = (15.0, 10.0, 2.0),
+        lease: tuple[float, float, float] = LEASE_DEFAULTS,
         identity: str | None = None,
         **cache_options: Any,
     ) -> None:
@@ -152,6 +191,8 @@ class Server:
             **cache_options,
         )
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        unresolved = self.cache.unresolved
+        self.metrics.unresolved.set_function(lambda: float(len(unresolved)))
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
@@ -187,13 +228,14 @@ class Server:
                     log.error("leadership lost: stopping")
                     code = 1
                     break
-                try:
-                    with self.cache.holding():  # binds and writes start once the cycle is over
-                        result = self.scheduler.run_once()
-                except Exception:  # a failing cycle is reported; the next one starts afresh
-                    log.exception("scheduling cycle failed")
-                else:
-                    self.metrics.observe_cycle(result)
+                with self.metrics.lock:  # a scrape reads the last session: not while the next one runs
+                    try:
+                        with self.cache.holding():  # binds and writes start once the cycle is over
+                            result = self.scheduler.run_once()
+                    except Exception:  # a failing cycle is reported; the next one starts afresh
+                        log.exception("scheduling cycle failed")
+                    else:
+                        self.metrics.observe_cycle(result)
                 self.cycles += 1
                 stop.wait(self.period)
         finally:
@@ -215,6 +257,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.conf and not Path(args.conf).is_file():
         raise ConfigError("no such file", source=args.conf)
+    lease = (args.lease_duration, args.renew_deadline, args.retry_period)
+    if not lease[2] < lease[1] < lease[0]:
+        raise ConfigError(
+            "leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline"
+            f" < --leader-elect-lease-duration, got {lease[2]:g}s, {lease[1]:g}s and {lease[0]:g}s"
+        )
     names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
     api = load_api(args.kubeconfig)
     server = Server(
@@ -225,6 +273,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         metrics_address=args.metrics_address,
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
+        lease=lease,
     )
     stop = threading.Event()
 
