@@ -228,10 +228,13 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name exists and is not deleted.
         """
-        js = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
-        if not f.string((job.get("spec") or {}).get("queue"), js.ref, "spec.queue"):
-            js = attrs.evolve(js, queue=self.default_queue)
-        life = read_lifecycle(job, js)
+        js = parse_job(
+            job,
+            priority_classes=self.priority_classes,
+            scheduler_name=self.scheduler_name,
+            default_queue=self.default_queue,
+        )
+        life = read_lifecycle(js)
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
             js.ref.fail("a Job of that name already exists")

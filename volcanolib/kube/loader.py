@@ -42,8 +42,9 @@ from volcanolib.kube._documents import parse_documents, read_documents, source_n
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
 from volcanolib.kube.jobs import expand_job
+from volcanolib.manifests.admission import QueueFacts, default_queue, validate_queue
 
-__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "load_manifests"]
+__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests"]
 
 log = logging.getLogger("volcanolib.kube")
 
@@ -274,6 +275,7 @@ class ManifestLoader:
         pods = list(self._objects["Pod"])
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
         depends_on: list[str] = []
+        queue_facts = cluster_queue_facts(cluster.queues, self.default_queue)
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,
@@ -282,6 +284,7 @@ class ManifestLoader:
                 scheduler_name=self.scheduler_name,
                 existing_groups=groups,
                 existing_pods=pod_names,
+                queues=queue_facts,
             )
             if expansion.pod_group is not None:
                 pg_ref = Ref(ref.source, ref.where, "PodGroup", expansion.pod_group["metadata"]["name"], ref.namespace)
@@ -467,7 +470,17 @@ def _node(obj: Mapping[str, Any], ref: Ref) -> NodeInfo:
     return info
 
 
+def cluster_queue_facts(queues: Iterable[QueueInfo], default_queue: str = "default") -> dict[str, QueueFacts]:
+    """What admission needs of the queues a cluster holds, with ``root`` and the default queue, which always exist."""
+    facts = {"root": QueueFacts("root"), default_queue: QueueFacts(default_queue, parent="root")}
+    for queue in queues:
+        facts[queue.name] = QueueFacts(queue.name, queue.state.value, queue.parent or "")
+    return facts
+
+
 def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
+    obj = default_queue(obj)
+    validate_queue(obj, ref, created=False)
     meta = f.mapping(obj.get("metadata"), ref, "metadata")
     spec = f.mapping(obj.get("spec"), ref, "spec")
     status = f.mapping(obj.get("status"), ref, "status")

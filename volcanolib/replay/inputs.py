@@ -33,7 +33,7 @@ from volcanolib.kube import _fields as f
 from volcanolib.kube._documents import read_documents, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts
 
 __all__ = [
     "CANCEL_AFTER_ANNOTATION",
@@ -395,8 +395,11 @@ class _Reader:
                 arrivals[key] = min(arrivals[uid] for uid in members)
 
         jobs: list[TimedJob] = []
+        queue_facts = cluster_queue_facts(cluster.queues)
         for obj, ref in raw_jobs:
-            expansion = expand_job(obj, ref, priority_classes=classes, scheduler_name=scheduler_name)
+            expansion = expand_job(
+                obj, ref, priority_classes=classes, scheduler_name=scheduler_name, queues=queue_facts
+            )
             job_meta = obj["metadata"]
             stamp_raw = job_meta.get("creationTimestamp")
             arrival = None

@@ -442,11 +442,12 @@ def test_queue_fields_and_zero_entries_are_kept() -> None:
 
 def test_queue_defaults_and_the_default_queue_always_exists() -> None:
     (q,) = load(queue("q1")).queues
+    # Volcano's mutating webhook makes an unset reclaimable true
     assert (q.weight, q.capability, q.deserved, q.reclaimable, q.state, q.parent) == (
         1,
         None,
         None,
-        None,
+        True,
         QueueState.OPEN,
         None,
     )
