@@ -369,6 +369,15 @@ class _Reader:
                     created = f.timestamp(pmeta["creationTimestamp"], pref, "metadata.creationTimestamp")
                     timed[(kind, pref.namespace, pref.name)] = created
         cluster = loader.load()
+        for (namespace, name), (pod, gref) in cluster.generated.items():
+            # pods made for Deployments, ReplicaSets and StatefulSets arrive with their workload
+            pmeta = pod["metadata"]
+            object_timings[("Pod", namespace, name)] = pod_timing(
+                f.string_map(pmeta.get("annotations"), gref, "metadata.annotations"), gref
+            )
+            if pmeta.get("creationTimestamp") not in (None, ""):
+                created = f.timestamp(pmeta["creationTimestamp"], gref, "metadata.creationTimestamp")
+                timed[("Pod", namespace, name)] = created
         warnings = list(self.warnings) + cluster.warnings
         classes = {pc.name: pc.value for pc in cluster.priority_classes}
 
