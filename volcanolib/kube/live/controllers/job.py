@@ -304,9 +304,13 @@ class LiveJobController:
         for change in changes:
             if isinstance(change, DeletePod) and change.reason != "JobDeleted":
                 self._guard(failed, change.namespace, change.name, self._mark, change)
+        phases: dict[tuple[str, str], list[str]] = {}
+        for change in changes:
+            if isinstance(change, JobStatus):
+                phases.setdefault((change.namespace, change.name), []).append(change.phase)
         for key in sorted(touched):
             if key in self.uids:
-                self._guard(failed, *key, self._write_status, key)
+                self._guard(failed, *key, self._write_status, key, phases.get(key, []))
         followups: list[Change] = []
         for change in changes:
             self._write_change(change, failed, followups)
@@ -387,10 +391,10 @@ class LiveJobController:
         self._backoff[key] = delay
         heapq.heappush(self._retry, (self.clock() + delay, *key))
 
-    def _write_status(self, key: tuple[str, str]) -> None:
+    def _write_status(self, key: tuple[str, str], phases: list[str]) -> None:
         state = self.ctrl.job(*key)
         old = self._status.get(key, {})
-        new = status_of(state, old, self.clock())
+        new = status_of(state, old, self.clock(), phases)
         if new == old:
             return
         if self.writer.patch("Job", key[0], key[1], {"status": merge_patch(old, new)}, "status"):
@@ -409,16 +413,22 @@ def old_phase(status: Mapping[str, Any]) -> str:
     return str(_map(status.get("state")).get("phase") or "")
 
 
-def status_of(state: JobState, old: Mapping[str, Any], now: float) -> dict[str, Any]:
-    """The Job's status subresource for the controller's state (phase, counts, version, conditions, plugins)."""
+def status_of(state: JobState, old: Mapping[str, Any], now: float, phases: Iterable[str] = ()) -> dict[str, Any]:
+    """The Job's status subresource for the controller's state (phase, counts, version, conditions, plugins).
+
+    :param old: the status written last.
+    :param phases: the phases the job went through since (each gets a condition, as each was a write in Volcano).
+    """
     counts = state.status
     previous = old_phase(old)
     stamp = str(_map(old.get("state")).get("lastTransitionTime") or "")
     conditions: list[Any] = list(old.get("conditions") or [])
     if state.phase != previous or not stamp:
         stamp = f.format_timestamp(now)
-        if state.phase != previous:
-            conditions.append({"status": state.phase, "lastTransitionTime": stamp})
+    for phase in [*phases, state.phase]:
+        if phase != previous:
+            conditions.append({"status": phase, "lastTransitionTime": stamp})
+            previous = phase
     out: dict[str, Any] = {
         "state": {"phase": state.phase, "lastTransitionTime": stamp},
         "minAvailable": state.min_available,
