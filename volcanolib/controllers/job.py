@@ -339,6 +339,10 @@ class JobController:
             self._out.append(DeletePodGroup(js.namespace, js.pod_group_name))
         for pod, reason in todo.delete:
             self._delete_pod(state, pod, reason)
+        if todo.delete and state.phase == RESTARTING:
+            # the kill the status tells of is finished: its counters are those of a kill pass
+            state.status = PodCounts(terminating=state.pods.terminating)
+            state.task_status = {}
         for request in todo.requests:
             self._enqueue(state, request)
         return self._run(state, Request(OUT_OF_SYNC), now)
