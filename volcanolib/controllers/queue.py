@@ -184,6 +184,10 @@ class QueueController:
 
     # ------------------------------------------------------------------ queries
 
+    def knows(self, name: str) -> bool:
+        """Whether the queue was reported (and not deleted)."""
+        return name in self._queues
+
     def state(self, name: str) -> str:
         """The queue's state as last written (empty when never written).
 

@@ -134,7 +134,7 @@ def test_missing_pods_of_an_admitted_group_are_made_and_only_those() -> None:
     h.submit(copy.deepcopy(manifest))
     h.admit()
     del h.pods["j-a-2"]  # as if the controller had died before making it
-    new, changes = take_over(h, manifest, "j")
+    _, changes = take_over(h, manifest, "j")
     assert [c.manifest["metadata"]["name"] for c in changes if isinstance(c, CreatePod)] == ["j-a-2"]
 
 

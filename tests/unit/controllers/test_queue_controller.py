@@ -60,7 +60,7 @@ def test_closing_a_parent_closes_its_children_and_opening_it_opens_them() -> Non
     assert QueueAnnotation("dev", "volcano.sh/closed-by-parent", "true") in changes
     assert dict(states(changes)) == {"eng": "Closed", "dev": "Closed"}
     refused = ctrl.command("dev", "OpenQueue")  # its parent is closed
-    assert [c for c in refused if isinstance(c, QueueEvent)][0].type == "Warning" and not states(refused)
+    assert next(c for c in refused if isinstance(c, QueueEvent)).type == "Warning" and not states(refused)
     changes = ctrl.command("eng", "OpenQueue")
     assert dict(states(changes)) == {"eng": "Open", "dev": "Open"}
     assert ctrl.state("ops") == "Closed"

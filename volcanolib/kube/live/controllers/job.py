@@ -211,6 +211,11 @@ class LiveJobController:
         if not self.writer.delete("Command", namespace, str(meta.get("name") or "")):
             return True
         key = (namespace, str(target.get("name") or ""))
+        if key not in self.uids and key not in self.refused:
+            # the Command came before the Job's own event: read the Job now
+            job = self.writer.get("Job", *key)
+            if job is not None:
+                self.on_job("ADDED", job, None)
         if key not in self.uids or (target.get("uid") and target.get("uid") != self.uids[key]):
             return True
         try:

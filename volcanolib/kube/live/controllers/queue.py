@@ -85,6 +85,12 @@ class LiveQueueController:
         if not self.writer.delete("Command", str(meta.get("namespace") or "default"), str(meta.get("name") or "")):
             return True  # already handled
         name = str(target.get("name") or "")
+        if not self.ctrl.knows(name):
+            # the Command came before the Queue's own event: read the Queue now
+            queue = self.writer.get("Queue", "", name)
+            if queue is None:
+                return True
+            self._apply(self.ctrl.queue(queue))
         try:
             self._apply(self.ctrl.command(name, str(command.get("action") or "")))
         except ValueError as exc:
