@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from conftest_helpers import eventually
 from kube_api import KubeApiServer, make_node, make_queue
 
 from volcanolib.kube.live import KubeApi, load_api
@@ -205,14 +205,7 @@ class FlowCluster:
 
 def wait(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
     """Poll ``check`` until it returns something true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return eventually(check, timeout, what)
 
 
 @contextmanager

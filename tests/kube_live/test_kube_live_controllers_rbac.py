@@ -5,26 +5,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import yaml
 from conftest_helpers import eventually
 from kube_api import KubeApiServer, make_node
-from test_kube_live_rbac import needed
+from test_kube_live_rbac import granted, needed
 
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live.controllers import ControllerManager
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "controllers.yaml"
-
-
-def granted() -> set[tuple[str, str, str]]:
-    (role,) = [d for d in yaml.safe_load_all(DEPLOY.read_text()) if d and d["kind"] == "ClusterRole"]
-    return {
-        (group, resource, verb)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
 
 
 def container() -> dict[str, object]:
@@ -107,6 +95,6 @@ def test_the_cluster_role_grants_exactly_what_the_controllers_use(server: KubeAp
 
     # the test's own reads and writes go to the stand-in directly: every request logged is the controllers'
     used = {needed(method, url) for method, url, _ in server.requests()}
-    assert used <= granted()
+    assert used <= granted(DEPLOY)
     # a Command's target is read only when the Command's event comes before its target's: a race
-    assert granted() - used <= {("scheduling.volcano.sh", "queues", "get"), ("batch.volcano.sh", "jobs", "get")}
+    assert granted(DEPLOY) - used <= {("scheduling.volcano.sh", "queues", "get"), ("batch.volcano.sh", "jobs", "get")}

@@ -29,8 +29,17 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
-import attrs
-
+from volcanolib.controllers._changes import (
+    Change,
+    CreateObject,
+    CreatePod,
+    CreatePodGroup,
+    DeleteObject,
+    DeletePod,
+    DeletePodGroup,
+    JobState,
+    JobStatus,
+)
 from volcanolib.controllers._lifecycle import Policy, read_lifecycle
 from volcanolib.controllers._plugins import controlled_resources, job_objects, on_pod_create
 from volcanolib.controllers._pods import POD_PHASES, PodEntry
@@ -59,7 +68,7 @@ from volcanolib.controllers._states import (
     to_restarting,
 )
 from volcanolib.kube import _fields as f
-from volcanolib.kube.jobs import TaskSpec, parse_job, pod_group_manifest, pod_manifest
+from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
 
 __all__ = [
     "Change",
@@ -110,115 +119,6 @@ _UID_SPACE: Final = uuid.UUID("5d0e7bd8-3f0c-4c55-9a7a-6f4f3c1f0b11")
 GROUP_VERSION_KEY: Final = "volcanolib.io/job-version"
 
 
-@attrs.frozen
-class CreatePodGroup:
-    """Create this PodGroup (a ``scheduling.volcano.sh/v1beta1`` manifest in API form)."""
-
-    manifest: dict[str, Any]
-
-
-@attrs.frozen
-class CreatePod:
-    """Create this pod (a ``v1`` Pod manifest in API form, with a fresh ``metadata.uid``)."""
-
-    manifest: dict[str, Any]
-
-
-@attrs.frozen
-class DeletePod:
-    """Delete this pod; once it is gone the caller reports it with :meth:`JobController.pod_deleted`."""
-
-    namespace: str
-    name: str
-    #: Why: the action that killed it (``RestartJob``, ``CompleteJob``, ...) or ``JobDeleted``.
-    reason: str
-
-
-@attrs.frozen
-class DeletePodGroup:
-    """Delete this PodGroup."""
-
-    namespace: str
-    name: str
-
-
-@attrs.frozen
-class JobStatus:
-    """The job's phase or retry count changed (the status write Volcano makes)."""
-
-    namespace: str
-    name: str
-    phase: str
-    retry_count: int
-
-
-@attrs.frozen
-class CreateObject:
-    """Create this object a job plugin makes (a Service, ConfigMap, NetworkPolicy or Secret, in API form).
-
-    The ``svc`` plugin makes a headless Service, a ConfigMap of host lists and
-    a NetworkPolicy; ``ssh`` a Secret. When ``ssh_key`` is true the writer adds
-    a fresh RSA key pair to the Secret (``id_rsa``, ``id_rsa.pub``,
-    ``authorized_keys``), as Volcano makes one per job incarnation. Replay
-    ignores these objects: none of them changes what the scheduler sees.
-    """
-
-    manifest: dict[str, Any]
-    ssh_key: bool = False
-
-
-@attrs.frozen
-class DeleteObject:
-    """Delete an object a job plugin made (on every kill of the job, as Volcano does)."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-
-
-#: One write of the job controller.
-Change = CreatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus | CreateObject | DeleteObject
-
-
-@attrs.frozen
-class JobState:
-    """What the controller knows of one job.
-
-    The counts (``pending`` ... ``terminating``) are the job's pods that
-    exist now; :attr:`status` holds the counters Volcano writes in the Job's
-    status, which lag behind in places (they are zero after a kill pass and
-    not recounted while the PodGroup is not admitted), and which the phase
-    transitions read.
-    """
-
-    namespace: str
-    name: str
-    #: The job phase (``Pending``, ``Running``, ``Restarting``, ``Completed``, ...).
-    phase: str
-    retry_count: int
-    #: ``status.version``: +1 on every kill of the whole job; stamped on new pods.
-    version: int
-    min_available: int
-    pending: int
-    running: int
-    succeeded: int
-    failed: int
-    terminating: int
-    #: The counters of the Job's status, as Volcano writes them.
-    status: PodCounts
-    #: The Job was deleted (:meth:`JobController.delete`).
-    deleted: bool = False
-    #: ``status.taskStatusCount``: per task, its pods by phase (as Volcano writes it).
-    task_status: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
-    #: ``status.controlledResources``: ``plugin-<name>`` for the plugins whose objects exist.
-    controlled_resources: Mapping[str, str] = attrs.field(factory=dict)
-    #: ``spec.ttlSecondsAfterFinished``, or ``None``.
-    ttl_after_finished: int | None = None
-    #: The job's uid (``metadata.uid``).
-    uid: str = ""
-
-
 @final
 class JobController:
     """Volcano's job controller for ``batch.volcano.sh/v1alpha1`` Jobs.
@@ -267,12 +167,7 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name exists and is not deleted.
         """
-        js = parse_job(
-            job,
-            priority_classes=self.priority_classes,
-            scheduler_name=self.scheduler_name,
-            default_queue=self.default_queue,
-        )
+        js = self._parse(job)
         life = read_lifecycle(js)
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
@@ -313,12 +208,7 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name is known and not deleted.
         """
-        js = parse_job(
-            job,
-            priority_classes=self.priority_classes,
-            scheduler_name=self.scheduler_name,
-            default_queue=self.default_queue,
-        )
+        js = self._parse(job)
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
             js.ref.fail("a Job of that name already exists")
@@ -372,6 +262,14 @@ class JobController:
         """``(phase, being deleted)`` of a pod of a job as this controller knows it, or ``None``."""
         found = self._pod(namespace, pod)
         return None if found is None else (found[1].phase, found[1].deleting)
+
+    def _parse(self, job: Mapping[str, Any]) -> JobSpec:
+        return parse_job(
+            job,
+            priority_classes=self.priority_classes,
+            scheduler_name=self.scheduler_name,
+            default_queue=self.default_queue,
+        )
 
     def delete(self, namespace: str, name: str, *, now: float) -> list[Change]:
         """The user deleted the Job: Kubernetes' garbage collector removes its pods and PodGroup.
