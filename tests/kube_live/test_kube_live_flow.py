@@ -8,12 +8,19 @@ they end when a test writes their status, as a kubelet would.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flow import FlowCluster, flow_cluster, wait
+from kube_api import KubeApiServer, make_queue
+
+from volcanolib.cli import main
 
 NS = "default"
 
@@ -355,3 +362,36 @@ def test_queues_close_and_open_through_commands(flow: FlowCluster) -> None:
     command("OpenQueue")
     wait(lambda: state() == "Open", "Open again")
     assert flow.list("commands") == []
+
+
+def test_the_command_runs_the_controllers_until_sigterm(tmp_path: Path) -> None:
+    server = KubeApiServer().start()
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        server.create("queues", make_queue("default"))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "volcanolib", "controllers", "--kubeconfig", str(kubeconfig)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        try:
+            uid = server.create("jobs", job("cli", task("a", 1)))["metadata"]["uid"]
+            wait(lambda: server.find("podgroups", f"cli-{uid}") is not None, "the PodGroup", 60)
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 0, err
+        assert out == "volcanolib controllers: job, podgroup, queue\n"
+    finally:
+        server.stop()
+
+
+def test_controllers_refuse_a_missing_kubeconfig_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["controllers", "--kubeconfig", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"volcanolib: error: {tmp_path / 'nope'}: no such file"]
