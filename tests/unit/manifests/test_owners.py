@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from volcanolib.kube.loader import ManifestLoader
 from volcanolib.manifests.owners import group_name, needs_group, owner_group
 from volcanolib.replay import ReplayOptions, run_replay
 from volcanolib.replay.inputs import load_objects
+from volcanolib.sim import check_scenario
+from volcanolib.sim.report import format_check
 
 
 def pod(name: str, *, uid: str = "", owners: list[dict[str, Any]] | None = None, **meta: Any) -> dict[str, Any]:
@@ -203,3 +206,17 @@ def test_replay_runs_a_deployment_and_its_pods_arrive_with_it() -> None:
     assert all(p.finished is not None and p.started is not None and p.finished - p.started == 30 for p in web)
     (first,) = [p for p in record.pods if p.name == "ns1/early"]
     assert first.submitted == record.start
+
+
+SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_workload_scenario(path: Path) -> None:
+    """Scenarios of workloads, kept out of tests/scenarios: Volcano has no ReplicaSet controller to compare with."""
+    outcome = check_scenario(path)
+    assert outcome.ok, format_check(outcome)
+
+
+def test_the_workload_scenarios_are_there() -> None:
+    assert len(SCENARIOS) == 2
