@@ -110,7 +110,8 @@ def table(records: list[dict[str, Any]]) -> str:
     for r in records:
         v, o = r["volcano"], r["volcanolib"]
 
-        def cell(key: str, unit: str = " s") -> str:
+        def cell(key: str, unit: str = " s", r: dict[str, Any] = r) -> str:
+            v, o = r["volcano"], r["volcanolib"]
             if v["timed_out"]:
                 return f"over {v['runs'][0]['wall_seconds']:.0f} s / {o[key]}{unit}"
             return f"{v[key]}{unit} / {o[key]}{unit} ({r['ratio_' + key]}x)"

@@ -10,6 +10,8 @@
     volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
     volcanolib sweep SWEEP.yaml [--out DIR] [--jobs N] [--dask ADDRESS] [--resume] [--plot FILE]
     volcanolib diff FILE... [--conf FILE] [--sessions N] [--runs K] [--oracle CMD] [--json]
+    volcanolib serve [--kubeconfig FILE] ...            (a live cluster's scheduler; extra 'kube')
+    volcanolib controllers [--controllers job,podgroup,queue] ...  (its controllers; extra 'kube')
 
 Exit status: 0 success; 1 ``check`` found a difference; 2 bad input (a file
 that cannot be read or parsed, a missing or invalid field, a duplicate
@@ -153,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.kube.live.serve import add_parser as add_serve
 
     add_serve(sub)
+    from volcanolib.kube.live.controllers.manager import add_parser as add_controllers
+
+    add_controllers(sub)
     from volcanolib.sweep.cli import add_parser as add_sweep_command
 
     add_sweep_command(sub)

@@ -72,6 +72,13 @@ CASES = {
         "   spec: {minAvailable: 5, tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c}]}}}]}}\n",
         "s.yaml: Job default/j: spec.minAvailable: 5 is more than the 1 replicas",
     ),
+    "Volcano Job with an unknown policy action": (
+        "s.yaml",
+        "objects:\n- {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, metadata: {name: j},\n"
+        "   spec: {policies: [{event: PodFailed, action: RestartJobb}],\n"
+        "          tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c}]}}}]}}\n",
+        "s.yaml: Job default/j: spec.policies[0].action: unknown action 'RestartJobb'",
+    ),
 }
 
 
@@ -92,6 +99,28 @@ def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path) -> None:
     path.write_text(text)
     proc = run("simulate", path, cwd=tmp_path)
     _assert_one_line_error(proc, expected.replace(name, str(path), 1))
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("{plugins: {tensorflw: []}, tasks: [%s]}", "Job default/j: spec.plugins.tensorflw: unknown job plugin"),
+        ("{queue: nowhere, tasks: [%s]}", "Job default/j: spec.queue: queue 'nowhere' does not exist"),
+        (
+            "{policies: [{event: PodFailed, action: RestartJob}, {event: PodFailed, action: AbortJob}], tasks: [%s]}",
+            "Job default/j: spec.policies[1]: event 'PodFailed' is already handled by policy 0",
+        ),
+    ],
+)
+def test_simulate_and_replay_refuse_a_job_the_webhook_refuses(spec: str, expected: str, tmp_path: Path) -> None:
+    task = "{name: t, replicas: 1, template: {spec: {containers: [{name: c}]}}}"
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "objects:\n- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4'}}}\n"
+        f"- {{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, metadata: {{name: j}}, spec: {spec % task}}}\n"
+    )
+    for command_name in ("simulate", "replay"):
+        _assert_one_line_error(run(command_name, path, cwd=tmp_path), f"{path}: {expected}")
 
 
 def test_missing_file(tmp_path: Path) -> None:

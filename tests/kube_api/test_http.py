@@ -63,7 +63,7 @@ def test_a_watch_is_chunked_json_lines_and_ends_with_the_last_chunk(kube_api: Ku
 
 
 def test_an_unknown_path_is_a_404_status(kube_api: KubeApiServer) -> None:
-    raw = _exchange(kube_api, b"GET /apis/apps/v1/deployments HTTP/1.1\r\nConnection: close\r\n\r\n")
+    raw = _exchange(kube_api, b"GET /apis/example.com/v1/widgets HTTP/1.1\r\nConnection: close\r\n\r\n")
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 404")
     assert json.loads(body)["kind"] == "Status"
@@ -74,7 +74,7 @@ def test_a_refused_request_with_a_body_leaves_the_connection_usable(kube_api: Ku
     length = str(len(body)).encode()
     raw = _exchange(
         kube_api,
-        b"POST /apis/apps/v1/namespaces/default/deployments HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"POST /apis/example.com/v1/namespaces/default/widgets HTTP/1.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: "
         + length
         + b"\r\n\r\n"

@@ -16,9 +16,9 @@ from volcanolib.kube.live.serve import Server
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
 
 
-def granted() -> set[tuple[str, str, str]]:
-    """(API group, resource, verb) for every rule of the ClusterRole."""
-    (role,) = [d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole"]
+def granted(path: Path = RBAC) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) for every rule of the ClusterRole of ``path``."""
+    (role,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole"]
     return {
         (group, resource, verb)
         for rule in role["rules"]

@@ -79,9 +79,7 @@ def _unmet(expect: Expectation, printed: Mapping[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_oracle_meets_the_scenario(
-    path: Path, oracle: list[str], oracle_results: dict[str, OracleRun | str]
-) -> None:
+def test_oracle_meets_the_scenario(path: Path, oracle: list[str], oracle_results: dict[str, OracleRun | str]) -> None:
     scenario = load_scenario([path])
     run = oracle_results[str(path)]
     if isinstance(run, str):
@@ -113,6 +111,4 @@ def test_volcanolib_agrees_with_the_oracle(path: Path, oracle_results: dict[str,
     if scenario.volcano_expect is not None:
         assert disagreements, "the scenario documents a difference (a volcano block) that the oracle no longer shows"
         return
-    assert not disagreements, "volcanolib and Volcano differ on stable facts:\n" + "\n".join(
-        map(str, disagreements)
-    )
+    assert not disagreements, "volcanolib and Volcano differ on stable facts:\n" + "\n".join(map(str, disagreements))

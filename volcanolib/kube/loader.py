@@ -1,8 +1,11 @@
 """Kubernetes manifests -> the volcanolib model.
 
 :class:`ManifestLoader` reads Nodes, Pods, PodGroups, Queues,
-PriorityClasses, HyperNodes and Volcano Jobs (expanded as Volcano's job controller would,
-see :mod:`volcanolib.kube.jobs`), as ``kubectl get -o yaml`` or ``-o json``
+PriorityClasses, HyperNodes, Volcano Jobs (expanded as Volcano's job controller would,
+see :mod:`volcanolib.kube.jobs`) and Deployments, ReplicaSets and StatefulSets
+(expanded into pods as Kubernetes' controllers would, see
+:mod:`volcanolib.manifests.workloads`; pods without a PodGroup get their
+owner's, see :mod:`volcanolib.manifests.owners`), as ``kubectl get -o yaml`` or ``-o json``
 prints them, single objects, ``kind: List`` dumps or multi-document files,
 and builds a :class:`Cluster`, ready to feed an
 :class:`~volcanolib.cache.memory.InMemoryCache`::
@@ -42,8 +45,10 @@ from volcanolib.kube._documents import parse_documents, read_documents, source_n
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
 from volcanolib.kube.jobs import expand_job
+from volcanolib.manifests.admission import QueueFacts, default_queue, validate_queue
+from volcanolib.manifests.workloads import WORKLOAD_GROUPS, WORKLOAD_KINDS, Workloads
 
-__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "load_manifests"]
+__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests"]
 
 log = logging.getLogger("volcanolib.kube")
 
@@ -59,6 +64,10 @@ _KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
     "PodGroup": (frozenset({"scheduling.volcano.sh"}), False),
     "Job": (frozenset({"batch.volcano.sh"}), False),
     "HyperNode": (frozenset({"topology.volcano.sh"}), True),
+    # expanded into pods as their Kubernetes controllers would (volcanolib.manifests.workloads)
+    "Deployment": (WORKLOAD_GROUPS, False),
+    "ReplicaSet": (WORKLOAD_GROUPS, False),
+    "StatefulSet": (WORKLOAD_GROUPS, False),
 }
 _NODE_READY: Final = "Ready"
 
@@ -80,6 +89,9 @@ class Cluster:
     unschedulable: dict[str, str] = attrs.field(factory=dict)
     #: The newest ``creationTimestamp`` among the objects (seconds since the epoch; 0 when none).
     newest_timestamp: float = 0.0
+    #: The pods made for Deployments, ReplicaSets and StatefulSets, by ``(namespace, name)``,
+    #: with where their workload was read.
+    generated: dict[tuple[str, str], tuple[dict[str, Any], Ref]] = attrs.field(factory=dict)
 
     def to_cache(self, cache: InMemoryCache | None = None, *, default_queue: str = "default") -> InMemoryCache:
         """Feed copies of every object to a cache (a new :class:`InMemoryCache` by default) and return it.
@@ -272,8 +284,13 @@ class ManifestLoader:
             newest = max(newest, pg.creation_timestamp)
 
         pods = list(self._objects["Pod"])
+        workloads = Workloads([item for kind in WORKLOAD_KINDS for item in self._objects[kind]], pods)
+        generated = workloads.pods()
+        pods.extend(generated)
+        cluster.generated = {(ref.namespace, ref.name): (pod, ref) for pod, ref in generated}
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
         depends_on: list[str] = []
+        queue_facts = cluster_queue_facts(cluster.queues, self.default_queue)
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,
@@ -282,6 +299,7 @@ class ManifestLoader:
                 scheduler_name=self.scheduler_name,
                 existing_groups=groups,
                 existing_pods=pod_names,
+                queues=queue_facts,
             )
             if expansion.pod_group is not None:
                 pg_ref = Ref(ref.source, ref.where, "PodGroup", expansion.pod_group["metadata"]["name"], ref.namespace)
@@ -299,7 +317,12 @@ class ManifestLoader:
                 f"before the tasks they depend on: {_some(depends_on)}"
             )
 
-        reader = PodReader(self.scheduler_name, classes, default_queue=self.default_queue)
+        reader = PodReader(
+            self.scheduler_name,
+            classes,
+            default_queue=self.default_queue,
+            owner_annotations=workloads.owner_annotations,
+        )
         unknown_nodes: dict[str, int] = {}
         uids: dict[str, Ref] = {}
         for obj, ref in pods:
@@ -467,7 +490,17 @@ def _node(obj: Mapping[str, Any], ref: Ref) -> NodeInfo:
     return info
 
 
+def cluster_queue_facts(queues: Iterable[QueueInfo], default_queue: str = "default") -> dict[str, QueueFacts]:
+    """What admission needs of the queues a cluster holds, with ``root`` and the default queue, which always exist."""
+    facts = {"root": QueueFacts("root"), default_queue: QueueFacts(default_queue, parent="root")}
+    for queue in queues:
+        facts[queue.name] = QueueFacts(queue.name, queue.state.value, queue.parent or "")
+    return facts
+
+
 def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
+    obj = default_queue(obj)
+    validate_queue(obj, ref, created=False)
     meta = f.mapping(obj.get("metadata"), ref, "metadata")
     spec = f.mapping(obj.get("spec"), ref, "spec")
     status = f.mapping(obj.get("status"), ref, "status")

@@ -33,7 +33,7 @@ from volcanolib.kube import _fields as f
 from volcanolib.kube._documents import read_documents, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts
 
 __all__ = [
     "CANCEL_AFTER_ANNOTATION",
@@ -369,6 +369,15 @@ class _Reader:
                     created = f.timestamp(pmeta["creationTimestamp"], pref, "metadata.creationTimestamp")
                     timed[(kind, pref.namespace, pref.name)] = created
         cluster = loader.load()
+        for (namespace, name), (pod, gref) in cluster.generated.items():
+            # pods made for Deployments, ReplicaSets and StatefulSets arrive with their workload
+            pmeta = pod["metadata"]
+            object_timings[("Pod", namespace, name)] = pod_timing(
+                f.string_map(pmeta.get("annotations"), gref, "metadata.annotations"), gref
+            )
+            if pmeta.get("creationTimestamp") not in (None, ""):
+                created = f.timestamp(pmeta["creationTimestamp"], gref, "metadata.creationTimestamp")
+                timed[("Pod", namespace, name)] = created
         warnings = list(self.warnings) + cluster.warnings
         classes = {pc.name: pc.value for pc in cluster.priority_classes}
 
@@ -395,8 +404,11 @@ class _Reader:
                 arrivals[key] = min(arrivals[uid] for uid in members)
 
         jobs: list[TimedJob] = []
+        queue_facts = cluster_queue_facts(cluster.queues)
         for obj, ref in raw_jobs:
-            expansion = expand_job(obj, ref, priority_classes=classes, scheduler_name=scheduler_name)
+            expansion = expand_job(
+                obj, ref, priority_classes=classes, scheduler_name=scheduler_name, queues=queue_facts
+            )
             job_meta = obj["metadata"]
             stamp_raw = job_meta.get("creationTimestamp")
             arrival = None

@@ -101,7 +101,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         document = {
             "volcanolib": ours,
-            "volcano": {"runs": theirs.runs, "outcomes": [{"count": o.count, "result": o.result} for o in theirs.outcomes]},
+            "volcano": {
+                "runs": theirs.runs,
+                "outcomes": [{"count": o.count, "result": o.result} for o in theirs.outcomes],
+            },
             "differences": [_as_json(d) for d in differences],
             "documentedReasons": [{"key": r.key, "summary": r.summary, "reason": r.reason} for r in reasons],
         }

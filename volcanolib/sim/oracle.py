@@ -98,9 +98,7 @@ class OracleRun:
     version: str = ""
 
 
-def _oracle_args(
-    conf: str | os.PathLike[str] | None, sessions: int | None, runs: int, per_session: bool
-) -> list[str]:
+def _oracle_args(conf: str | os.PathLike[str] | None, sessions: int | None, runs: int, per_session: bool) -> list[str]:
     args = ["simulate", "--runs", str(runs)]
     if conf is not None:
         args += ["--conf", str(conf)]
@@ -120,9 +118,7 @@ def _parse_run(printed: Mapping[str, Any], runs: int) -> OracleRun:
 
 def _invoke(command: Sequence[str], args: Sequence[str], timeout: float | None) -> subprocess.CompletedProcess[str]:
     try:
-        done = subprocess.run(
-            [*command, *args], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         raise OracleUnavailable(f"cannot run the oracle {command[0]}: {exc.strerror}") from None
     except subprocess.TimeoutExpired:
