@@ -14,6 +14,7 @@ from typing import Any, Final
 import attrs
 
 from volcanolib.kube import _fields as f
+from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import JobSpec
 
 __all__ = ["ACTIONS", "EVENTS", "Lifecycle", "Policy", "read_lifecycle"]
@@ -116,19 +117,21 @@ def read_lifecycle(job: Mapping[str, Any], js: JobSpec) -> Lifecycle:
 
 
 def _policies(raw: Any, js: JobSpec, field: str) -> tuple[Policy, ...]:
+    """One list of policies (the Job's or a task's), checked as the admission webhook checks it.
+
+    A policy's ``event`` and ``events`` are merged and repeats dropped, as
+    Volcano does; an event named by two policies of the list, or ``*``
+    beside any other event, is refused.
+    """
     ref = js.ref
     out: list[Policy] = []
-    seen_events: set[str] = set()
+    #: Each event of the list, with the policy that first named it.
+    seen_events: dict[str, str] = {}
     seen_codes: set[int] = set()
     for i, item in enumerate(f.seq(raw, ref, field)):
         where = f"{field}[{i}]"
         policy = f.mapping(item, ref, where)
-        events: list[str] = []
-        if policy.get("event") is not None:
-            events.append(f.string(policy.get("event"), ref, f"{where}.event"))
-        for k, event in enumerate(f.seq(policy.get("events"), ref, f"{where}.events")):
-            events.append(f.string(event, ref, f"{where}.events[{k}]"))
-        events = [e for e in events if e]
+        events = _policy_events(policy, ref, where)
         has_code = policy.get("exitCode") is not None
         if events and has_code:
             ref.fail("a policy has either events or an exitCode, not both", where)
@@ -145,9 +148,13 @@ def _policies(raw: Any, js: JobSpec, field: str) -> tuple[Policy, ...]:
         for event in events:
             if event not in EVENTS:
                 ref.fail(f"unknown event {event!r} (expected one of {', '.join(sorted(EVENTS))})", where)
-            if event in seen_events:
-                ref.fail(f"event {event!r} appears twice in one policy list", where)
-            seen_events.add(event)
+            first = seen_events.get(event)
+            if first is not None:
+                ref.fail(
+                    f"event {event!r} is also in {first}: Volcano's admission refuses an event in two policies",
+                    where,
+                )
+            seen_events[event] = where
         action = f.string(policy.get("action"), ref, f"{where}.action")
         if action not in ACTIONS:
             ref.fail(f"unknown action {action!r} (expected one of {', '.join(sorted(ACTIONS))})", f"{where}.action")
@@ -156,6 +163,17 @@ def _policies(raw: Any, js: JobSpec, field: str) -> tuple[Policy, ...]:
     if "*" in seen_events and len(seen_events) > 1:
         ref.fail("'*' must be the only event of its policy list", field)
     return tuple(out)
+
+
+def _policy_events(policy: Mapping[str, Any], ref: Ref, where: str) -> list[str]:
+    """A policy's ``events`` then its ``event``, each once, in that order (empty names left out)."""
+    named: list[str] = [
+        f.string(event, ref, f"{where}.events[{k}]")
+        for k, event in enumerate(f.seq(policy.get("events"), ref, f"{where}.events"))
+    ]
+    if policy.get("event") is not None:
+        named.append(f.string(policy.get("event"), ref, f"{where}.event"))
+    return list(dict.fromkeys(event for event in named if event))
 
 
 def _check_acyclic(js: JobSpec) -> None:

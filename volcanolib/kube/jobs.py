@@ -253,9 +253,15 @@ def expand_job(
     :param existing_groups: PodGroups that exist, as ``namespace/name``.
     :param existing_pods: pods that exist, as ``(namespace, name)``.
     :raises ManifestError: naming the field, when the Job is malformed or
-        Volcano's admission would refuse it.
+        Volcano's admission would refuse it, its lifecycle fields
+        (policies, ``maxRetry``, ``minSuccess``, job plugins, ``dependsOn``)
+        included, exactly as the job controller refuses them.
     """
     js = parse_job(job, ref, priority_classes=priority_classes, scheduler_name=scheduler_name)
+    # The lifecycle fields are read by the job controller, which builds on this module: imported here.
+    from volcanolib.controllers._lifecycle import read_lifecycle
+
+    read_lifecycle(job, js)  # refused here as over time: simulate and replay agree on what admission refuses
     name, namespace = js.name, js.namespace
     active = js.phase in _ACTIVE_PHASES
     pg_name = js.pod_group_name

@@ -142,7 +142,16 @@ def test_s1_max_retry_defaults_to_three() -> None:
                     {"events": ["PodFailed"], "action": "RestartJob"},
                 ]
             },
-            "spec.policies[1]: event 'PodFailed' appears twice in one policy list",
+            "spec.policies[1]: event 'PodFailed' is also in spec.policies[0]",
+        ),
+        (
+            {
+                "policies": [
+                    {"events": ["PodEvicted", "PodFailed"], "action": "AbortJob"},
+                    {"events": ["TaskCompleted", "PodEvicted"], "action": "RestartJob"},
+                ]
+            },
+            "spec.policies[1]: event 'PodEvicted' is also in spec.policies[0]",
         ),
         (
             {"policies": [{"exitCode": 3, "action": "AbortJob"}, {"exitCode": 3, "action": "RestartJob"}]},
