@@ -442,10 +442,12 @@ class JobInfo:
     # ------------------------------------------------------------------ phase
 
     def scheduled_task_num(self) -> int:
-        """Tasks on a node as a status update counts them: Running, Bound, finished, or Releasing from a node."""
-        releasing = self.task_status_index.get(TaskStatus.RELEASING)
-        on_node = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
-        return self.count(SCHEDULED_STATUSES) + on_node
+        """Tasks a status update counts as scheduled: Running, Bound, Succeeded or Failed.
+
+        A task Releasing from its node is not counted (nor one Binding or
+        Allocated), as in Volcano v1.14.1's PodGroup status.
+        """
+        return self.count(SCHEDULED_STATUSES)
 
     def phase_from_tasks(self) -> PodGroupPhase:
         """The PodGroup phase a status update derives from the tasks.
