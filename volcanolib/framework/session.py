@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
-from volcanolib.api.job import ConditionType, JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
+from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
@@ -701,12 +701,8 @@ class Session:
         pg = job.pod_group
         # Each index key is one status, so a bucket's size is that status's count (job.count, without the scan).
         index = job.task_status_index
-        running = len(index.get(TaskStatus.RUNNING, ()))
-        unschedulable_now = any(
-            c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
-        )
-        pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
-        pg.running = running
+        pg.phase = job.status_phase(pg.unschedulable_in(self.uid))
+        pg.running = len(index.get(TaskStatus.RUNNING, ()))
         pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
         pg.failed = len(index.get(TaskStatus.FAILED, ()))
         return self._baseline.get(job.uid) != _status_signature(pg)

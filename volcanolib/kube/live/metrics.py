@@ -18,7 +18,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from volcanolib.api.job import ConditionType
 from volcanolib.kube.live._client import import_prometheus
 from volcanolib.scheduler import CycleResult
 
@@ -108,12 +107,11 @@ class SchedulerMetrics:
             return
         unschedulable: set[str] = set()
         for job in session.jobs.values():
-            for cond in job.pod_group.conditions:
-                if cond.type is ConditionType.UNSCHEDULABLE and cond.transition_id == session.uid:
-                    name = job.pod_group.name
-                    unschedulable.add(name)
-                    self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
-                    self.retries.labels(name).inc()
+            if job.pod_group.unschedulable_in(session.uid):
+                name = job.pod_group.name
+                unschedulable.add(name)
+                self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
+                self.retries.labels(name).inc()
         for gone in self._unschedulable - unschedulable:
             self.unschedule_tasks.remove(gone)
         self._unschedulable = unschedulable
