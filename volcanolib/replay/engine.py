@@ -464,11 +464,22 @@ class _Replay:
     # ------------------------------------------------------------------ the controller's changes
 
     def apply(self, changes: list[Change], context: _Job | None = None) -> None:
+        """Apply one answer of the job controller as one step, in order, then report what it caused.
+
+        A pod deleted while Pending or finished is gone at once, but the
+        controller hears of it only once every change of the answer is
+        applied: a kill's "delete the pods, then the PodGroup" must not be
+        interleaved with the controller's reaction to the first deletion
+        (which may make the PodGroup again).
+        """
+        gone: list[_Pod] = []
         for change in changes:
             if isinstance(change, CreatePod):
                 self._create_pod(change.manifest, context)
             elif isinstance(change, DeletePod):
-                self._delete_pod(f"{change.namespace}/{change.name}")
+                pod = self._delete_pod(f"{change.namespace}/{change.name}")
+                if pod is not None:
+                    gone.append(pod)
             elif isinstance(change, CreatePodGroup):
                 self._create_group(change.manifest, context)
             elif isinstance(change, DeletePodGroup):
@@ -476,6 +487,8 @@ class _Replay:
                 self.group_phase.pop(f"{change.namespace}/{change.name}", None)
             elif isinstance(change, JobStatus):
                 self._job_status(change)
+        for pod in gone:
+            self._gone_to_controller(pod, evicted=False)
         deadline = self.controller.next_deadline()
         if deadline is not None and deadline != self.tick_at:
             self.tick_at = deadline
@@ -623,16 +636,20 @@ class _Replay:
         pod.token += 1
         self.push(self.now + self.options.termination_grace, _GONE, pod)
 
-    def _delete_pod(self, key: str) -> None:
+    def _delete_pod(self, key: str) -> _Pod | None:
+        """Delete the latest attempt of a pod: one on a node terminates; one Pending or finished is gone at once.
+
+        :returns: the pod when it is gone at once (the caller reports it to its job), else ``None``.
+        """
         pod = self.latest.get(key)
         if pod is None or pod.state in (_RELEASING, _GONE_STATE):
-            return
+            return None
         if pod.state in (_BOUND, _RUNNING):
             if pod.record.phase in ("Pending", "Running"):
                 pod.ending = "Deleted"
             self.cache.set_task_phase(pod.uid, TaskStatus.RELEASING)
             self._release(pod)
-            return
+            return None
         # Not on a node (Pending) or finished: gone at once.
         if pod.state == _PENDING:
             self.pending -= 1
@@ -645,7 +662,7 @@ class _Replay:
         self.touched.add(pod.task.job)
         pod.token += 1
         self.cache.delete_task(pod.uid)
-        self._gone_to_controller(pod, evicted=False)
+        return pod
 
     def _gone(self, pod: _Pod) -> None:
         evicted = pod.ending == "Evicted"
@@ -682,7 +699,9 @@ class _Replay:
         else:
             for pod in list(job.pods):
                 if pod.state not in (_DONE, _RELEASING, _GONE_STATE):
-                    self._delete_pod(pod.task.key)
+                    gone = self._delete_pod(pod.task.key)
+                    if gone is not None:
+                        self._gone_to_controller(gone, evicted=False)
 
     # ------------------------------------------------------------------ one event
 

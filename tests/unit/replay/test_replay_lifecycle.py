@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from volcanolib.replay import ReplayRecord, run_replay
+from volcanolib.framework.config import parse_config
+from volcanolib.replay import ReplayOptions, ReplayRecord, run_replay
 from volcanolib.replay.inputs import load_objects
 
 GANG_CONF = """
@@ -55,12 +56,9 @@ def vcjob(name: str, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
     }
 
 
-def replay(*objects: dict[str, Any], until: float | None = None) -> ReplayRecord:
-    from volcanolib.framework.config import parse_config
-    from volcanolib.replay import ReplayOptions
-
+def replay(*objects: dict[str, Any], **options: Any) -> ReplayRecord:
     workload = load_objects([node("n1"), *objects], source="test")
-    return run_replay(workload, parse_config(GANG_CONF), ReplayOptions(until=until))
+    return run_replay(workload, parse_config(GANG_CONF), ReplayOptions(**options))
 
 
 def job_record(record: ReplayRecord, name: str) -> Any:
@@ -124,3 +122,40 @@ def test_without_the_failure_nothing_is_unknown(policy: str) -> None:
     )
     record = replay(job)
     assert (job_record(record, "ns/gang").phase, job_record(record, "ns/gang").restarts) == ("Completed", 0)
+
+
+# ---------------------------------------------------------------------- item 4: a kill during Restarting
+
+
+def test_a_delayed_abort_while_restarting_kills_and_the_job_runs_again() -> None:
+    """PodFailed -> RestartJob, PodPending -> AbortJob after 20 s; pods take 30 s to terminate.
+
+    At 11 s b fails: RestartJob (retry 1) deletes a (terminating until 41 s) and b. The new PodGroup
+    is admitted at once and b is made again, but a gang of two cannot start while a terminates: b
+    stays Pending and its AbortJob fires at 31 s, the job still Restarting. In Restarting, AbortJob
+    only kills again: the pending b is gone at once and the PodGroup is deleted; the controller hears
+    of b's deletion once that whole kill is applied, and makes the PodGroup again (before the fix the
+    kill's deletion of the PodGroup came after, and removed the new one: the job stayed Restarting).
+    At 41 s a is gone: Pending, then Running with both pods; b fails again at 51 s: RestartJob makes
+    the retry count 2, which is maxRetry: Failed.
+    """
+    job = vcjob(
+        "j",
+        task("a", annotations={"volcanolib.io/duration": "100s"}),
+        task("b", annotations={"volcanolib.io/duration": "10s", "volcanolib.io/exit-code": "1"}),
+        minAvailable=2,
+        maxRetry=2,
+        policies=[
+            {"event": "PodFailed", "action": "RestartJob"},
+            {"event": "PodPending", "action": "AbortJob", "timeout": "20s"},
+        ],
+    )
+    record = replay(job, termination_grace=30.0)
+    result = job_record(record, "ns/j")
+    assert (result.phase, result.restarts, result.finished) == ("Failed", 2, 51.0)
+    b = [(p.attempt, p.phase, p.submitted, p.bound, p.finished) for p in record.pods if p.name == "ns/j-b-0"]
+    assert b == [
+        (0, "Failed", 0.0, 1.0, 11.0),
+        (1, "Deleted", 11.0, None, 31.0),  # made once the new PodGroup was admitted; killed by the AbortJob
+        (2, "Failed", 31.0, 41.0, 51.0),  # the job ran again
+    ]
