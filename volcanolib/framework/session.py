@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
-from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
+from volcanolib.api.hypernode import (
+    JOB_ALLOCATED_HYPER_NODE,
+    HyperNodeInfo,
+    HyperNodeTree,
+    set_allocated_hyper_node,
+)
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -165,6 +170,8 @@ class Session:
     node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
     #: ``hyper_node_order``: each candidate HyperNode's score for a job, summed over the plugins, by name.
     hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
+    #: ``hyper_node_gradient``: the first plugin's groups of HyperNodes to try for a job, or ``None``.
+    hyper_node_gradient: Callable[[JobInfo, HyperNodeInfo], Sequence[Sequence[str]] | None]
     #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
     preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
     #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
@@ -245,10 +252,10 @@ class Session:
         self.node_list: list[NodeInfo] = []
         #: Queues by name.
         self.queues: dict[str, QueueInfo] = {}
-        #: The HyperNode tree over the ready nodes (empty when the cluster has none).
+        #: The HyperNode tree over the ready nodes, under the virtual cluster top.
         self.hyper_nodes = HyperNodeTree((), ())
         #: Per job uid: the HyperNode the job's placed tasks share, while ``allocate`` places a job with a
-        #: soft network-topology constraint (what a scoring plugin compares nodes with).
+        #: network topology (what a scoring plugin compares nodes with).
         self.hyper_node_hints: dict[str, str] = {}
         #: Jobs left out of the snapshot, with the reason.
         self.skipped_jobs: dict[str, str] = {}
@@ -551,6 +558,12 @@ class Session:
             baseline[job.uid] = _status_signature(job.pod_group)
             if follows:
                 marks[job.uid] = _job_mark(job)
+        tree = self.hyper_nodes
+        for job in unsettled:
+            pg = job.pod_group
+            if pg.network_topology is not None or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
+                # As Volcano's session opens: drop a stale allocated HyperNode, recover a missing one.
+                set_allocated_hyper_node(job, tree.allocated_hyper_node(job))
 
     def _total_allocatable(self) -> Resource:
         """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
