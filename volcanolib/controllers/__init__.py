@@ -14,6 +14,7 @@ from volcanolib.controllers.job import (
     JobState,
     JobStatus,
     PodCounts,
+    UpdatePodGroup,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "JobState",
     "JobStatus",
     "PodCounts",
+    "UpdatePodGroup",
 ]

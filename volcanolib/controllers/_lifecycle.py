@@ -66,6 +66,9 @@ class Lifecycle:
     max_retry: int
     #: ``minSuccess``, or ``None`` when unset.
     min_success: int | None
+    #: Per task: its ``maxRetry``, the container restarts of its running and pending pods that raise
+    #: ``TaskFailed`` (3 when unset or 0; -1: never).
+    task_max_retry: Mapping[str, int] = attrs.field(factory=dict)
 
 
 def read_lifecycle(job: Mapping[str, Any], js: JobSpec) -> Lifecycle:
@@ -113,6 +116,11 @@ def read_lifecycle(job: Mapping[str, Any], js: JobSpec) -> Lifecycle:
         },
         max_retry=max_retry,
         min_success=min_success,
+        task_max_retry={
+            t.name: f.integer(t.raw.get("maxRetry"), ref, f"spec.tasks[{t.index}].maxRetry", 0, minimum=-1)
+            or DEFAULT_MAX_RETRY
+            for t in js.tasks
+        },
     )
 
 
