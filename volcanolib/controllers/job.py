@@ -780,9 +780,8 @@ class JobController:
         return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
     def _task_failed(self, job: JobData, task: str) -> bool:
-        """The container restarts of the task's Running and Pending pods reached its ``maxRetry`` (-1: never)."""
-        limit = job.life.task_max_retry.get(task, 3)
-        return limit != -1 and job.pods.restarts(task) >= limit
+        """The container restarts of the task's Running and Pending pods reached its ``maxRetry``."""
+        return job.pods.restarts(task) >= job.life.task_max_retry.get(task, 3)
 
     def _task_completed(self, job: JobData, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
