@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -90,8 +91,13 @@ func main() {
 	}
 }
 
-func run(s settings) error {
+func run(s settings) (err error) {
 	configureLogs(s.verbose)
+	defer func() {
+		if err != nil {
+			started(true)
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -104,7 +110,7 @@ func run(s settings) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	dir, err := filepath.Abs(dir)
+	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
@@ -166,6 +172,7 @@ func run(s settings) error {
 		_ = stopAll()
 		return err
 	}
+	started(false)
 	fmt.Println("ready")
 
 	select {
@@ -193,16 +200,41 @@ func configureLogs(verbose bool) {
 	klog.SetOutputBySeverity("FATAL", errorsOnly{})
 }
 
-// errorsOnly passes the API server's error lines to stderr, but for one it
-// prints at every start because no endpoint reconciler runs (the control
-// plane's address is a loopback one, which a Service's endpoints refuse).
+// errorsOnly passes the API server's error lines to stderr. Until the
+// cluster is ready it holds them: a fresh cluster's components report each
+// other missing while they start (a namespace not made yet), which is noise
+// unless the start fails, when they are printed. It drops one line printed
+// at every start because no endpoint reconciler runs (the control plane's
+// address is a loopback one, which a Service's endpoints refuse).
 type errorsOnly struct{}
+
+var startLog = struct {
+	sync.Mutex
+	started bool
+	held    bytes.Buffer
+}{}
 
 func (errorsOnly) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte("Found stale data, removed previous endpoints")) {
 		return len(p), nil
 	}
+	startLog.Lock()
+	defer startLog.Unlock()
+	if !startLog.started {
+		return startLog.held.Write(p)
+	}
 	return os.Stderr.Write(p)
+}
+
+// started passes errors through from now on; failed prints the held ones.
+func started(failed bool) {
+	startLog.Lock()
+	defer startLog.Unlock()
+	if failed {
+		_, _ = os.Stderr.Write(startLog.held.Bytes())
+	}
+	startLog.held.Reset()
+	startLog.started = true
 }
 
 func choosePorts(file string, apiserver, etcdClient int) (ports, error) {
