@@ -324,6 +324,10 @@ func apiserverFlags(s settings, dir string, c *credentials, p ports, etcdURL str
 		"--api-audiences=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
+		// New nodes would be tainted not-ready until the node lifecycle
+		// controller (of a controller-manager, which does not run here)
+		// lifts the taint: they would never take a pod.
+		"--disable-admission-plugins=TaintNodesByCondition",
 		"--cert-dir=" + filepath.Join(dir, "pki"),
 	}
 	if s.auditLog != "" {
