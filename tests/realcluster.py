@@ -19,8 +19,8 @@ What a controller-manager would do and the tests need is done here:
 ServiceAccounts and their tokens (the TokenRequest API), namespaces (never
 deleted: finishing a namespace's deletion is the namespace controller's
 job), a new Queue's ``Open`` state (Volcano's queue controller), and
-removing deleted pods (their kubelet: a :class:`~volcanolib.kube.live.kubelet.KubeletSim`
-that only finalizes deletions).
+removing deleted pods (their kubelet: :meth:`RealServer.finalize_deleted_pods`
+runs a :class:`~volcanolib.kube.live.kubelet.KubeletSim` that only does that).
 """
 
 from __future__ import annotations
@@ -99,7 +99,6 @@ class RealCluster:
         self._audit_offset = 0
         self._audit: list[Obj] = []
         self._markers = itertools.count()
-        self._kubelet: Any = None
 
     # ------------------------------------------------------------------ objects
 
@@ -264,15 +263,6 @@ class RealCluster:
         path.write_text(json.dumps(config, indent=2))
         return path
 
-    def finalize_deleted_pods(self) -> None:
-        """Remove deleted pods from now on, as their kubelets would (see the module)."""
-        if self._kubelet is None:
-            from volcanolib.kube.live.kubelet import KubeletSim
-
-            self._kubelet = KubeletSim(self.admin, None, pod_startup=None)
-            self._kubelet.start()
-            assert self._kubelet.wait_ready(30)
-
     def reset(self) -> None:
         """Remove every object a test may have made (namespaces, ServiceAccounts and role bindings stay)."""
         namespaces = [n["metadata"]["name"] for n in self.list_objects("namespaces")]
@@ -350,7 +340,22 @@ class RealServer:
         self.user = f"system:serviceaccount:default:{user}"
         self._api: KubeApi | None = None
         self._since = 0
+        self._kubelet: Any = None
         self.clear_requests()
+
+    def finalize_deleted_pods(self) -> None:
+        """Remove deleted pods until :meth:`close`, as their kubelets would (see the module)."""
+        from volcanolib.kube.live.kubelet import KubeletSim
+
+        self._kubelet = KubeletSim(self.cluster.admin, None, pod_startup=None)
+        self._kubelet.start()
+        assert self._kubelet.wait_ready(30)
+
+    def close(self) -> None:
+        """Stop what :meth:`finalize_deleted_pods` started."""
+        if self._kubelet is not None:
+            self._kubelet.stop()
+            self._kubelet = None
 
     def __getattr__(self, name: str) -> Any:
         if name in ("create", "get", "find", "list", "list_objects", "update", "patch", "delete", "set_pod_phase",
@@ -397,11 +402,7 @@ class RealServer:
 def real_cluster() -> Iterator[RealCluster]:
     """One real control plane for the test run (audit log on), emptied by each test that uses it."""
     plane = start_control_plane(audit=True)
-    cluster = RealCluster(plane)
-    cluster.finalize_deleted_pods()
-    yield cluster
-    if cluster._kubelet is not None:
-        cluster._kubelet.stop()
+    yield RealCluster(plane)
     plane.remove()
 
 
@@ -417,6 +418,4 @@ def make_control_plane() -> Iterator[Callable[..., RealCluster]]:
 
     yield make
     for cluster in started:
-        if cluster._kubelet is not None:
-            cluster._kubelet.stop()
         cluster.plane.remove()

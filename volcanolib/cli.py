@@ -147,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.kube.live.serve import add_parser as add_serve
 
     add_serve(sub)
+    from volcanolib.kube.live.kubelet import add_parser as add_kubelet_sim
+
+    add_kubelet_sim(sub)
     from volcanolib.sweep.cli import add_parser as add_sweep_command
 
     add_sweep_command(sub)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_api import KubeApiServer, make_queue
+from conftest_helpers import api_server
+from kube_api import KubeApiServer
 
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live.cache import KubernetesCache
@@ -61,19 +62,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A running API server with the default queue: the stand-in, or the real one emptied."""
-    if request.param == "standin":
-        srv = KubeApiServer().start()
-        srv.create("queues", make_queue("default"))
-        yield srv
-        srv.stop()
-        return
-    from realcluster import RealServer
-
-    cluster = request.getfixturevalue("real_cluster")
-    cluster.reset()
-    handle = RealServer(cluster)
-    handle.create("queues", make_queue("default"))
-    yield handle
+    yield from api_server(request)
 
 
 @pytest.fixture
