@@ -89,7 +89,8 @@ def _status_error(status: int, data: bytes) -> ApiError:
 
 
 #: Errors of a kept-alive connection the server closed while it was idle: the request is sent again, once.
-_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+#: A TLS connection whose server exited (an API server restarted) ends without a TLS close: SSLEOFError.
+_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 class _Direct:
