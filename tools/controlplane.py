@@ -22,7 +22,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -232,18 +231,6 @@ class ControlPlane:
         revision = self.etcd_revision()
         self._etcd("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
-
-
-def wait_until(check: Any, timeout: float, what: str) -> Any:
-    """Poll ``check`` until it returns something true; raise after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def environ_requires_go() -> bool:
