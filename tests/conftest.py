@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings
 
 # The stand-in Kubernetes API server's fixtures (kube_api, kube_api_factory,
 # kube_api_kubeconfig), for every test that talks to a cluster.
-pytest_plugins = ["kube_api.fixtures"]
+pytest_plugins = ["kube_api.fixtures", "realcluster"]
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=40, deadline=None)

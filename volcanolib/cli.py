@@ -158,6 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.kube.live.controllers.manager import add_parser as add_controllers
 
     add_controllers(sub)
+    from volcanolib.kube.live.kubelet import add_parser as add_kubelet_sim
+
+    add_kubelet_sim(sub)
     from volcanolib.sweep.cli import add_parser as add_sweep_command
 
     add_sweep_command(sub)

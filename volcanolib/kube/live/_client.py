@@ -136,7 +136,8 @@ def _dropped(sock: socket.socket) -> bool:
 
 
 #: Errors of a kept-alive connection the server closed while it was idle: an idempotent request is sent again, once.
-_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+#: A TLS connection whose server exited (an API server restarted) ends without a TLS close: SSLEOFError.
+_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 class _Direct:

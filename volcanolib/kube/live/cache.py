@@ -27,6 +27,7 @@ from volcanolib.kube.live._effectors import (
 )
 from volcanolib.kube.live._reflector import Reflector
 from volcanolib.kube.live._translate import (
+    HyperNodeTranslator,
     NodeTranslator,
     PodGroupTranslator,
     PodTranslator,
@@ -124,6 +125,7 @@ class KubernetesCache(InMemoryCache):
             self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod, self.pod_groups
         )
         options: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout, "on_relist": on_relist}
+        self._reflector_options = options
         self.reflectors = [
             Reflector(
                 api,
@@ -144,6 +146,19 @@ class KubernetesCache(InMemoryCache):
         return self._lock
 
     # ------------------------------------------------------------------ lifecycle
+
+    def watch_hyper_nodes(self) -> None:
+        """Also list and watch HyperNodes (``topology.volcano.sh/v1alpha1``), the network topology.
+
+        Call it before :meth:`start`; :meth:`wait_ready` then waits for them
+        too. ``volcanolib serve`` does when its configuration enables the
+        ``network-topology-aware`` plugin.
+        """
+        if any(r.kind == "hypernodes" for r in self.reflectors):
+            return
+        path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+        reflector = Reflector(self.api, "hypernodes", path, HyperNodeTranslator(self), **self._reflector_options)
+        self.reflectors.insert(0, reflector)
 
     def start(self) -> None:
         """Start listing and watching (in background threads)."""

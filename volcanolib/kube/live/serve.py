@@ -24,6 +24,8 @@ __all__ = ["Server", "add_parser", "run"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
+#: The plugin whose configuration makes serve watch HyperNodes.
+TOPOLOGY_PLUGIN = "network-topology-aware"
 #: Set to ``1`` or ``true`` to evict through the Eviction API (PodDisruptionBudgets honoured).
 EVICTION_API_ENV = "VOLCANOLIB_EVICTION_API"
 
@@ -193,6 +195,8 @@ class Server:
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
         unresolved = self.cache.unresolved
         self.metrics.unresolved.set_function(lambda: float(len(unresolved)))
+        if TOPOLOGY_PLUGIN in {p.name for tier in self.scheduler.config.tiers for p in tier.plugins}:
+            self.cache.watch_hyper_nodes()
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
