@@ -33,7 +33,7 @@ from volcanolib.kube import _fields as f
 from volcanolib.kube._documents import read_documents, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, require_objects
 
 __all__ = [
     "CANCEL_AFTER_ANNOTATION",
@@ -269,8 +269,7 @@ class _Reader:
     def add_file(self, path: str | Path) -> None:
         source = source_name(path)
         docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects: the file holds no document", source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             self._add_scenario(docs[0], source)
             return
