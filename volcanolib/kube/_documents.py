@@ -39,7 +39,7 @@ from yaml.resolver import Resolver
 from volcanolib._gc import gc_paused
 from volcanolib.errors import ManifestError
 
-__all__ = ["STDIN", "parse_documents", "read_documents", "source_name"]
+__all__ = ["STDIN", "parse_documents", "read_documents", "read_text", "source_name"]
 
 try:  # PyYAML built without libyaml has no yaml.cyaml
     from yaml import cyaml as _cyaml
@@ -66,6 +66,24 @@ def source_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIN and not isinstance(path, Path) else str(path)
 
 
+def read_text(path: str | Path) -> str:
+    """The text of a file, read once (so that a pipe such as ``<(kubectl get ...)`` reads like a file).
+
+    The name ``-`` reads standard input.
+
+    :raises ManifestError: naming the file when it cannot be read or is not UTF-8 text.
+    """
+    source = source_name(path)
+    if source == "<stdin>":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError:
+        raise ManifestError("cannot read: not UTF-8 text", source=source) from None
+
+
 def read_documents(path: str | Path) -> list[Any]:
     """Read a file and return its documents (empty documents left out).
 
@@ -73,16 +91,7 @@ def read_documents(path: str | Path) -> list[Any]:
 
     :raises ManifestError: naming the file when it cannot be read or parsed.
     """
-    source = source_name(path)
-    if source == "<stdin>":
-        return parse_documents(sys.stdin.read(), source=source)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ManifestError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    except UnicodeDecodeError:
-        raise ManifestError("cannot read: not UTF-8 text", source=source) from None
-    return parse_documents(text, source=source)
+    return parse_documents(read_text(path), source=source_name(path))
 
 
 def parse_documents(text: str, *, source: str | None = None) -> list[Any]:

@@ -30,10 +30,11 @@ from volcanolib.api.duration import seconds_or_duration
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
 from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import read_documents, source_name
+from volcanolib.kube._documents import parse_documents, read_text, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
 from volcanolib.kube.loader import Cluster, ManifestLoader, require_objects
+from volcanolib.replay.traces import trace_format, trace_table
 
 __all__ = [
     "CANCEL_AFTER_ANNOTATION",
@@ -223,14 +224,7 @@ def load_workload(
         raise ManifestError("no replay file given")
     reader = _Reader()
     if format is not None:
-        try:
-            from volcanolib.replay.traces import TRACE_FORMATS
-        except ImportError as exc:  # pragma: no cover - the traces package ships with volcanolib
-            raise ManifestError(f"trace formats are not available: {exc}") from None
-        trace = TRACE_FORMATS.get(format)
-        if trace is None:
-            known = ", ".join(sorted(TRACE_FORMATS)) or "none"
-            raise ManifestError(f"unknown trace format {format!r} (known: {known})")
+        trace = trace_format(format)
         if trace.needs_nodes and nodes is None:
             raise ManifestError(f"the {format} format needs the node list: give it with --nodes FILE")
         files = [Path(p) for p in paths]
@@ -268,7 +262,11 @@ class _Reader:
 
     def add_file(self, path: str | Path) -> None:
         source = source_name(path)
-        docs = read_documents(path)
+        text = read_text(path)
+        table = trace_table(text, source=source)
+        if table is not None:
+            raise ManifestError(table, source=source)
+        docs = parse_documents(text, source=source)
         require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             self._add_scenario(docs[0], source)
