@@ -190,3 +190,15 @@ def test_a_plugin_failure_is_a_warning_and_the_run_succeeds(tmp_path: Path) -> N
     assert "volcanolib: error:" not in proc.stderr
     assert all(line.startswith("volcanolib: warning:") for line in proc.stderr.splitlines())
     assert "Plugin errors" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["simulate", "replay"])
+def test_a_cluster_file_given_as_conf_is_not_a_configuration(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    workload = EXAMPLES / ("quickstart.yaml" if command == "simulate" else "replay/workload.yaml")
+    cluster = EXAMPLES / "topology" / "cluster.yaml"  # several documents: HyperNodes, Nodes, Pods, ...
+    assert cli.main([command, str(workload), "--conf", str(cluster)]) == 2
+    assert capsys.readouterr().err == (
+        f"volcanolib: error: {cluster}: 17 YAML documents of Kubernetes objects (HyperNode, Job, Node, Pod, "
+        "PodGroup), not a scheduler configuration: a configuration is one mapping with 'actions' and 'tiers' "
+        "(cluster files are given as FILE arguments)\n"
+    )

@@ -37,6 +37,7 @@ from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 from volcanolib._gc import gc_paused
+from volcanolib._yaml import yaml_error
 from volcanolib.errors import ManifestError
 
 __all__ = ["STDIN", "parse_documents", "read_documents", "read_text", "source_name"]
@@ -123,10 +124,7 @@ def _parse(text: str, source: str | None) -> list[Any]:
     try:
         docs = list(_load_all(text))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ManifestError(f"not valid YAML{where}: {problem}", source=source) from None
+        raise ManifestError(yaml_error(exc, text), source=source) from None
     except (TypeError, ValueError) as exc:  # e.g. an unhashable mapping key, a bad timestamp
         raise ManifestError(f"not valid YAML: {exc}", source=source) from None
     except RecursionError:  # the pure-Python loader, without libyaml

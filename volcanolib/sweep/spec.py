@@ -44,6 +44,7 @@ from typing import Any, Final
 import attrs
 import yaml
 
+from volcanolib._yaml import yaml_error
 from volcanolib.errors import ConfigError, VolcanolibError
 from volcanolib.framework.config import parse_config
 
@@ -217,7 +218,7 @@ def _read_yaml(path: Path, source: str, key: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+        raise ConfigError(yaml_error(exc, text), source=str(path)) from None
 
 
 def _configurations(raw: list[Any], base_dir: Path, source: str) -> list[tuple[str, dict[str, Any]]]:
