@@ -136,3 +136,23 @@ def test_the_comparison_plot_is_byte_stable_and_an_unwritable_path_is_one_line(t
     with pytest.raises(VolcanolibError) as err:
         plot_sweep(rows, tmp_path / "missing" / "c.png")
     assert "cannot write" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("tcp://127.0.0.1:1", "Timed out trying to connect to tcp://127.0.0.1:1 after 1 s"),
+        ("nonsense://x", "unknown address scheme 'nonsense'"),
+    ],
+)
+def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str, reason: str
+) -> None:
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")  # its configuration defaults, before the timeout is set over them
+    path = small_sweep(tmp_path, seeds=[0])
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--dask", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"volcanolib: error: --dask {address}: cannot connect to the Dask scheduler: {reason}")
+    assert err.count("\n") == 1 and "Traceback" not in err
