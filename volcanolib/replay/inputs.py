@@ -46,6 +46,7 @@ __all__ = [
     "Workload",
     "load_objects",
     "compress_arrivals",
+    "load_factor",
     "load_workload",
     "parse_duration",
     "parse_settings",
@@ -471,6 +472,22 @@ def _group(api_version: Any) -> str:
     return text.rpartition("/")[0] if "/" in text else ""
 
 
+def load_factor(value: Any) -> float:
+    """A load factor (``replay --load``, a sweep's ``load``): a finite number above 0.
+
+    :raises ValueError: naming the value otherwise.
+    """
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number > 0 or not math.isfinite(number):
+        raise ValueError(f"a load factor is a number above 0, got {value!r}")
+    return float(number)
+
+
 def compress_arrivals(workload: Workload, factor: float) -> Workload:
     """The same workload under more (``factor`` > 1) or less load: arrivals brought closer together.
 
@@ -479,10 +496,9 @@ def compress_arrivals(workload: Workload, factor: float) -> Workload:
     ``creationTimestamp`` moves with it; runtimes, exit codes, patience and
     the cluster stay as they are. ``factor`` 1 returns the workload itself.
 
-    :raises ValueError: when ``factor`` is not above 0.
+    :raises ValueError: when ``factor`` is not a load factor (:func:`load_factor`).
     """
-    if not factor > 0 or not math.isfinite(factor):
-        raise ValueError(f"a load factor is a number above 0, got {factor!r}")
+    factor = load_factor(factor)
     if factor == 1:
         return workload
     times = [*workload.arrivals.values(), *(job.arrival for job in workload.jobs if job.arrival is not None)]

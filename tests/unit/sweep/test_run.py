@@ -156,3 +156,25 @@ def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith(f"volcanolib: error: --dask {address}: cannot connect to the Dask scheduler: {reason}")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_replay_and_compare_load_is_the_sweeps_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = small_sweep(tmp_path, seeds=[3], load=[1.5])
+    rows = run_sweep(load_sweep(path), tmp_path / "out", workers=1)
+    conf = str(EXAMPLE / "volcano-scheduler.conf")
+    common = [str(EXAMPLE / "workload.yaml"), "--until", "2h", "--seed", "3", "--load", "1.5"]
+    assert main(["replay", *common, "--conf", conf, "--json", str(tmp_path / "replay.json")]) == 0
+    replayed = json.loads((tmp_path / "replay.json").read_text())
+    assert comparable(replayed) == comparable(rows[0])
+    assert comparable(replayed) != comparable(alone(Point("x", Path(conf).read_text(), 1.0, 3)))
+    binpack = str(EXAMPLE / "binpack.conf")
+    assert main(["compare", *common, "--conf", conf, "--conf", binpack, "--json", str(tmp_path / "c.json")]) == 0
+    runs = json.loads((tmp_path / "c.json").read_text())["runs"]
+    assert comparable(runs[0]) == comparable(rows[0])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["replay", *common[:-1], "0"])
+    assert refused.value.code == 2
+    assert (
+        capsys.readouterr().err.splitlines()[-1].endswith("argument --load: a load factor is a number above 0, got '0'")
+    )

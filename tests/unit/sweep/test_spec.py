@@ -144,7 +144,7 @@ def test_tier_switch_and_actions_axes(tmp_path: Path) -> None:
         ),
         (
             {"workload": ["workload.yaml"], "configurations": [{"file": "base.conf"}], "load": [0]},
-            "load[0]: a load factor is above 0",
+            "load[0]: a load factor is a number above 0, got 0",
         ),
         (
             {"workload": ["workload.yaml"], "configurations": [{"file": "base.conf"}], "seeds": [1.5]},
