@@ -153,6 +153,11 @@ def completion_times(jobs: Iterable[JobRecord]) -> list[float]:
     return [job.finished - job.submitted for job in jobs if _ended(job) and job.finished is not None]
 
 
+def _evicted(jobs: Iterable[JobRecord]) -> int:
+    """Pod attempts the scheduler evicted (preempt, reclaim), over the jobs."""
+    return sum(job.evicted_pods for job in jobs)
+
+
 def _distributions(jobs: Sequence[JobRecord]) -> tuple[dict[str, float | None], dict[str, float | None]]:
     return statistics(waits(jobs)), statistics(completion_times(jobs))
 
@@ -445,10 +450,10 @@ def _timings(timings: Mapping[str, float]) -> dict[str, float]:
 def summarise(record: ReplayRecord) -> dict[str, Any]:
     """The JSON document of ``volcanolib replay --json``.
 
-    Its keys, in this order: ``summary`` (job counts, wait and jct
-    distributions, makespan, utilisation per resource, Jain's fairness
-    index, sessions, simulated seconds), ``queues`` (per queue: jobs, wait,
-    jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
+    Its keys, in this order: ``summary`` (job counts, evicted pods, wait and
+    jct distributions, makespan, utilisation per resource, Jain's fairness
+    index, sessions, simulated seconds), ``queues`` (per queue: jobs,
+    evicted pods, wait, jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
     attempt), ``series`` (the cluster over time) and ``timings`` (wall-clock
     seconds, the only part that differs between two runs of one replay).
     The definitions are in ``docs/replay-metrics.md``.
@@ -482,6 +487,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             {
                 "name": queue,
                 "jobs": len(members),
+                "evicted_pods": _evicted(members),
                 "wait": q_wait,
                 "jct": q_jct,
                 "share": {"mean": _opt(shares[queue])},
@@ -495,6 +501,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "failed": failed,
             "cancelled": cancelled,
             "unfinished": len(jobs) - completed - failed - cancelled,
+            "evicted_pods": _evicted(jobs),
             "wait": wait,
             "jct": jct,
             "makespan": _opt(makespan),

@@ -55,6 +55,7 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         f"Jobs: {s['jobs']} ({s['completed']} completed, {s['failed']} failed, "
         f"{s['cancelled']} cancelled, {s['unfinished']} unfinished)",
+        f"Pods evicted (preempted or reclaimed): {s['evicted_pods']}",
         f"Simulated: {duration(s['simulated_seconds'])} over {s['sessions']} session periods, "
         f"makespan {duration(s['makespan'])}",
         "",
@@ -79,11 +80,12 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     ]
     blocks.append(
         TableSpec(
-            ("QUEUE", "JOBS", "SHARE", "DESERVED", "WAIT MEAN", "WAIT P95", "JCT MEAN", "JCT P95"),
+            ("QUEUE", "JOBS", "EVICTED", "SHARE", "DESERVED", "WAIT MEAN", "WAIT P95", "JCT MEAN", "JCT P95"),
             tuple(
                 (
                     q["name"],
                     str(q["jobs"]),
+                    str(q["evicted_pods"]),
                     _percent(q["share"]["mean"]),
                     _percent(q["deserved"]["share"]) + (" (weight)" if q["deserved"]["from"] == "weight" else ""),
                     duration(q["wait"]["mean"]),
@@ -93,7 +95,7 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
                 )
                 for q in queues
             ),
-            frozenset({1, 2, 3, 4, 5, 6, 7}),
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8}),
         )
         if queues
         else "  none"
@@ -114,8 +116,14 @@ def _rows(summary: Mapping[str, Any]) -> dict[str, str]:
     """One run's figures by row label, in the order of the comparison."""
     s = summary["summary"]
     rows = {key: str(s[key]) for key in ("jobs", "completed", "failed", "cancelled", "unfinished")}
+    rows["evicted pods"] = str(s["evicted_pods"])
+    queues = summary["queues"]
     for label, key in _DISTRIBUTIONS:
         rows.update((f"{label} {k}", duration(s[key][k])) for k in _STATISTICS)
+        if key == "wait":  # each queue's wait next to the cluster's: the figures compared first
+            for q in queues:
+                rows.update((f"wait {k} {q['name']}", duration(q["wait"][k])) for k in ("mean", "p95"))
+    rows.update((f"evicted pods {q['name']}", str(q["evicted_pods"])) for q in queues)
     rows["makespan"] = duration(s["makespan"])
     rows.update((f"utilisation {k}", _percent(v)) for k, v in s["utilisation"].items())
     rows["fairness (Jain)"] = _ratio(s["fairness"]["jain"])

@@ -178,3 +178,17 @@ def test_replay_and_compare_load_is_the_sweeps_load(tmp_path: Path, capsys: pyte
     assert (
         capsys.readouterr().err.splitlines()[-1].endswith("argument --load: a load factor is a number above 0, got '0'")
     )
+
+
+def test_the_results_table_has_the_evicted_pods() -> None:
+    row = {
+        "configuration": "c",
+        "load": 1.0,
+        "seed": 0,
+        "error": None,
+        "summary": {"jobs": 3, "evicted_pods": 4},
+        "queues": [{"name": "q1", "evicted_pods": 3}, {"name": "q2", "evicted_pods": 1}],
+    }
+    flat = flatten(row)
+    assert flat["evicted_pods"] == 4
+    assert (flat["q1:evicted_pods"], flat["q2:evicted_pods"]) == (3, 1)
