@@ -52,6 +52,8 @@ class JobRecord:
     restarts: int
     evicted_pods: int
     min_available: int
+    #: Why a pod of the job could never be placed (no ready node can take it), if one could not.
+    unplaceable: str | None = None
 
 
 @attrs.define

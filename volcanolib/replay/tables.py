@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from volcanolib._console import Block, TableSpec, print_blocks
+from volcanolib.replay.metrics import finished
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,12 +50,29 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+#: Unfinished jobs named by the summary; the others are counted.
+_NAMED = 5
+
+
+def _unfinished(summary: Mapping[str, Any]) -> list[Block]:
+    """A line naming the unfinished jobs (the first few), those no node can take marked so."""
+    unplaceable = summary["summary"].get("unplaceable") or {}
+    names = [job["name"] for job in summary["jobs"] if not finished(job["phase"])]
+    if not names:
+        return []
+    names.sort(key=lambda name: name not in unplaceable)  # the ones that can never run first
+    shown = [f"{name} (fits no node)" if name in unplaceable else name for name in names[:_NAMED]]
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    return [f"Unfinished: {', '.join(shown)}{more}"]
+
+
 def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     """The lines and tables of :func:`render_summary`."""
     s = summary["summary"]
     blocks: list[Block] = [
         f"Jobs: {s['jobs']} ({s['completed']} completed, {s['failed']} failed, "
         f"{s['cancelled']} cancelled, {s['unfinished']} unfinished)",
+        *_unfinished(summary),
         f"Pods evicted (preempted or reclaimed): {s['evicted_pods']}",
         f"Simulated: {duration(s['simulated_seconds'])} over {s['sessions']} session periods, "
         f"makespan {duration(s['makespan'])}",

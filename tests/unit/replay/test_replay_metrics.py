@@ -38,6 +38,7 @@ def test_summary_counts_waits_completion_times_and_makespan() -> None:
         "failed",
         "cancelled",
         "unfinished",
+        "unplaceable",
         "evicted_pods",
         "wait",
         "jct",
@@ -49,6 +50,7 @@ def test_summary_counts_waits_completion_times_and_makespan() -> None:
     ]
     assert (summary["jobs"], summary["completed"], summary["failed"], summary["cancelled"]) == (4, 1, 1, 1)
     assert summary["unfinished"] == 1  # j4, still pending
+    assert summary["unplaceable"] == {}
     # Waits of the jobs that started: j1 10 - 0, j2 10 - 5.
     assert summary["wait"] == {"mean": 7.5, "p50": 7.5, "p95": 9.75, "p99": 9.95, "max": 10.0}
     # Completion times of the jobs that ended (not the cancelled j3): j1 40, j2 25.

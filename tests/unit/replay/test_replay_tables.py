@@ -35,8 +35,9 @@ def test_summary_tables_show_the_figures() -> None:
     text = render_text(summary_blocks(summarise(two_queues())))
     lines = text.splitlines()
     assert lines[0] == "Jobs: 4 (1 completed, 1 failed, 1 cancelled, 1 unfinished)"
-    assert lines[1] == "Pods evicted (preempted or reclaimed): 0"
-    assert lines[2] == "Simulated: 40s over 40 session periods, makespan 40s"
+    assert lines[1] == "Unfinished: ns/j4"
+    assert lines[2] == "Pods evicted (preempted or reclaimed): 0"
+    assert lines[3] == "Simulated: 40s over 40 session periods, makespan 40s"
     assert "  wait    7.5s   7.5s   9.8s   9.9s  10s" in lines
     assert "  jct    32.5s  32.5s  39.2s  39.9s  40s" in lines
     assert "  cpu           40.0%" in lines and "  memory        37.5%" in lines
@@ -76,7 +77,7 @@ def test_evictions_show_in_the_summary_and_the_queue_table() -> None:
     record = two_queues()
     record.jobs[1].evicted_pods = 3  # ns/j1, queue q1
     lines = render_text(summary_blocks(summarise(record))).splitlines()
-    assert lines[1] == "Pods evicted (preempted or reclaimed): 3"
+    assert lines[2] == "Pods evicted (preempted or reclaimed): 3"
     header = next(line for line in lines if line.startswith("  QUEUE"))
     assert header.split()[:3] == ["QUEUE", "JOBS", "EVICTED"]
     assert next(line for line in lines if line.split()[:1] == ["q1"]).split()[:3] == ["q1", "2", "3"]
