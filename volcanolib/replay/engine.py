@@ -122,6 +122,8 @@ FINISHED_PHASES: Final = frozenset({"Completed", "Failed", "Aborted", "Terminate
 
 # Event kinds, in the order events of one time happen.
 _ARRIVE, _TICK, _START, _FINISH, _GONE, _CANCEL = range(6)
+#: Jobs with a pod no node can take that are named in a warning; the others are counted once.
+_REPORTED: Final = 10
 #: Sessions between two passes of the cyclic garbage collector in a replay (see _run).
 _COLLECT_EVERY: Final = 2000
 # Pod states.
@@ -461,10 +463,14 @@ class _Replay:
         return answer
 
     def _report_unplaceable(self, job: str, task: TaskInfo, reason: str) -> None:
-        """Warn once per job (``namespace/podgroup``) of a pod no node can take."""
-        if job not in self.reported:
-            self.reported.add(job)
+        """Warn once per job (``namespace/podgroup``) of a pod no node can take, the first few jobs by name."""
+        if job in self.reported:
+            return
+        self.reported.add(job)
+        if len(self.reported) <= _REPORTED:
             log.warning("job %s: pod %s fits no node: %s; it is left pending", job, task.key, reason)
+        elif len(self.reported) == _REPORTED + 1:
+            log.warning("more jobs have a pod that fits no node; --json lists them all under summary.unplaceable")
 
     # ------------------------------------------------------------------ jobs and pods
 

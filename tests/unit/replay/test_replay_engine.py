@@ -409,6 +409,19 @@ def test_a_pod_no_node_can_take_is_reported_at_load_and_named_among_the_unfinish
     )
 
 
+def test_beyond_ten_jobs_with_a_pod_no_node_can_take_the_warnings_stop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    objects = [node("n1", cpu="4")] + [pod(f"big{i:02d}", 0, "8") for i in range(12)]
+    workload = load_workload([write(tmp_path, objects)])
+    with caplog.at_level("WARNING", logger="volcanolib.replay"):
+        record = run_replay(workload, None, ReplayOptions(until=10))
+    messages = [r.getMessage() for r in caplog.records if r.name == "volcanolib.replay"]
+    assert len(messages) == 11 and all("fits no node" in m for m in messages[:10])
+    assert messages[10] == "more jobs have a pod that fits no node; --json lists them all under summary.unplaceable"
+    assert len(summarise(record)["summary"]["unplaceable"]) == 12
+
+
 def _fields(options: ReplayOptions) -> dict[str, Any]:
     return {
         "period": options.period,
