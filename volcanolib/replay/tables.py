@@ -18,7 +18,15 @@ from volcanolib.replay.metrics import finished
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["comparison_blocks", "comparison_table", "duration", "render_comparison", "render_summary", "summary_blocks"]
+__all__ = [
+    "comparison_blocks",
+    "comparison_table",
+    "duration",
+    "ratio",
+    "render_comparison",
+    "render_summary",
+    "summary_blocks",
+]
 
 _DISTRIBUTIONS = (("wait", "wait"), ("jct", "jct"))
 _STATISTICS = ("mean", "p50", "p95", "p99", "max")
@@ -46,7 +54,8 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _ratio(value: float | None) -> str:
+def ratio(value: float | None) -> str:
+    """A ratio (Jain's index) with three decimals; ``-`` for ``None``."""
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -94,7 +103,7 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     queues = summary["queues"]
     blocks += [
         "",
-        f"Queues ({len(queues)}), fairness (Jain's index of share / deserved): {_ratio(s['fairness']['jain'])}",
+        f"Queues ({len(queues)}), fairness (Jain's index of share / deserved): {ratio(s['fairness']['jain'])}",
     ]
     blocks.append(
         TableSpec(
@@ -144,7 +153,7 @@ def _rows(summary: Mapping[str, Any]) -> dict[str, str]:
     rows.update((f"evicted pods {q['name']}", str(q["evicted_pods"])) for q in queues)
     rows["makespan"] = duration(s["makespan"])
     rows.update((f"utilisation {k}", _percent(v)) for k, v in s["utilisation"].items())
-    rows["fairness (Jain)"] = _ratio(s["fairness"]["jain"])
+    rows["fairness (Jain)"] = ratio(s["fairness"]["jain"])
     rows.update((f"share {q['name']}", _percent(q["share"]["mean"])) for q in summary["queues"])
     rows["session periods"] = str(s["sessions"])
     return rows

@@ -192,3 +192,42 @@ def test_the_results_table_has_the_evicted_pods() -> None:
     flat = flatten(row)
     assert flat["evicted_pods"] == 4
     assert (flat["q1:evicted_pods"], flat["q2:evicted_pods"]) == (3, 1)
+
+
+def test_the_sweep_table_prints_times_as_replay_does() -> None:
+    import io
+
+    from volcanolib.replay.tables import duration
+    from volcanolib.sweep.cli import _table
+
+    summary = {
+        "jobs": 16,
+        "completed": 15,
+        "wait": {"p50": 820.0, "p95": 7.5},
+        "jct": {"p50": 11100.0},
+        "fairness": {"jain": 0.98765},
+    }
+    rows = [
+        {"configuration": "a", "load": 1.5, "seed": 0, "summary": summary},
+        {"configuration": "b", "load": 1.0, "seed": 1, "summary": None},
+    ]
+    out = io.StringIO()
+    _table(rows, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == [
+        "CONFIGURATION",
+        "LOAD",
+        "SEED",
+        "JOBS",
+        "COMPLETED",
+        "WAIT",
+        "P50",
+        "WAIT",
+        "P95",
+        "JCT",
+        "P50",
+        "JAIN",
+    ]
+    assert lines[1].split() == ["a", "1.5", "0", "16", "15", "13m", "40s", "7.5s", "3h", "05m", "0.988"]
+    assert (duration(820.0), duration(11100.0)) == ("13m 40s", "3h 05m")  # the replay's own format
+    assert lines[2].split() == ["b", "1", "1", "error"]
