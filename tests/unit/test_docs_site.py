@@ -183,6 +183,17 @@ def test_the_check_example_prints_what_the_page_shows_in_the_quick_start_environ
     assert run.stdout == shown
 
 
+def test_users_are_sent_to_the_real_api_server_and_the_stand_in_stays_the_tests() -> None:
+    usage = "`tools/cluster --kubeconfig PATH`"
+    serve = " ".join((DOCS / "serve.md").read_text(encoding="utf-8").split())
+    assert usage in serve and "prints `ready`" in serve and "stops on SIGTERM" in serve
+    stand_in = " ".join((ROOT / "tests" / "kube_api" / "README.md").read_text(encoding="utf-8").split())
+    assert usage in stand_in
+    # No user page tells people to run the stand-in.
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        assert "python -m kube_api" not in page.read_text(encoding="utf-8"), page.name
+
+
 def test_slugs_follow_python_markdown() -> None:
     assert slugify("Sessions and the end of a scenario") == "sessions-and-the-end-of-a-scenario"
     assert slugify("`volcanolib check FILE... [--seed N] [-q]`") == "volcanolib-check-file-seed-n-q"

@@ -90,6 +90,51 @@ def test_no_page_installs_test_plugins_into_the_quick_start_environment(page: Pa
             assert quick_venv not in environments, command
 
 
+#: Distributions of this repository: no package index serves them, so a page installs them from the checkout.
+OWN_DISTRIBUTIONS = ("volcanolib", "volcanolib-contrib")
+PAGES_WITH_COMMANDS = [
+    README,
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "examples").rglob("README.md")),
+    ROOT / "benchmarks" / "README.md",
+]
+
+
+def pip_requirements(command: str) -> list[str]:
+    """What each ``pip install`` step of a command line names, options left out (``-e PATH`` gives PATH)."""
+    named = []
+    for step in re.split(r"&&|;|\|\|", command):
+        if "install" not in step:
+            continue
+        try:
+            words = shlex.split(step)
+        except ValueError:  # not a command: a line of output
+            continue
+        if words[:3] in (["python", "-m", "pip"], ["python3", "-m", "pip"]):
+            words = words[2:]
+        # A step that runs pip (not a line of output that quotes a pip command).
+        if len(words) > 1 and words[0].split("/")[-1] in ("pip", "pip3") and words[1] == "install":
+            named += [w for w in words[2:] if not w.startswith("-")]
+    return named
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_installs_this_repositorys_distributions_from_an_index(page: Path) -> None:
+    for command in console_commands(page):
+        for requirement in pip_requirements(command):
+            name = re.split(r"[\[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+            assert name not in OWN_DISTRIBUTIONS, f"{page.name}: {command!r} asks an index for {requirement!r}"
+
+
+def test_pip_requirements_reads_the_install_steps() -> None:
+    quick = readme_command("volcanolib simulate")
+    assert pip_requirements(quick) == [".[cli,plot]", "./plugins_contrib"]
+    assert pip_requirements("pip install 'volcanolib[kube]' volcanolib-contrib") == [
+        "volcanolib[kube]",
+        "volcanolib-contrib",
+    ]
+
+
 # ---------------------------------------------------------------------- embedding
 
 
