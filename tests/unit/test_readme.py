@@ -135,6 +135,61 @@ def test_pip_requirements_reads_the_install_steps() -> None:
     ]
 
 
+# ---------------------------------------------------------------------- performance
+
+
+def performance_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"^## Performance\n(.*?)^## ", text, re.S | re.M)
+    assert match is not None, "the README has a Performance section"
+    return match.group(1)
+
+
+BENCHMARK_COMMAND = re.compile(r"python -m benchmarks [^`\n]*")
+
+
+def test_every_performance_figure_comes_with_its_command_and_date() -> None:
+    section = performance_section()
+    assert "2026-11-28" in section, "the figures are dated"
+    blocks = re.findall(r"^```console\n(.*?)^```", section, re.S | re.M)
+    assert any(BENCHMARK_COMMAND.search(block) for block in blocks), "the table's command"
+    assert any("volcanolib simulate" in block and "--timings" in block for block in blocks), "the split's command"
+    bullets = re.findall(r"^- (.*?)(?=^- |^\n)", section, re.S | re.M)
+    assert bullets, "the figures over time"
+    for bullet in bullets:
+        assert BENCHMARK_COMMAND.search(bullet), bullet
+
+
+class _Parsed(Exception):
+    """Raised once a command line parsed: nothing runs."""
+
+
+@pytest.mark.parametrize("page", [README, ROOT / "benchmarks" / "README.md"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_benchmark_commands_given_parse(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks package lives beside volcanolib, uninstalled
+    from benchmarks.__main__ import main
+
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_only(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> object:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+    commands = {" ".join(c.split()) for c in BENCHMARK_COMMAND.findall(page.read_text(encoding="utf-8"))}
+    assert commands
+    for command in sorted(commands):
+        words = shlex.split(command.split(" #")[0])[3:]
+        if any(w.startswith("[") or w in ("N", "FILE", "DIR", "...") for w in words):
+            continue  # a synopsis with placeholders, not a command to run
+        monkeypatch.setattr(sys, "argv", ["python -m benchmarks", *words])
+        with pytest.raises(_Parsed):
+            main(words)
+
+
 # ---------------------------------------------------------------------- embedding
 
 
