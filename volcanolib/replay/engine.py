@@ -415,9 +415,16 @@ class _Replay:
     # ------------------------------------------------------------------ pods no node can take
 
     def _read_nodes(self) -> None:
-        """Take the ready nodes as they are now for :meth:`_fits_no_node`, forgetting earlier answers."""
+        """Take the ready nodes as they are now for :meth:`_fits_no_node`, and sort the pending pods again.
+
+        Called at the start; a change of nodes (added, removed, relabelled,
+        ready or not) must call it again, so that a pod a new node can take
+        counts as one that may fit.
+        """
         self.fit_nodes = [node for node in self.cache.nodes() if node.ready]
         self.fit_answers = {}
+        self.unplaceable = {uid for uid, pod in self.waiting.items() if self._fits_no_node(pod.task) is not None}
+        self.no_fit = False
 
     def _fits_no_node(self, task: TaskInfo) -> str | None:
         """Why no ready node can ever take the task; ``None`` when one can.

@@ -422,6 +422,19 @@ def test_beyond_ten_jobs_with_a_pod_no_node_can_take_the_warnings_stop(
     assert len(summarise(record)["summary"]["unplaceable"]) == 12
 
 
+def test_a_new_node_that_can_take_the_pod_makes_it_placeable_again(tmp_path: Path) -> None:
+    from volcanolib.api.builders import build_node
+    from volcanolib.replay.engine import _config, _Replay
+
+    workload = load_workload([write(tmp_path, [node("n1", cpu="4"), pod("big", None, "6")])])
+    replay = _Replay(workload, _config(None, workload), ReplayOptions())
+    replay.setup()
+    assert len(replay.unplaceable) == 1 and not replay._may_place()
+    replay.cache.add_node(build_node("n2", cpu="8", memory="16Gi"))
+    replay._read_nodes()  # what a change of nodes calls
+    assert replay.unplaceable == set() and replay._may_place()
+
+
 def _fields(options: ReplayOptions) -> dict[str, Any]:
     return {
         "period": options.period,
