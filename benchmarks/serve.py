@@ -5,7 +5,7 @@ Examples::
     python -m benchmarks serve-startup              # list 5,000 nodes and 50,000 pods, ready to schedule
     python -m benchmarks serve-bind                 # bind 10,000 pending pods
     python -m benchmarks serve-steady               # 50,000 running pods, 500 new per period
-    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --repeat 3
+    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --cycles 20
     python -m benchmarks serve-steady --metrics     # the same, each cycle's metrics recorded and timed
     python -m benchmarks serve-failover             # SIGKILL the leader: time until the other binds
 

@@ -44,15 +44,27 @@ the last session), the sessions after pods finish elsewhere are skipped.
 Plugins the engine does not know to ignore
 the clock (for instance one admitting jobs that waited long enough) have
 every session run.
+
+**Pods no node can ever take.** A pending pod whose request exceeds the
+allocatable resources of every ready node, counting only the nodes its
+``nodeSelector`` and required node affinity admit when the configuration
+checks them (:data:`NODE_SELECTING_PLUGINS`), can never be placed: it is
+reported once (a warning naming it and its job, when it arrives or at load
+for bare pods), its job's record says why, and it no longer makes the
+sessions after other pods finish run: it stays in the cluster and every
+session that runs for another reason still tries it, so no decision about
+any other job changes. The nodes are read at the start (a replay does not
+change them).
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -61,6 +73,7 @@ import attrs
 from volcanolib._gc import gc_frozen, gc_paused
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
 from volcanolib.api.node import Node, NodeInfo, tolerated
+from volcanolib.api.nodeselector import NodeSelector, required_node_affinity
 from volcanolib.api.outcomes import Outcome
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import CPU, MEMORY, PODS, Resource
@@ -87,7 +100,9 @@ from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayR
 from volcanolib.replay.timeline import Action
 from volcanolib.scheduler import Scheduler
 
-__all__ = ["CLOCK_FREE_PLUGINS", "ReplayOptions", "run_replay"]
+__all__ = ["CLOCK_FREE_PLUGINS", "NODE_SELECTING_PLUGINS", "ReplayOptions", "run_replay"]
+
+log = logging.getLogger("volcanolib.replay")
 
 #: Plugins whose decisions do not depend on the session clock (so unchanged sessions may be skipped).
 CLOCK_FREE_PLUGINS: Final = frozenset(
@@ -104,6 +119,9 @@ CLOCK_FREE_PLUGINS: Final = frozenset(
         "proportion",
     }
 )
+#: Plugins whose predicate refuses the nodes a pod's ``nodeSelector`` and required node affinity
+#: exclude, unless their ``predicate.NodeAffinityEnable`` argument or ``enablePredicate`` switch is off.
+NODE_SELECTING_PLUGINS: Final = frozenset({"predicates"})
 #: Actions whose decisions do not depend on the session clock.
 CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
 #: Actions that place a task only on a node whose future idle resources fit its request.
@@ -115,6 +133,8 @@ _TASK_INDEX: Final = "volcano.sh/task-index"
 
 # Event kinds, in the order events of one time happen.
 _ARRIVE, _ACTION, _TICK, _START, _RESTART, _FINISH, _GONE, _CANCEL = range(8)
+#: Jobs with a pod no node can take that are named in a warning; the others are counted once.
+_REPORTED: Final = 10
 #: Sessions between two passes of the cyclic garbage collector in a replay (see _run).
 _COLLECT_EVERY: Final = 2000
 # Pod states.
@@ -262,6 +282,22 @@ class _Statuses:
         """Queue status plays no part in a replay."""
 
 
+def _selects_nodes(config: SchedulerConfig) -> bool:
+    """Whether the configuration refuses the nodes a pod's ``nodeSelector`` and required node affinity exclude."""
+    return any(
+        option.name in NODE_SELECTING_PLUGINS
+        and option.enabled("enablePredicate")
+        and option.arguments.get_bool("predicate.NodeAffinityEnable", True)
+        for option in config.plugin_options()
+    )
+
+
+def _request_text(task: TaskInfo) -> str:
+    """The resources a task asks for, as a person reads them (``cpu 6, nvidia.com/gpu 1``), ``pods`` left out."""
+    req = task.init_resreq
+    return ", ".join(f"{name} {amount}" for name, amount in req.to_readable().items() if name != PODS and req.get(name))
+
+
 def _clock_free(config: SchedulerConfig) -> bool:
     plugins = {option.name for option in config.plugin_options()}
     return plugins <= CLOCK_FREE_PLUGINS and set(config.actions) <= CLOCK_FREE_ACTIONS
@@ -283,6 +319,16 @@ class _Replay:
         #: Whether no pending pod fit any node when last checked; nodes given resources back since then.
         self.no_fit = False
         self.freed: set[str] = set()
+        #: Whether a node the pod's own constraints exclude counts as one it cannot go to.
+        self.selects_nodes = _selects_nodes(self.scheduler.config)
+        #: The ready nodes a pod could go to, as read at the start (see _read_nodes).
+        self.fit_nodes: list[NodeInfo] = []
+        #: Why no ready node can ever take a pod of that request and node constraints; ``None``: one can.
+        self.fit_answers: dict[Hashable, str | None] = {}
+        #: Pending pods (uids) no ready node can ever take: left out of _may_place.
+        self.unplaceable: set[str] = set()
+        #: Jobs already reported for a pod no node can take.
+        self.reported: set[str] = set()
         self.controller = JobController(scheduler_name=workload.scheduler_name)
         classes = {pc.name: pc for pc in workload.cluster.priority_classes}
         self.reader = PodReader(workload.scheduler_name, classes)
@@ -372,7 +418,79 @@ class _Replay:
         for action in wl.timeline:
             self.arrivals_left += 1  # the replay goes on until the timeline is done too
             self.push(start + action.at if action.relative else action.at, _ACTION, action)
+        for task in cluster.tasks:  # bare pods arriving later are reported now, at load
+            if task.job and task.status is TaskStatus.PENDING:
+                reason = self._fits_no_node(task)
+                if reason is not None:
+                    self._report_unplaceable(task.job, task, reason)
         return start
+
+    # ------------------------------------------------------------------ pods no node can take
+
+    def _read_nodes(self) -> None:
+        """Take the ready nodes as they are now for :meth:`_fits_no_node`, and sort the pending pods again.
+
+        Called at the start; a change of nodes (added, removed, relabelled,
+        ready or not) must call it again, so that a pod a new node can take
+        counts as one that may fit.
+        """
+        self.fit_nodes = [node for node in self.cache.nodes() if node.ready]
+        self.fit_answers = {}
+        self.unplaceable = {uid for uid, pod in self.waiting.items() if self._fits_no_node(pod.task) is not None}
+        self.no_fit = False
+
+    def _fits_no_node(self, task: TaskInfo) -> str | None:
+        """Why no ready node can ever take the task; ``None`` when one can.
+
+        A node can never take it when the task's request exceeds the node's
+        allocatable resources (a pod is placed only where it fits the future
+        idle, which is never more), or when the configuration checks node
+        selection and the task's ``nodeSelector`` and required node affinity
+        exclude the node (node labels do not change in a replay).
+        """
+        pod = task.pod
+        selector: NodeSelector | None = None
+        token: Hashable = None
+        if self.selects_nodes and pod is not None and (pod.node_selector or pod.affinity):
+            selector = required_node_affinity(pod.node_selector, pod.affinity)
+            if selector.trivial:
+                selector = None
+            else:
+                node_affinity = (pod.affinity or {}).get("nodeAffinity") or {}
+                token = (
+                    tuple(sorted(pod.node_selector.items())),
+                    repr(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")),
+                )
+        req = task.init_resreq
+        key = (req.milli_cpu, req.memory, tuple(sorted(req.scalars.items())), token)
+        try:
+            return self.fit_answers[key]
+        except KeyError:
+            pass
+        admitted = self.fit_nodes if selector is None else [n for n in self.fit_nodes if selector.matches(n.node)]
+        answer: str | None = None
+        if not any(req.less_equal(node.allocatable) for node in admitted):
+            if selector is None:
+                answer = f"it requests {_request_text(task)}, more than any ready node has"
+            elif admitted:
+                answer = (
+                    f"it requests {_request_text(task)}, more than any of the {len(admitted)} ready node(s) "
+                    "its nodeSelector and node affinity admit has"
+                )
+            else:
+                answer = "no ready node matches its nodeSelector and node affinity"
+        self.fit_answers[key] = answer
+        return answer
+
+    def _report_unplaceable(self, job: str, task: TaskInfo, reason: str) -> None:
+        """Warn once per job (``namespace/podgroup``) of a pod no node can take, the first few jobs by name."""
+        if job in self.reported:
+            return
+        self.reported.add(job)
+        if len(self.reported) <= _REPORTED:
+            log.warning("job %s: pod %s fits no node: %s; it is left pending", job, task.key, reason)
+        elif len(self.reported) == _REPORTED + 1:
+            log.warning("more jobs have a pod that fits no node; --json lists them all under summary.unplaceable")
 
     # ------------------------------------------------------------------ jobs and pods
 
@@ -457,7 +575,14 @@ class _Replay:
         else:
             self.pending += 1
             self.waiting[task.uid] = pod
-            self.no_fit = False
+            reason = self._fits_no_node(task)
+            if reason is None:
+                self.no_fit = False
+            else:  # no session can place it: it need not make one run
+                self.unplaceable.add(task.uid)
+                self._report_unplaceable(job.key, task, reason)
+                if job.record.unplaceable is None:
+                    job.record.unplaceable = f"pod {task.key} fits no node: {reason}"
         return pod
 
     def _hold(self, pod: _Pod, sign: int) -> None:
@@ -716,6 +841,7 @@ class _Replay:
         if pod.state == _PENDING:
             self.pending -= 1
             del self.waiting[pod.uid]
+            self.unplaceable.discard(pod.uid)
             self.alive -= 1
             pod.job.active -= 1
             pod.record.phase = "Deleted"
@@ -889,13 +1015,14 @@ class _Replay:
         self.no_fit = False
 
     def _recount_capacity(self) -> None:
-        """The cluster's capacity: the allocatable resources of the ready nodes, summed."""
+        """Read the nodes again: the capacity (the ready nodes' allocatable, summed) and the pods none can take."""
         capacity: dict[str, float] = {}
         for node in self.cache.nodes():
             if node.ready:
                 for name, value in _native(node.allocatable).items():
                     capacity[name] = capacity.get(name, 0) + value
         self.capacity = _readable(capacity)
+        self._read_nodes()
 
     # ------------------------------------------------------------------ one event
 
@@ -967,6 +1094,7 @@ class _Replay:
             self.touched.add(task.job)
             self.pending -= 1
             del self.waiting[task.uid]
+            self.unplaceable.discard(task.uid)
             self._hold(pod, 1)
             self.push(now + startup, _START, (pod, pod.token))
         for task, _reason in result.evictions:
@@ -1013,7 +1141,8 @@ class _Replay:
         When none does and the actions place pods only where they fit
         (:data:`FIT_BOUND_ACTIONS`), a session can place no pending pod; the
         answer is kept and, until a pod joins the pending ones, only nodes
-        that gave resources back since are checked again.
+        that gave resources back since are checked again. Pods no node can
+        ever take (:meth:`_fits_no_node`) are not counted.
         """
         if not self.fit_bound:
             return True
@@ -1024,7 +1153,10 @@ class _Replay:
             nodes = cache.nodes()
         self.freed = set()
         tried = set()  # requests already checked: pods of one job usually ask for the same
+        unplaceable = self.unplaceable
         for pod in self.waiting.values():
+            if pod.uid in unplaceable:  # no node can ever take it (see _fits_no_node)
+                continue
             req = pod.task.init_resreq
             key = (req.milli_cpu, req.memory, tuple(req.scalars.items()))
             if key in tried:

@@ -38,11 +38,12 @@ from volcanolib.api.outcomes import (
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
 from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import read_documents, source_name
+from volcanolib.kube._documents import parse_documents, read_text, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
-from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts
+from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts, require_objects
 from volcanolib.replay.timeline import Action, check_timeline, parse_timeline
+from volcanolib.replay.traces import trace_format, trace_table
 
 __all__ = [
     "ATTEMPTS_ANNOTATION",
@@ -55,6 +56,7 @@ __all__ = [
     "Workload",
     "load_objects",
     "compress_arrivals",
+    "load_factor",
     "load_workload",
     "parse_duration",
     "parse_settings",
@@ -229,14 +231,7 @@ def load_workload(
         raise ManifestError("no replay file given")
     reader = _Reader()
     if format is not None:
-        try:
-            from volcanolib.replay.traces import TRACE_FORMATS
-        except ImportError as exc:  # pragma: no cover - the traces package ships with volcanolib
-            raise ManifestError(f"trace formats are not available: {exc}") from None
-        trace = TRACE_FORMATS.get(format)
-        if trace is None:
-            known = ", ".join(sorted(TRACE_FORMATS)) or "none"
-            raise ManifestError(f"unknown trace format {format!r} (known: {known})")
+        trace = trace_format(format)
         if trace.needs_nodes and nodes is None:
             raise ManifestError(f"the {format} format needs the node list: give it with --nodes FILE")
         files = [Path(p) for p in paths]
@@ -276,9 +271,12 @@ class _Reader:
 
     def add_file(self, path: str | Path) -> None:
         source = source_name(path)
-        docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects: the file holds no document", source=source)
+        text = read_text(path)
+        table = trace_table(text, source=source)
+        if table is not None:
+            raise ManifestError(table, source=source)
+        docs = parse_documents(text, source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             self._add_scenario(docs[0], source)
             return
@@ -503,6 +501,22 @@ def _group(api_version: Any) -> str:
     return text.rpartition("/")[0] if "/" in text else ""
 
 
+def load_factor(value: Any) -> float:
+    """A load factor (``replay --load``, a sweep's ``load``): a finite number above 0.
+
+    :raises ValueError: naming the value otherwise.
+    """
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number > 0 or not math.isfinite(number):
+        raise ValueError(f"a load factor is a number above 0, got {value!r}")
+    return float(number)
+
+
 def compress_arrivals(workload: Workload, factor: float) -> Workload:
     """The same workload under more (``factor`` > 1) or less load: arrivals brought closer together.
 
@@ -511,10 +525,9 @@ def compress_arrivals(workload: Workload, factor: float) -> Workload:
     ``creationTimestamp`` moves with it; runtimes, exit codes, patience and
     the cluster stay as they are. ``factor`` 1 returns the workload itself.
 
-    :raises ValueError: when ``factor`` is not above 0.
+    :raises ValueError: when ``factor`` is not a load factor (:func:`load_factor`).
     """
-    if not factor > 0 or not math.isfinite(factor):
-        raise ValueError(f"a load factor is a number above 0, got {factor!r}")
+    factor = load_factor(factor)
     if factor == 1:
         return workload
     times = [*workload.arrivals.values(), *(job.arrival for job in workload.jobs if job.arrival is not None)]

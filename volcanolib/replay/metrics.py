@@ -36,6 +36,7 @@ __all__ = [
     "DIGITS",
     "completion_times",
     "FAILED_PHASES",
+    "finished",
     "JOB_COLUMNS",
     "JOB_HISTORY_KEYS",
     "POD_COLUMNS",
@@ -169,6 +170,20 @@ def completion_times(jobs: Iterable[JobRecord]) -> list[float]:
     A cancelled job's finish is when it was deleted, not a completion: it is left out.
     """
     return [job.finished - job.submitted for job in jobs if _ended(job) and job.finished is not None]
+
+
+def _name(job: JobRecord) -> str:
+    return job.name
+
+
+def finished(phase: str) -> bool:
+    """Whether a job's last phase counts it as ended: ``completed``, ``failed`` or ``cancelled``, not ``unfinished``."""
+    return phase in COMPLETED_PHASES or phase in FAILED_PHASES or phase in CANCELLED_PHASES
+
+
+def _evicted(jobs: Iterable[JobRecord]) -> int:
+    """Pod attempts the scheduler evicted (preempt, reclaim), over the jobs."""
+    return sum(job.evicted_pods for job in jobs)
 
 
 def _distributions(jobs: Sequence[JobRecord]) -> tuple[dict[str, float | None], dict[str, float | None]]:
@@ -481,10 +496,11 @@ def _timings(timings: Mapping[str, float]) -> dict[str, float]:
 def summarise(record: ReplayRecord) -> dict[str, Any]:
     """The JSON document of ``volcanolib replay --json``.
 
-    Its keys, in this order: ``summary`` (job counts, wait and jct
-    distributions, makespan, utilisation per resource, Jain's fairness
-    index, sessions, simulated seconds), ``queues`` (per queue: jobs, wait,
-    jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
+    Its keys, in this order: ``summary`` (job counts, the jobs with a pod no
+    node can take and why (``unplaceable``), evicted pods, wait and
+    jct distributions, makespan, utilisation per resource, Jain's fairness
+    index, sessions, simulated seconds), ``queues`` (per queue: jobs,
+    evicted pods, wait, jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
     attempt), ``series`` (the cluster over time) and ``timings`` (wall-clock
     seconds, the only part that differs between two runs of one replay).
     The definitions are in ``docs/replay-metrics.md``.
@@ -518,6 +534,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             {
                 "name": queue,
                 "jobs": len(members),
+                "evicted_pods": _evicted(members),
                 "wait": q_wait,
                 "jct": q_jct,
                 "share": {"mean": _opt(shares[queue])},
@@ -531,6 +548,8 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "failed": failed,
             "cancelled": cancelled,
             "unfinished": len(jobs) - completed - failed - cancelled,
+            "unplaceable": {job.name: job.unplaceable for job in sorted(jobs, key=_name) if job.unplaceable},
+            "evicted_pods": _evicted(jobs),
             "wait": wait,
             "jct": jct,
             "makespan": _opt(makespan),

@@ -78,6 +78,9 @@ class JobRecord:
         if not self.pod_group_phases or self.pod_group_phases[-1][1] != phase:
             self.pod_group_phases.append((now, phase))
 
+    #: Why a pod of the job could never be placed (no ready node can take it), if one could not.
+    unplaceable: str | None = None
+
 
 @attrs.define
 class Sample:

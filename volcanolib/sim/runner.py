@@ -52,7 +52,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_co
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
 from volcanolib.kube import read_documents, source_name
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, require_objects
 from volcanolib.scheduler import CycleResult, Scheduler
 from volcanolib.sim.expect import Expectation, compare, parse_expect
 
@@ -243,8 +243,7 @@ def _load_scenario(
     for path in paths:
         source = source_name(path)
         docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects passed: the file holds no document", source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             data = docs[0]
             if "objects" not in data:
