@@ -97,6 +97,7 @@ def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
     if copy.nodes_fit_errors:
         copy.nodes_fit_errors = {}
     copy.job_fit_errors = job.job_fit_errors
+    copy.shortfall = ""
     copy.schedule_start_timestamp = job.schedule_start_timestamp
     theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
     if len(theirs) == len(ours):
@@ -914,6 +915,7 @@ class InMemoryCache:
                 renewed = True
         if renewed or (
             job.nodes_fit_errors
+            or job.shortfall
             or job.job_fit_errors != own.job_fit_errors
             or job.schedule_start_timestamp != own.schedule_start_timestamp
         ):
