@@ -426,6 +426,14 @@ class InMemoryCache:
             self._global_default = None
         self._changed_all = True
 
+    @_locked
+    def job_priority(self, pg: PodGroup) -> int:
+        """The priority a job of this PodGroup would get here: its PriorityClass's value, else the global default's.
+
+        .. versionadded:: 0.2
+        """
+        return self._job_priority(pg)
+
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name in self._priority_classes:
             return self._priority_classes[pg.priority_class_name]

@@ -140,7 +140,7 @@ class PodRoom:
     request: Resource
     #: Pending pods of the job with that template.
     pending: int
-    #: Nodes with enough idle resources for one such pod now (resources only, no predicate).
+    #: Nodes with enough idle resources for one such pod now (among those no predicate refuses, in explanations).
     nodes: int
     #: How many such pods those nodes could hold together (each node filled alone).
     room: int
@@ -294,13 +294,16 @@ def needed_request(job: JobInfo) -> Resource:
     return total
 
 
-def count_room(nodes: Sequence[NodeInfo], tasks: Sequence[TaskInfo]) -> PodRoom:
+def count_room(nodes: Sequence[NodeInfo], tasks: Sequence[TaskInfo], *, total_nodes: int | None = None) -> PodRoom:
     """How many ``nodes`` have idle resources for one pod like ``tasks[0]``, and for how many such pods in all.
 
     ``tasks`` are the pending pods of one template. A node's idle resources
     are what its pods leave now (pods being evicted there still count, and
-    its free pod slots count as a resource); the predicates are not asked
-    (:func:`volcanolib.sim.explain.explain` asks them). One pass over the nodes.
+    its free pod slots count as a resource); predicates are not asked here:
+    :func:`volcanolib.sim.explain.explain_with` gives only the nodes no
+    predicate refuses. One pass over the nodes.
+
+    :param total_nodes: the nodes of the session (``len(nodes)`` by default).
     """
     task = tasks[0]
     request = task.init_resreq
@@ -317,7 +320,8 @@ def count_room(nodes: Sequence[NodeInfo], tasks: Sequence[TaskInfo]) -> PodRoom:
         if fits >= 1:
             nodes_with_room += 1
             room += fits
-    return PodRoom(task.key, request.clone(), len(tasks), nodes_with_room, min(room, len(tasks)), len(nodes))
+    total = len(nodes) if total_nodes is None else total_nodes
+    return PodRoom(task.key, request.clone(), len(tasks), nodes_with_room, min(room, len(tasks)), total)
 
 
 def _on(resource: Resource, dims: Resource) -> str:
