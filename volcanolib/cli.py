@@ -132,12 +132,18 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser(
         "explain",
+        usage="%(prog)s [options] FILE... NAMESPACE/PODGROUP\n"
+        "       %(prog)s [options] --kubeconfig FILE NAMESPACE/PODGROUP",
         help="explain why a PodGroup is pending",
         description="Run a scenario (or read a live cluster with --kubeconfig), then show why a PodGroup "
         "has pending pods: what it is short of, per pod, per node, per plugin, and its queue as the plugins see it.",
     )
-    explain.add_argument("files", nargs="*", metavar="FILE", help="scenario or manifest files; - reads standard input")
-    explain.add_argument("pod_group", metavar="NAMESPACE/PODGROUP", help="the PodGroup to explain")
+    explain.add_argument(
+        "targets",
+        nargs="+",
+        metavar="[FILE...] NAMESPACE/PODGROUP",
+        help="scenario or manifest files (- reads standard input; none with --kubeconfig), then the PodGroup",
+    )
     run_options(explain)
     explain.add_argument(
         "--kubeconfig",
@@ -246,6 +252,7 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     from volcanolib.sim.report import explanation_blocks
     from volcanolib.sim.runner import load_scenario, run_scenario
 
+    *args.files, args.pod_group = args.targets
     if args.kubeconfig is not None and args.files:
         raise ConfigError("give scenario FILEs or --kubeconfig, not both")
     if args.kubeconfig is None and not args.files:
@@ -363,7 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     # The whole command, as the person running it waits for it (imports included), for --timings.
     started = (_process_started() if argv is None else None) or time.perf_counter()
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command == "explain" and not any(arg.startswith("-") for arg in extra):
+            args.targets += extra  # FILE... and NAMESPACE/PODGROUP with options between them
+        else:
+            parser.parse_args(argv)  # says which arguments are not known, and exits 2
     args.started = started
     if argv is None and args.command in _ONE_SCENARIO:
         # The process is this command, and the scenario's objects live until it ends: the

@@ -72,7 +72,8 @@ class QueueShortfall:
     #: What the plugin measures against, under Volcano's name: ``deserved``, ``capability``, ``realCapability``.
     limit_name: str
     limit: Resource
-    #: What the queue already holds, as the plugin counts it (allocated, plus admitted for ``enqueue``).
+    #: What the queue already holds, as the plugin counts it: for ``enqueue``, the minimum resources of the
+    #: jobs it admitted (allocated and reserved, less what running jobs hold beyond their minimum).
     held: Resource
     #: What the job needs: its ``minResources`` (enqueue), or the requests of the pods the gang still needs.
     need: Resource
@@ -105,13 +106,17 @@ class QueueShortfall:
         return cls(plugin, queue, step, limit_name, limit.clone(), held.clone(), need.clone(), short)
 
     def text(self) -> str:
-        """One clause: ``queue q is short of cpu 3 for this gang (proportion): it holds cpu 0, ...``."""
-        what = "the gang's minResources ask" if self.step == ENQUEUE else "the pods the gang still needs ask"
+        """One clause: ``queue q is short of cpu 3 for this gang (proportion): it holds cpu 6, ...``."""
+        if self.step == ENQUEUE:
+            held = f"the jobs it admitted keep {_on(self.held, self.need)} as their minimum"
+            what = "the gang's minResources ask"
+        else:
+            held = f"it holds {_on(self.held, self.need)}"
+            what = "the pods the gang still needs ask"
         limit = {"deserved": "deserved share"}.get(self.limit_name, self.limit_name)
         return (
             f"queue {self.queue} is short of {self.short.describe()} for this gang ({self.plugin}): "
-            f"it holds {_on(self.held, self.need)}, {what} {_on(self.need, self.need)} more, "
-            f"its {limit} is {_on(self.limit, self.need)}"
+            f"{held}, {what} {_on(self.need, self.need)} more, its {limit} is {_on(self.limit, self.need)}"
         )
 
     def to_dict(self) -> dict[str, object]:

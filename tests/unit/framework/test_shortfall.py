@@ -64,7 +64,8 @@ def test_a_queue_that_cannot_admit_the_gang_is_named_with_the_numbers() -> None:
         "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable"
     )
     assert message == (
-        f"{volcano}. Short of queue room: queue q1 is short of cpu 3 for this gang (proportion): it holds cpu 0, "
+        f"{volcano}. Short of queue room: queue q1 is short of cpu 3 for this gang (proportion): "
+        "the jobs it admitted keep cpu 0 as their minimum, "
         "the gang's minResources ask cpu 9 more, its capability is cpu 6."
     )
     # Its pods were never checked against the nodes: their reason is the gang's.
