@@ -93,7 +93,8 @@ class DryRun:
     #: Binds and evictions the same cycle would make for other jobs.
     other_binds: int
     other_evictions: int
-    #: Seconds: copying the snapshot, then the cycle (its parts as :class:`~volcanolib.scheduler.CycleResult` has them).
+    #: Seconds: reading and admitting the objects (``read``), copying the cluster's snapshot (``copy``),
+    #: then the cycle, its parts as :attr:`CycleResult.timings <volcanolib.scheduler.CycleResult.timings>` has them.
     seconds: Mapping[str, float]
     #: What reading the objects found questionable (a PodGroup with fewer pods than minMember, say).
     warnings: tuple[str, ...] = ()
@@ -265,6 +266,7 @@ class Inspector:
         except ManifestError as exc:
             raise InspectionError(422, str(exc)) from None
         job = self._new_job(loaded, objects)
+        read = time.perf_counter()
         cluster = cache.full_snapshot()
         if job.uid in cluster.jobs or job.uid in cluster.skipped_jobs:
             raise InspectionError(
@@ -281,7 +283,7 @@ class Inspector:
         copied = time.perf_counter()
         snapshot = SnapshotCache(cluster)
         result = self._scheduler_on(snapshot).run_once()
-        seconds = {"snapshot": copied - started, **result.timings}
+        seconds = {"read": read - started, "copy": copied - read, **result.timings}
         after = result.session.jobs.get(job.uid) if result.session is not None else None
         return _outcome(job, after, snapshot, seconds, tuple(loaded.warnings))
 
