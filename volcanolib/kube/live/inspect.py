@@ -82,7 +82,7 @@ class DryRun:
     outcome: str
     #: The PodGroup's phase at the end of the cycle.
     phase: str
-    #: Each pod: ``(namespace/name, node or "", bound|pipelined|pending, its pending reason or "")``.
+    #: Each pod: ``(namespace/name, node or "", bound|pipelined|pending, why it waits or "")``.
     pods: tuple[tuple[str, str, str, str], ...]
     #: Pods evicted on the nodes where the job's pods wait: ``(namespace/name, node, podGroup, reason)``.
     evicts: tuple[tuple[str, str, str, str], ...]
@@ -372,7 +372,7 @@ def _outcome(
             pods.append((task.key, bound[task.uid], "bound", ""))
         elif task.status is TaskStatus.PIPELINED:
             waiting_on.add(task.node_name)
-            pods.append((task.key, task.node_name, "pipelined", ""))
+            pods.append((task.key, task.node_name, "pipelined", state.task_scheduling_reason(task)[1]))
         else:
             pods.append((task.key, "", "pending", state.task_scheduling_reason(task)[1]))
     evicts = tuple(
