@@ -7,6 +7,7 @@ runs (no bind, no eviction, no status, no event).
 
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
 import re
@@ -368,6 +369,12 @@ BAD = [
         "unknown kind Queue (scheduling.volcano.sh/v1beta1)",
     ),
     ("two jobs", yaml.safe_dump_all([_job("a"), _job("b")]).encode(), 422, "one Volcano Job alone"),
+    (
+        "pod of no group",
+        yaml.safe_dump_all([make_podgroup("g"), make_pod("p")]).encode(),
+        422,
+        "pod p is not a pod of PodGroup g",
+    ),
     ("refused", yaml.safe_dump(_job("greedy", replicas=1, min_available=3)).encode(), 422, "minAvailable"),
     ("no queue", yaml.safe_dump(_job("lost", queue="nowhere")).encode(), 422, "nowhere"),
     (
@@ -421,3 +428,38 @@ def test_the_endpoints_can_be_turned_off(api_server: ApiServer, api_kubeconfig: 
         assert http.request("GET", "/explain/default/anything") == (404, "not found")
         assert http.request("POST", "/dryrun", yaml.safe_dump(_job("a")).encode()) == (404, "not found")
         assert http.request("GET", "/healthz") == (200, "ok")
+
+
+def test_a_replica_that_does_not_lead_answers_503(api_server: ApiServer, api_kubeconfig: Path, conf: Path) -> None:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "volcano", "namespace": "default"},
+        "spec": {"holderIdentity": "the-other", "leaseDurationSeconds": 600, "acquireTime": now, "renewTime": now},
+    }
+    api_server.create("leases", lease)
+    serve = Server(
+        load_api(str(api_kubeconfig)),
+        conf=str(conf),
+        metrics_address=("127.0.0.1", 0),
+        leader_elect=True,
+        lock_namespace="default",
+        identity="this-one",
+        lease=(600.0, 400.0, 0.2),
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=serve.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: serve.http is not None and serve.healthy.is_set(), what="the HTTP server")
+        code, answer = Http(serve).request("GET", "/explain/default/anything")
+        assert code == 503
+        assert answer["error"] == (
+            "this replica (this-one) is not leading, so it does not watch the cluster: "
+            "ask the replica holding Lease default/volcano"
+        )
+        assert Http(serve).dry_run(_job("a"))[0] == 503
+    finally:
+        stop.set()
+        thread.join(10)

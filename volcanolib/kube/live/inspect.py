@@ -343,7 +343,21 @@ def _objects(documents: list[Any]) -> list[dict[str, Any]]:
         raise InspectionError(
             422, f"a dry run takes one Volcano Job alone, or one PodGroup with its Pods; got {', '.join(kinds)}"
         )
+    if "PodGroup" in kinds:
+        (group,) = [_name(obj) for obj in out if obj["kind"] == "PodGroup"]
+        for obj in out:
+            meta = obj.get("metadata")
+            annotations = meta.get("annotations") if isinstance(meta, dict) else None
+            named = annotations.get(_GROUP_NAME) if isinstance(annotations, dict) else None
+            if obj["kind"] == "Pod" and named != group:
+                says = f"its annotation {_GROUP_NAME} says {named!r}"
+                raise InspectionError(422, f"pod {_name(obj)} is not a pod of PodGroup {group}: {says}")
     return out
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 def _now() -> str:
