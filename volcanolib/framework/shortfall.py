@@ -46,6 +46,7 @@ __all__ = [
     "PodRoom",
     "QueueShortfall",
     "count_room",
+    "discarded_allocations",
     "gang_shortfall",
     "needed_request",
 ]
@@ -244,7 +245,6 @@ def gang_shortfall(ssn: Session, job: JobInfo) -> GangShortfall:
     """
     ready = job.ready_task_num()
     needed = max(0, job.min_available - ready)
-    pending = job.task_status_index.get(_PENDING) or {}
     found: int | None = None
     unplaced = ""
     unplaced_request: Resource | None = None
@@ -257,7 +257,7 @@ def gang_shortfall(ssn: Session, job: JobInfo) -> GangShortfall:
             if task is not None and task.status is _PENDING and (first is None or task.name < first.name):
                 first = task
         if first is not None:
-            found = sum(1 for t in pending.values() if _was_allocated(t))
+            found = discarded_allocations(job)
             unplaced = first.key
             unplaced_request = first.init_resreq
             fit_error = errors[first.uid].error()
@@ -265,10 +265,18 @@ def gang_shortfall(ssn: Session, job: JobInfo) -> GangShortfall:
     return GangShortfall(job.uid, job.min_available, ready, needed, found, unplaced, unplaced_request, fit_error, queue)
 
 
-def _was_allocated(task: TaskInfo) -> bool:
-    """Whether a pending task's placement this session, given back, was an allocation (gang's count)."""
-    status = task.last_transaction[1] if task.last_transaction is not None else task.status
-    return in_statuses(status, ALLOCATED_STATUSES)
+def discarded_allocations(job: JobInfo) -> int:
+    """The pending tasks whose placement this session, given back, was an allocation.
+
+    What ``allocate`` found a node for before the gang failed as a whole;
+    ``gang`` counts them as schedulable in its message.
+    """
+    placed = 0
+    for task in (job.task_status_index.get(_PENDING) or {}).values():
+        status = task.last_transaction[1] if task.last_transaction is not None else task.status
+        if in_statuses(status, ALLOCATED_STATUSES):
+            placed += 1
+    return placed
 
 
 def _queue_shortfalls(ssn: Session, job: JobInfo) -> Iterable[QueueShortfall]:

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
-from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
+from volcanolib.api.task import TaskStatus
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
-from volcanolib.framework.shortfall import gang_shortfall
+from volcanolib.framework.shortfall import discarded_allocations, gang_shortfall
 from volcanolib.framework.status import Code, Status, Vote
 
 if TYPE_CHECKING:
@@ -55,12 +55,7 @@ _PENDING = TaskStatus.PENDING
 
 def _schedulable_task_num(job: JobInfo) -> int:
     """Ready tasks plus pending ones whose discarded placement was an allocation."""
-    placed = 0
-    for task in job.task_status_index.get(_PENDING, {}).values():
-        status = task.last_transaction[1] if task.last_transaction is not None else task.status
-        if in_statuses(status, ALLOCATED_STATUSES):
-            placed += 1
-    return placed + job.ready_task_num()
+    return discarded_allocations(job) + job.ready_task_num()
 
 
 class GangPlugin:
