@@ -463,3 +463,14 @@ def test_a_replica_that_does_not_lead_answers_503(api_server: ApiServer, api_kub
     finally:
         stop.set()
         thread.join(10)
+
+
+def test_explain_from_the_command_line_without_an_api_server_is_a_one_line_error(
+    api_server: ApiServer, api_kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with api_server.outage():
+        code = main(["explain", "--kubeconfig", str(api_kubeconfig), "default/anything"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("volcanolib: error: cannot list ") and err.count("\n") == 1
+    assert err.rstrip().endswith("(and 4 more kind(s))")

@@ -175,7 +175,9 @@ class KubernetesCache(InMemoryCache):
         for thread in threads[1:]:
             thread.join()
         if failures:
-            raise CacheError("; ".join(sorted(failures)))
+            failures.sort()
+            more = f" (and {len(failures) - 1} more kind(s))" if len(failures) > 1 else ""
+            raise CacheError(failures[0] + more)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every kind has been listed and applied; return whether it was within ``timeout``."""
