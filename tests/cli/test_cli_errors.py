@@ -147,6 +147,27 @@ def test_explain_unknown_group() -> None:
     _assert_one_line_error(proc, "no PodGroup 'research/hp-sweeep' in the scenario; did you mean research/hp-sweep?")
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--kubeconfig", "kc", str(EXAMPLES / "cluster-dump.yaml")], "give scenario FILEs or --kubeconfig, not both"),
+        ([], "give scenario FILEs, or --kubeconfig to explain from a live cluster"),
+        ([str(EXAMPLES / "cluster-dump.yaml"), "--scheduler-name", "x"], "--scheduler-name goes with --kubeconfig"),
+        (["--kubeconfig", "kc", "--sessions", "2"], "--sessions goes with scenario FILEs"),
+    ],
+    ids=["both", "neither", "scheduler name offline", "sessions live"],
+)
+def test_explain_takes_files_or_a_kubeconfig(args: list[str], says: str) -> None:
+    proc = run("explain", *args, "research/hp-sweep")
+    _assert_one_line_error(proc, says)
+
+
+def test_explain_with_a_missing_kubeconfig(tmp_path: Path) -> None:
+    proc = run("explain", "--kubeconfig", tmp_path / "nowhere", "ns/pg")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "nowhere" in proc.stderr
+
+
 def test_check_reports_bad_files_and_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("objects: [\n")

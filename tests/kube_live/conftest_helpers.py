@@ -38,6 +38,13 @@ class ApiServer(Protocol):
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path: ...
 
+    def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str, int]]:
+        """The requests answered so far, oldest first, as ``(method, path with query, status code)``, filtered.
+
+        A real server gives them from its audit log; tests read it to show what a client did (or did not) send.
+        """
+        ...
+
 
 def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
     """Poll ``check`` until it returns something true; fail after ``timeout`` seconds."""

@@ -176,6 +176,23 @@ class ManifestLoader:
         self._seen: dict[tuple[str, str, str], Ref] = {}
         self._ignored: dict[str, int] = {}
         self._warnings: list[str] = []
+        #: Log each warning as well as listing it in :attr:`Cluster.warnings`.
+        self.log_warnings = True
+        self._known_queues: list[QueueInfo] = []
+        self._known_classes: list[PriorityClassInfo] = []
+
+    def know(self, *, queues: Iterable[QueueInfo] = (), priority_classes: Iterable[PriorityClassInfo] = ()) -> None:
+        """Name objects that exist where the manifests go (a live cluster), without loading them.
+
+        References see them (a PodGroup naming one of the queues, a pod one
+        of the PriorityClasses), and so does Volcano's admission of Jobs
+        (the queue exists and is Open); they are not part of the
+        :class:`Cluster` that :meth:`load` returns.
+
+        .. versionadded:: 0.2
+        """
+        self._known_queues.extend(queues)
+        self._known_classes.extend(priority_classes)
 
     # ------------------------------------------------------------------ input
 
@@ -243,7 +260,8 @@ class ManifestLoader:
 
     def _warn(self, message: str) -> None:
         self._warnings.append(message)
-        log.warning("%s", message)
+        if self.log_warnings:
+            log.warning("%s", message)
 
     def load(self) -> Cluster:
         """Read every object added and return the cluster they describe.
@@ -260,7 +278,7 @@ class ManifestLoader:
         for label, count in sorted(self._ignored.items()):
             self._warn(f"ignored {count} object(s) of kind {label}: volcanolib does not read this kind")
 
-        classes: dict[str, PriorityClassInfo] = {}
+        classes: dict[str, PriorityClassInfo] = {pc.name: pc for pc in self._known_classes}
         for obj, ref in self._objects["PriorityClass"]:
             pc = _priority_class(obj, ref)
             classes[pc.name] = pc
@@ -271,9 +289,9 @@ class ManifestLoader:
             for pc in cluster.priority_classes:
                 if pc.global_default and pc.name != defaults[0]:
                     classes[pc.name] = attrs.evolve(pc, global_default=False)
-            cluster.priority_classes = list(classes.values())
+            cluster.priority_classes = [classes[pc.name] for pc in cluster.priority_classes]
 
-        queue_names = {self.default_queue}
+        queue_names = {self.default_queue, *(q.name for q in self._known_queues)}
         for obj, ref in self._objects["Queue"]:
             queue = _queue(obj, ref)
             queue_names.add(queue.name)
@@ -327,7 +345,7 @@ class ManifestLoader:
         cluster.generated = {(ref.namespace, ref.name): (pod, ref) for pod, ref in generated}
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
         depends_on: list[str] = []
-        queue_facts = cluster_queue_facts(cluster.queues, self.default_queue)
+        queue_facts = cluster_queue_facts([*self._known_queues, *cluster.queues], self.default_queue)
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,

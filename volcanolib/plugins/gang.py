@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
-from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
+from volcanolib.api.task import TaskStatus
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.shortfall import discarded_allocations, gang_shortfall
 from volcanolib.framework.status import Code, Status, Vote
 
 if TYPE_CHECKING:
@@ -54,12 +55,7 @@ _PENDING = TaskStatus.PENDING
 
 def _schedulable_task_num(job: JobInfo) -> int:
     """Ready tasks plus pending ones whose discarded placement was an allocation."""
-    placed = 0
-    for task in job.task_status_index.get(_PENDING, {}).values():
-        status = task.last_transaction[1] if task.last_transaction is not None else task.status
-        if in_statuses(status, ALLOCATED_STATUSES):
-            placed += 1
-    return placed + job.ready_task_num()
+    return discarded_allocations(job) + job.ready_task_num()
 
 
 class GangPlugin:
@@ -190,9 +186,12 @@ class GangPlugin:
         """Write each job's gang condition and remember why an unready job waits.
 
         A job that is not ready gets ``Unschedulable`` (reason
-        ``NotEnoughResources``) with the message ``"<missing>/<tasks> tasks in
-        gang unschedulable: <fit error>"``, also stored in
-        :attr:`JobInfo.job_fit_errors`; ``<missing>`` counts pending tasks
+        ``NotEnoughResources``) with Volcano's message ``"<missing>/<tasks>
+        tasks in gang unschedulable: <fit error>"`` followed by what the job is
+        short of, queue or nodes, with the numbers
+        (:func:`~volcanolib.framework.shortfall.gang_shortfall`, also kept in
+        :attr:`JobInfo.shortfall`); the message is also stored in
+        :attr:`JobInfo.job_fit_errors`. ``<missing>`` counts pending tasks
         whose placement was discarded this session as schedulable. A ready
         job gets ``Scheduled``, kept as it is (its transition time included)
         while the job stays ready. Jobs without tasks are skipped. A failed
@@ -210,6 +209,10 @@ class GangPlugin:
                 continue
             unready = job.min_available - _schedulable_task_num(job)
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+            short = gang_shortfall(ssn, job).text()
+            if short:
+                message = f"{message} {short}" if message.endswith(".") else f"{message}. {short}"
+            job.shortfall = short
             job.job_fit_errors = message
             ssn.update_pod_group_condition(
                 job, PodGroupCondition(ConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, message)

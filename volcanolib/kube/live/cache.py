@@ -165,6 +165,35 @@ class KubernetesCache(InMemoryCache):
         for reflector in self.reflectors:
             reflector.start()
 
+    def list_once(self) -> None:
+        """List every kind once, in parallel threads, without watching: the cluster as it is now.
+
+        For one-off readers (``volcanolib explain --kubeconfig``): the cache
+        is then :attr:`ready` and never changes again. Give it ``may_write``
+        returning ``False`` when nothing must be written.
+
+        :raises CacheError: naming the kind and the API server's answer when a list fails.
+        """
+        failures: list[str] = []
+
+        def one(reflector: Reflector) -> None:
+            try:
+                reflector.list_once()
+            except Exception as exc:  # reported below, with the kind
+                failures.append(f"cannot list {reflector.kind}: {exc}")
+
+        threads = [threading.Thread(target=one, args=(r,), name=f"list-{r.kind}") for r in self.reflectors]
+        # Priority classes and queues first: pods read their priority from the classes.
+        one(self.reflectors[0])
+        for thread in threads[1:]:
+            thread.start()
+        for thread in threads[1:]:
+            thread.join()
+        if failures:
+            failures.sort()
+            more = f" (and {len(failures) - 1} more kind(s))" if len(failures) > 1 else ""
+            raise CacheError(failures[0] + more)
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every kind has been listed and applied; return whether it was within ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
