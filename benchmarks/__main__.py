@@ -12,6 +12,7 @@ Examples::
     python -m benchmarks replay-day --jobs 5000,10000,20000   # replay a synthetic day (benchmarks/replay.py)
     python -m benchmarks replay-openb         # replay a synthetic trace of the openb trace's size
     python -m benchmarks sweep                # 24 replays: one process against two workers (benchmarks/sweep.py)
+    python -m benchmarks versus W1 W2 --sizes S,M   # volcanolib beside the real Volcano (benchmarks/versus.py)
 
 Each workload runs in its own interpreter: the file is generated into
 benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
@@ -70,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.serve import main as serve_main
 
         return serve_main(list(args_in))
+    if args_in[:1] == ["versus"]:  # volcanolib and the real Volcano (the oracle) side by side
+        from benchmarks import versus
+
+        return versus.main(list(args_in))
     if args_in[:1] == ["sweep"]:  # a policy sweep: serial against two workers
         from benchmarks import sweep
 

@@ -5,7 +5,10 @@ Examples::
     python -m benchmarks serve-startup              # list 5,000 nodes and 50,000 pods, ready to schedule
     python -m benchmarks serve-bind                 # bind 10,000 pending pods
     python -m benchmarks serve-steady               # 50,000 running pods, 500 new per period
-    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --repeat 3
+    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --cycles 20
+    python -m benchmarks serve-steady --metrics     # the same, each cycle's metrics recorded and timed
+    python -m benchmarks serve-failover             # SIGKILL the leader: time until the other binds
+    python -m benchmarks serve-inspect              # /explain, /dryrun and explain --kubeconfig on 1,000 nodes
 
 The stand-in (tests/kube_api) runs in a child process, as an API server would,
 with the cluster loaded there without HTTP; the adapter (KubernetesCache, the
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("serve-startup", "serve-bind", "serve-steady")
+SUITES = ("serve-startup", "serve-bind", "serve-steady", "serve-failover", "serve-inspect")
 
 
 # ---------------------------------------------------------------------- the stand-in, in a child process
@@ -68,6 +71,8 @@ def _standin(conn: Connection, nodes: int, running: int, pending: int, group_siz
             conn.send(len(server.requests(arg)))
         elif command == "cpu":
             conn.send(time.process_time())
+        elif command == "create":  # arg (resource, objects)
+            conn.send(server.create_many(arg[0], arg[1]))
     server.stop()
     conn.send("stopped")
 
@@ -236,6 +241,11 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cache.start()
         cache.wait_ready()
         scheduler = Scheduler(cache, args.conf, period=0)
+        metrics = None
+        if args.metrics:  # as volcanolib serve records each cycle (SchedulerMetrics.observe_cycle)
+            from volcanolib.kube.live.metrics import SchedulerMetrics
+
+            metrics = SchedulerMetrics()
         # Warm up: the first cycles write the status of every group once (phase, counts, conditions).
         for _ in range(args.warmup):
             with cache.holding():
@@ -278,6 +288,11 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 cycle_cpu_all = time.process_time() - p0
                 gc_cycle = collector.seconds - gc_cycle
             timings = dict(result.timings)
+            if metrics is not None:
+                m0 = time.perf_counter()
+                with metrics.lock:
+                    metrics.observe_cycle(result)
+                timings["metrics"] = time.perf_counter() - m0
             timings["cycle"] = cycle_seconds
             timings["cycle_cpu_all_threads"] = cycle_cpu_all
             timings["cycle_cpu"] = cycle_cpu
@@ -294,8 +309,16 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         gc.callbacks.remove(collector)
         keys = sorted({k for t in measured for k in t})
         medians = {k: round(statistics.median(t.get(k, 0.0) for t in measured) * 1000, 2) for k in keys}
+        scrape_ms = None
+        if metrics is not None:  # one /metrics text, from the last session (queues, shares, every job's start)
+            s0 = time.perf_counter()
+            scrape_bytes = len(metrics.expose())
+            scrape_ms = round((time.perf_counter() - s0) * 1000, 1)
         record = {
             "suite": "serve-steady",
+            "metrics": bool(args.metrics),
+            "scrape_ms": scrape_ms,
+            "scrape_bytes": scrape_bytes if metrics is not None else None,
             "nodes": args.nodes,
             "running": args.running,
             "new_per_cycle": args.new,
@@ -317,6 +340,176 @@ def steady(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         standin.stop()
 
 
+def _serve_process(kubeconfig: Path, port: int, lease: tuple[str, str, str]) -> Any:
+    """A ``volcanolib serve --leader-elect`` process with these lease settings, metrics on ``port``."""
+    import os
+    import subprocess
+
+    argv = [sys.executable, "-m", "volcanolib", "serve", "--kubeconfig", str(kubeconfig), "--leader-elect",
+            "--lock-namespace", "default", "--lease-duration", lease[0], "--renew-deadline", lease[1],
+            "--retry-period", lease[2], "--metrics-address", f"127.0.0.1:{port}"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+
+def _leads(port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+            return b"volcanolib_leader 1.0" in answer.read()
+    except OSError:
+        return False
+
+
+def failover(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Two leader-electing replicas; the leader is killed (SIGKILL) at a random moment; time until a new pod binds.
+
+    Each trial: wait until one replica leads and the other has been standing
+    by for a while, kill the leader, create one pod, and time from the kill
+    to that pod's bind; the killed replica is started again as the next
+    standby. ``--lease`` lists the settings tried, each as
+    ``DURATION/DEADLINE/RETRY`` (the flags' values).
+    """
+    import random
+    import socket
+
+    standin = StandIn(args.nodes, 0, 0, 1)
+    results: dict[str, Any] = {}
+    try:
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        for setting in args.lease:
+            lease = tuple(setting.split("/"))
+            assert len(lease) == 3, f"--lease {setting!r}: expected DURATION/DEADLINE/RETRY"
+            ports = []
+            for _ in range(2):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    ports.append(probe.getsockname()[1])
+            processes = [_serve_process(kubeconfig, port, lease) for port in ports]  # type: ignore[arg-type]
+            seconds: list[float] = []
+            try:
+                for _ in range(args.trials):
+                    deadline = time.monotonic() + 120
+                    while not any(_leads(p) for p in ports):
+                        assert time.monotonic() < deadline, "no replica leads"
+                        time.sleep(0.05)
+                    leader = next(i for i, p in enumerate(ports) if _leads(p))
+                    time.sleep(3.0 + random.random() * 2)  # the standby is up and polling; a random phase
+                    bound = standin.call("bound")
+                    killed = time.monotonic()
+                    processes[leader].kill()
+                    processes[leader].wait()
+                    standin.call("add", 1)
+                    while standin.call("bound") <= bound:
+                        assert time.monotonic() < killed + 300, "the pod was not bound"
+                        time.sleep(0.02)
+                    seconds.append(round(time.monotonic() - killed, 2))
+                    processes[leader] = _serve_process(kubeconfig, ports[leader], lease)  # type: ignore[arg-type]
+            finally:
+                for process in processes:
+                    process.kill()
+                    process.wait()
+            results[setting] = {
+                "seconds": seconds,
+                "median": round(statistics.median(seconds), 2),
+                "min": min(seconds),
+                "max": max(seconds),
+            }
+    finally:
+        standin.stop()
+    return {"suite": "serve-failover", "nodes": args.nodes, "trials": args.trials, "by_lease": results}
+
+
+def _median_range(values: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(values), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def inspect(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """``/explain`` and ``/dryrun`` of a running ``volcanolib serve``, and ``explain --kubeconfig``, timed.
+
+    The cluster: ``--nodes`` nodes of 64 cpu, ``--running`` running pods, and one gang (``wait``, 10
+    pods of 100 cpu) that no node can hold. Each request is sent ``--repeat`` times, one at a time,
+    while serve schedules every period.
+    """
+    import threading
+    import urllib.request
+
+    import yaml
+
+    from volcanolib.kube.live import load_api
+    from volcanolib.kube.live.inspect import Inspector
+    from volcanolib.kube.live.serve import Server
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_api import make_pod, make_podgroup
+
+    standin = StandIn(args.nodes, args.running, 0, args.group_size)
+    try:
+        standin.call("create", ("podgroups", [make_podgroup("wait", min_member=10)]))
+        standin.call("create", ("pods", [make_pod(f"wait-{i}", cpu="100", group="wait") for i in range(10)]))
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        serve = Server(load_api(str(kubeconfig)), conf=str(args.conf) if args.conf else None, period=1.0,
+                       metrics_address=("127.0.0.1", 0))  # fmt: skip
+        stop = threading.Event()
+        thread = threading.Thread(target=serve.run, args=(stop,), daemon=True)
+        thread.start()
+        while serve.cycles < 2:
+            time.sleep(0.1)
+        host, port = serve.http.server_address[:2]
+
+        def call(method: str, path: str, body: bytes | None = None) -> tuple[float, dict[str, Any]]:
+            request = urllib.request.Request(f"http://{host}:{port}{path}", data=body, method=method)
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(request, timeout=600) as answer:
+                data = json.loads(answer.read())
+            return time.perf_counter() - t0, data
+
+        def job(name: str, replicas: int, cpu: str) -> bytes:
+            template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+            task = {"name": "t", "replicas": replicas, "template": template}
+            spec = {"minAvailable": replicas, "tasks": [task]}
+            manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}}
+            manifest["spec"] = spec
+            return yaml.safe_dump(manifest).encode()
+
+        record: dict[str, Any] = {"suite": "serve-inspect", "nodes": args.nodes, "running": args.running}
+        copies = []
+        for _ in range(args.repeat):  # what each answer starts with: a private copy of the cluster
+            t0 = time.perf_counter()
+            serve.cache.full_snapshot()
+            copies.append(time.perf_counter() - t0)
+        record["copy_seconds"] = _median_range(copies)
+        explain = [call("GET", "/explain/default/wait")[0] for _ in range(args.repeat)]
+        record["explain_seconds"] = _median_range(explain)
+        for label, body in (("dryrun_fits", job("fits", 10, "1")), ("dryrun_does_not_fit", job("big", 10, "100"))):
+            runs = [call("POST", "/dryrun", body) for _ in range(args.repeat)]
+            record[f"{label}_seconds"] = _median_range([seconds for seconds, _ in runs])
+            last = runs[-1][1]
+            record[f"{label}_outcome"] = last["outcome"]
+            record[f"{label}_parts"] = last["cycle"]["seconds"]
+        stop.set()
+        thread.join(30)
+        # explain --kubeconfig: a cache listed once, then one explanation.
+        cli = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            cache = _cache(kubeconfig, may_write=lambda: False)
+            cache.list_once()
+            config = serve.scheduler.config
+            Inspector(cache, lambda: config).explain("default/wait")  # noqa: B023
+            cache.stop(1.0)
+            cli.append(time.perf_counter() - t0)
+        record["explain_kubeconfig_seconds"] = _median_range(cli)
+        return record
+    finally:
+        standin.stop()
+
+
 def main(argv: list[str]) -> int:
     """Run one serve suite; print its record as JSON."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
@@ -333,13 +526,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--conf", type=Path, help="volcano-scheduler.conf to schedule with (default: the default one)")
     parser.add_argument("--out", type=Path, help="also write the record to this JSON file")
     parser.add_argument("--profile", type=Path, help="serve-steady: write a cProfile .prof of the last cycle")
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve-steady: record each cycle's metrics as serve does, and time it"
+    )
+    parser.add_argument(
+        "--lease",
+        action="append",
+        help="serve-failover: lease duration/renew deadline/retry period to try, such as 15s/10s/2s "
+        "(repeatable; default 15s/10s/2s, 8s/5s/1s, 4s/2500ms/500ms, 2s/1500ms/200ms)",
+    )
+    parser.add_argument("--trials", type=int, default=3, help="serve-failover: kills per setting (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="serve-inspect: requests of each kind (default 5)")
     args = parser.parse_args(argv)
     if args.nodes is None:
-        args.nodes = 1000 if args.suite == "serve-bind" else 5000
+        args.nodes = {"serve-bind": 1000, "serve-failover": 100, "serve-inspect": 1000}.get(args.suite, 5000)
+    if args.lease is None:
+        args.lease = ["15s/10s/2s", "8s/5s/1s", "4s/2500ms/500ms", "2s/1500ms/200ms"]
     logging.basicConfig(level=logging.WARNING)
     workdir = ROOT / "bench-results"
     workdir.mkdir(exist_ok=True)
-    run = {"serve-startup": startup, "serve-bind": bind, "serve-steady": steady}[args.suite]
+    suites = {"serve-startup": startup, "serve-bind": bind, "serve-steady": steady, "serve-failover": failover}
+    run = {**suites, "serve-inspect": inspect}[args.suite]
     record = run(args, workdir)
     text = json.dumps(record, indent=2, sort_keys=True)
     print(text)

@@ -136,6 +136,7 @@ def answers_module() -> str:
         "from typing import TYPE_CHECKING, Any",
         "",
         "if TYPE_CHECKING:",
+        "    from volcanolib.api.hypernode import HyperNodeInfo",
         "    from volcanolib.api.job import JobInfo",
         "    from volcanolib.api.node import NodeInfo",
         "    from volcanolib.api.queue import QueueInfo",

@@ -102,6 +102,11 @@ def test_flat_queue_order_priority_then_share_then_deserved() -> None:
     assert [q.name for q in order] == ["urgent", "quarter", "half", "full", "besteffort"]
     views = {name: ssn.plugins["capacity"].queue_view(name) for name in ("half", "besteffort", "default")}
     assert views["half"]["share"] == 0.5
+    figures = {f.name: f for f in ssn.plugins["capacity"].queue_figures()}
+    assert figures["half"].share == 0.5 and figures["half"].deserved.milli_cpu == 4000
+    assert figures["half"].allocated.milli_cpu == 2000 and figures["half"].weight is None
+    assert figures["full"].overused and not figures["half"].overused
+    assert figures["besteffort"].share == 1.0 and "default" not in figures
     assert views["besteffort"]["share"] == 1.0
     assert views["default"] is None, "flat mode keeps no state for a queue without jobs"
 
@@ -162,6 +167,26 @@ def test_flat_enqueue_checks_minimum_and_reserves_when_permitting() -> None:
     assert not ssn.job_enqueueable(jobs["default/b"]), "a's minimum is reserved: 2 + 1 + 2 > 4"
     assert ssn.job_enqueueable(jobs["default/nomin"])
     assert ssn.plugins["capacity"].queue_attrs["q"].inqueue.milli_cpu == 2000
+
+
+def test_queue_shortfall_names_the_limit_each_step_checks() -> None:
+    cache = new_cache()
+    cache.add_queue(build_queue("q", capability=res("4")))
+    add_job(cache, "running", "q", running=3, min_member=3, min_resources=res("3"))
+    add_job(cache, "waiting", "q", phase=PodGroupPhase.PENDING, min_resources=res("2"))
+    add_job(cache, "admitted", "q", pending=2, min_member=2)
+    add_job(cache, "small", "q", phase=PodGroupPhase.PENDING, min_resources=res("1"))
+    ssn = open_session(cache, FLAT)
+    plugin = ssn.plugins["capacity"]
+    enqueue = plugin.queue_shortfall(ssn, ssn.jobs["default/waiting"])
+    assert (enqueue.step, enqueue.queue, enqueue.limit_name) == ("enqueue", "q", "capability")
+    assert enqueue.held.milli_cpu == 3000 and enqueue.need.milli_cpu == 2000
+    assert enqueue.short.milli_cpu == 1000, "3 held + 2 asked - 4"
+    allocate = plugin.queue_shortfall(ssn, ssn.jobs["default/admitted"])
+    assert allocate.step == "allocate" and allocate.need.milli_cpu == 2000, "the two pods the gang needs"
+    assert allocate.short.milli_cpu == 1000
+    assert plugin.queue_shortfall(ssn, ssn.jobs["default/small"]) is None, "3 + 1 <= 4"
+    assert plugin.queue_shortfall(ssn, ssn.jobs["default/running"]) is None, "nothing pending"
 
 
 def test_flat_enqueue_elastic_resources_count_as_free() -> None:

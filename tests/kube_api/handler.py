@@ -8,6 +8,7 @@ import contextlib
 import json
 import socket
 import ssl
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -78,6 +79,8 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _HTTPServer
     _body_read = False  # whether the current request's body has been read
+    _body: Any = None  # the current request's body, once read
+    _drop_answer = False  # whether the current request's answer is to be lost (a fault)
 
     def setup(self) -> None:
         if isinstance(self.request, ssl.SSLSocket):
@@ -125,6 +128,13 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         with self.store.cond:  # logged before the client can see the answer
             self.store.requests.append((self.command, self.path, code))
+            self.store.request_times.append(time.monotonic())
+        if self._drop_answer:  # a programmed fault: the request took effect, its answer is lost
+            self._drop_answer = False
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.send_response(code)
         if retry_after is not None:
             self.send_header("Retry-After", str(retry_after))
@@ -139,8 +149,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> Any:
         if self._body_read:
-            return None
+            return self._body
         self._body_read = True
+        self._body = None
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
@@ -153,12 +164,14 @@ class _Handler(BaseHTTPRequestHandler):
                 415, "UnsupportedMediaType", f"the stand-in API server accepts only JSON bodies, not {ctype}"
             )
         try:
-            return json.loads(raw)
+            self._body = json.loads(raw)
         except ValueError as exc:
             raise errors.bad_request(f"the request body is not JSON: {exc}") from exc
+        return self._body
 
     def _dispatch(self) -> None:
         self._body_read = False
+        self._drop_answer = False
         try:
             self._route()
         except ApiError as exc:
@@ -205,14 +218,20 @@ class _Handler(BaseHTTPRequestHandler):
         fault = self.store.take_fault(method, route.rt.plural, route.sub, route.name)
         if fault is not None:
             if fault.delay:
+                self._read_body()  # received whole before the server stalls, as a real one would
                 time.sleep(fault.delay)
             if fault.code:
                 err = ApiError(fault.code, _reason(fault.code), fault.message)
                 if fault.code in (429, 503):
                     # As API priority and fairness answers; a client may wait this long.
-                    err.retry_after = 1
-                    err.details = {"retryAfterSeconds": 1}
+                    err.retry_after = fault.retry_after
+                    err.details = {"retryAfterSeconds": fault.retry_after}
                 raise err
+            self._drop_answer = fault.drop_answer
+            if fault.drop_answer and not fault.apply:
+                self._skip_body()
+                self._send(0, b"")  # logged with code 0, and no answer
+                return
         self._resource(method, route, query)
 
     def _discovery(self, segs: list[str]) -> Any:
@@ -412,6 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         with store.cond:
             store.requests.append((self.command, self.path, 200))
+            store.request_times.append(time.monotonic())
         sent = 0
         as_table = wants_table(self.headers.get("Accept", ""))
 
@@ -562,6 +582,9 @@ class _HTTPServer(ThreadingHTTPServer):
         self.store = store
         self.tls = tls
         self.token = token
+        self.lock = threading.Lock()
+        #: The open client connections (cut by :meth:`cut_connections`).
+        self.connections: set[Any] = set()
         super().__init__(addr, _Handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -569,7 +592,23 @@ class _HTTPServer(ThreadingHTTPServer):
         if self.tls is not None:
             # The handshake runs on the connection's own thread (see _Handler.setup).
             sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        with self.lock:
+            self.connections.add(sock)
         return sock, addr
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def cut_connections(self) -> None:
+        """Cut every open connection at once, as a crashed server's would be."""
+        with self.lock:
+            connections = list(self.connections)
+            self.connections.clear()
+        for sock in connections:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that went away or failed the TLS handshake: nothing to report

@@ -109,6 +109,12 @@ class Fault:
     remaining: int  # negative = for ever
     delay: float = 0.0
     message: str = "injected failure"
+    #: Close the connection without answering (the answer is lost), after applying the request
+    #: when ``apply`` (it took effect) or without (it did not).
+    drop_answer: bool = False
+    apply: bool = True
+    #: The ``Retry-After`` seconds of an injected ``429`` or ``503``.
+    retry_after: int = 1
 
     def matches(self, method: str, plural: str | None, subresource: str | None, name: str | None) -> bool:
         return (

@@ -104,6 +104,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         ),
     ),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    ResourceType("", "v1", "secrets", "Secret", True),
     ResourceType("", "v1", "services", "Service", True, ("svc",), ("status",)),
     ResourceType("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ("status",)),
     ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ("status",)),
@@ -111,6 +112,12 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ("status",)),
+    ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
+    # workload objects are stored, not run: no Deployment or ReplicaSet controller makes their pods
+    ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status",)),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("status",)),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("status",)),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("status",)),
     ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
     ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
     ResourceType(
@@ -120,6 +127,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), ("status",), crd=True
     ),
     ResourceType("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, ("vcjob", "vj"), ("status",), crd=True),
+    ResourceType("bus.volcano.sh", "v1alpha1", "commands", "Command", True, crd=True),
     ResourceType("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, ("hn",), ("status",), crd=True),
     ResourceType("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", "Numatopology", False, ("numatopo",), crd=True),
 )

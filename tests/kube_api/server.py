@@ -4,9 +4,10 @@ tests use to look at and change its state or program faults."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,10 @@ class KubeApiServer:
         status = {**pod.get("status", {}), "phase": phase, "conditions": [*conds, ready]}
         return self.patch("pods", name, {"status": status}, namespace, subresource="status")
 
+    def bind(self, name: str, node: str, namespace: str = "default") -> None:
+        """Bind a pod to a node, as another scheduler would (``pods/binding``)."""
+        self.store.bind(namespace, name, {"target": {"name": node}})
+
     def pdb_status(self, name: str, namespace: str = "default") -> dict[str, int]:
         """A PodDisruptionBudget's status as the disruption controller would compute it now."""
         return self.store.pdb_status(namespace, name)
@@ -189,10 +194,15 @@ class KubeApiServer:
         subresource: str | None = None,
         name: str | None = None,
         message: str = "injected failure",
+        retry_after: int = 1,
     ) -> None:
-        """Answer the next ``count`` matching requests with ``code`` and a ``Status`` (count < 0: all)."""
+        """Answer the next ``count`` matching requests with ``code`` and a ``Status`` (count < 0: all).
+
+        A ``429`` or ``503`` carries ``Retry-After: retry_after`` (and ``details.retryAfterSeconds``).
+        """
+        fault = Fault(method, resource, subresource, name, code, count, 0.0, message, retry_after=retry_after)
         with self.store.cond:
-            self.store.faults.append(Fault(method, resource, subresource, name, code, count, 0.0, message))
+            self.store.faults.append(fault)
 
     def fail_next_binds(self, count: int, code: int = 500) -> None:
         """Make the next ``count`` ``pods/binding`` requests fail with ``code``."""
@@ -206,10 +216,57 @@ class KubeApiServer:
         method: str | None = None,
         resource: str | None = None,
         subresource: str | None = None,
+        name: str | None = None,
     ) -> None:
         """Delay the next ``count`` matching requests (count < 0: all) by ``seconds``."""
         with self.store.cond:
-            self.store.faults.append(Fault(method, resource, subresource, None, 0, count, seconds))
+            self.store.faults.append(Fault(method, resource, subresource, name, 0, count, seconds))
+
+    def drop_answers(
+        self,
+        count: int = -1,
+        *,
+        method: str | None = None,
+        resource: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        apply: bool = True,
+    ) -> None:
+        """Close the connections of the next ``count`` matching requests (count < 0: all)
+        without answering, after applying them (``apply``: the client does not learn that
+        they took effect) or without (they did not). The request log has them with the
+        code they would have had, or 0 when not applied."""
+        fault = Fault(method, resource, subresource, name, 0, count, drop_answer=True, apply=apply)
+        with self.store.cond:
+            self.store.faults.append(fault)
+
+    def go_away(self) -> None:
+        """Stop as a crashed API server would: new connections are refused and every open one
+        is cut (watches mid-stream; a request in flight, held by :meth:`delay`, still takes
+        effect when its delay is over, and its answer is lost). The objects are kept:
+        :meth:`come_back` serves them again."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._httpd.cut_connections()
+        self.store.drop_watches(abrupt=True)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def come_back(self) -> None:
+        """Serve again on the same address, with the same objects (an API server restarted
+        over the same etcd)."""
+        old = self._httpd
+        self._httpd = _HTTPServer(old.server_address[:2], self.store, old.tls, self.token)
+        self.start()
+
+    @contextlib.contextmanager
+    def outage(self) -> Iterator[None]:
+        """The API server is gone inside the block (:meth:`go_away`) and back after it."""
+        self.go_away()
+        try:
+            yield
+        finally:
+            self.come_back()
 
     def clear_faults(self) -> None:
         """Forget every programmed failure and delay."""
@@ -245,10 +302,17 @@ class KubeApiServer:
         with self.store.cond:
             return [r for r in self.store.requests if (method is None or r[0] == method) and contains in r[1]]
 
+    def timed_requests(self, method: str | None = None, contains: str = "") -> list[tuple[float, str, str, int]]:
+        """As :meth:`requests`, each with the time it was answered first (``time.monotonic()``)."""
+        with self.store.cond:
+            pairs = zip(self.store.request_times, self.store.requests, strict=True)
+            return [(t, *r) for t, r in pairs if (method is None or r[0] == method) and contains in r[1]]
+
     def clear_requests(self) -> None:
         """Forget the request log."""
         with self.store.cond:
             self.store.requests.clear()
+            self.store.request_times.clear()
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
         """Write a kubeconfig pointing at this server (with its CA in TLS mode and its token

@@ -79,6 +79,7 @@ class Store:
         self.bookmark_interval = 1.0
         self.stopping = False
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status code)
+        self.request_times: list[float] = []  # when each of those was answered (monotonic seconds)
         self.timers: list[threading.Timer] = []
         ns_type = self.by_plural[("", "namespaces")]
         for ns in DEFAULT_NAMESPACES:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+
+import pytest
 
 from .bulk import make_pod
 from .server import KubeApiServer
@@ -60,7 +63,7 @@ def test_a_watch_is_chunked_json_lines_and_ends_with_the_last_chunk(kube_api: Ku
 
 
 def test_an_unknown_path_is_a_404_status(kube_api: KubeApiServer) -> None:
-    raw = _exchange(kube_api, b"GET /apis/apps/v1/deployments HTTP/1.1\r\nConnection: close\r\n\r\n")
+    raw = _exchange(kube_api, b"GET /apis/example.com/v1/widgets HTTP/1.1\r\nConnection: close\r\n\r\n")
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 404")
     assert json.loads(body)["kind"] == "Status"
@@ -71,7 +74,7 @@ def test_a_refused_request_with_a_body_leaves_the_connection_usable(kube_api: Ku
     length = str(len(body)).encode()
     raw = _exchange(
         kube_api,
-        b"POST /apis/apps/v1/namespaces/default/deployments HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"POST /apis/example.com/v1/namespaces/default/widgets HTTP/1.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: "
         + length
         + b"\r\n\r\n"
@@ -92,3 +95,49 @@ def test_a_patch_in_an_unknown_format_is_415(kube_api: KubeApiServer) -> None:
     )
     assert raw.startswith(b"HTTP/1.1 415")
     assert "labels" not in kube_api.get("pods", "p")["metadata"]
+
+
+def _binding(name: str, node: str) -> bytes:
+    body = json.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": {"name": node}})
+    return (
+        f"POST /api/v1/namespaces/default/pods/{name}/binding HTTP/1.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+
+
+def test_a_dropped_answer_takes_effect_and_closes_the_connection_unanswered(kube_api: KubeApiServer) -> None:
+    kube_api.create("pods", make_pod("p"))
+    kube_api.drop_answers(1, method="POST", resource="pods", subresource="binding")
+    assert _exchange(kube_api, _binding("p", "n0") + b"GET /version HTTP/1.1\r\n\r\n") == b""
+    assert kube_api.get("pods", "p")["spec"]["nodeName"] == "n0"
+    # Only the next matching request loses its answer.
+    kube_api.create("pods", make_pod("q"))
+    assert (
+        _exchange(kube_api, _binding("q", "n0").replace(b"1.1\r\n", b"1.1\r\nConnection: close\r\n", 1))[:12]
+        == b"HTTP/1.1 201"
+    )
+
+
+def test_a_429_carries_the_retry_after_it_was_given(kube_api: KubeApiServer) -> None:
+    kube_api.fail_next(1, 429, method="GET", resource="pods", retry_after=7)
+    raw = _exchange(kube_api, b"GET /api/v1/namespaces/default/pods HTTP/1.1\r\nConnection: close\r\n\r\n")
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 429") and b"Retry-After: 7" in head
+    assert json.loads(body)["details"] == {"retryAfterSeconds": 7}
+
+
+def test_an_outage_refuses_connections_cuts_open_ones_and_keeps_the_objects(kube_api: KubeApiServer) -> None:
+    kube_api.create("pods", make_pod("p"))
+    host, port = kube_api.url.removeprefix("http://").split(":")
+    idle = socket.create_connection((host, int(port)), timeout=10)
+    try:
+        with kube_api.outage():
+            with contextlib.suppress(ConnectionResetError):  # cut: reset, or closed
+                assert idle.recv(1) == b""
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((host, int(port)), timeout=10)
+            kube_api.store.bind("default", "p", {"target": {"name": "n0"}})  # what etcd holds moves on
+    finally:
+        idle.close()
+    raw = _exchange(kube_api, b"GET /api/v1/namespaces/default/pods/p HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert json.loads(raw.partition(b"\r\n\r\n")[2])["spec"]["nodeName"] == "n0"

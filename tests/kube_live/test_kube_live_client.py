@@ -169,3 +169,46 @@ def test_no_answer_is_status_0(tmp_path: Path) -> None:
     with pytest.raises(ApiError) as err:
         _local_api(port, tmp_path).request("GET", "/api/v1/nodes", timeout=2.0)
     assert err.value.status == 0 and "ConnectionRefusedError" in err.value.message
+
+
+def test_a_post_whose_answer_is_lost_is_not_sent_again_but_a_get_is(kube_api: KubeApiServer, tmp_path: Path) -> None:
+    api = load_api(str(kube_api.write_kubeconfig(tmp_path / "kubeconfig")))
+    kube_api.create("pods", make_pod("p"))
+    api.request("GET", f"{PODS}/p")  # the connection is kept alive ...
+    kube_api.drop_answers(1, method="GET", resource="pods", name="p")
+    assert api.request("GET", f"{PODS}/p")["metadata"]["name"] == "p"  # ... closed under a GET: sent again
+    kube_api.drop_answers(1, method="POST", resource="pods", subresource="binding")
+    binding = {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}}
+    with pytest.raises(ApiError) as err:
+        api.request("POST", f"{PODS}/p/binding", body=binding)
+    assert err.value.status == 0 and err.value.maybe_applied  # it may have taken effect (it did)
+    assert [code for _m, _p, code in kube_api.requests("POST", "/binding")] == [201]
+    assert [code for _m, _p, code in kube_api.requests("GET", f"{PODS}/p")] == [200, 200, 200]
+
+
+def test_a_kept_connection_the_server_cut_while_idle_is_noticed_before_a_post(
+    kube_api: KubeApiServer, tmp_path: Path
+) -> None:
+    api = load_api(str(kube_api.write_kubeconfig(tmp_path / "kubeconfig")))
+    api.request("GET", "/api/v1/nodes")
+    with kube_api.outage():  # cuts the kept connection
+        pass
+    event = {"metadata": {"generateName": "e."}, "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "R"}
+    api.request("POST", "/api/v1/namespaces/default/events", body=event, idempotent=False)
+    assert [code for _m, _p, code in kube_api.requests("POST", "/events")] == [201]
+
+
+def test_a_refused_connection_never_reached_the_server_and_a_429_says_how_long_to_wait(
+    kube_api: KubeApiServer, tmp_path: Path
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    with pytest.raises(ApiError) as err:
+        _local_api(port, tmp_path).request("POST", "/api/v1/namespaces/default/events", body={}, timeout=2.0)
+    assert err.value.status == 0 and not err.value.maybe_applied
+    api = load_api(str(kube_api.write_kubeconfig(tmp_path / "kubeconfig")))
+    for client in (api, KubeApi(api.api_client, direct=False)):
+        kube_api.fail_next(1, 429, method="POST", resource="pods", subresource="binding", retry_after=3)
+        with pytest.raises(ApiError) as err:
+            client.request("POST", f"{PODS}/p/binding", body={"metadata": {"name": "p"}})
+        assert err.value.status == 429 and err.value.retry_after == 3.0

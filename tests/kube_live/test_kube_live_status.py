@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import pytest
 from conftest_helpers import cycle, eventually, settle
-from kube_api import KubeApiServer, make_node, make_pod, make_podgroup
+from kube_api import KubeApiServer, make_node, make_pod, make_podgroup, make_queue
 
 from volcanolib.api.job import PodGroupPhase
 from volcanolib.kube.live._client import KubeApi
@@ -273,3 +274,35 @@ def test_a_queue_status_write_coming_back_leaves_the_queue_but_a_spec_or_state_c
     session = cycle(scheduler, cache).session
     assert session.delta is not None and session.delta.queues == frozenset({"default"})
     assert str(session.queues["default"].state) == "Closed"
+
+
+def test_a_queue_of_weight_0_is_warned_about_once_and_its_pods_say_why_they_wait(
+    server: KubeApiServer, make_cache: Callable[..., KubernetesCache], caplog: pytest.LogCaptureFixture
+) -> None:
+    server.create("queues", make_queue("zero", weight=0))
+    server.create("nodes", make_node("n0"))
+    group = make_podgroup("g", min_member=1)
+    group["spec"]["queue"] = "zero"
+    server.create("podgroups", group)
+    server.create("pods", make_pod("p", group="g"))
+    cache = make_cache()
+    scheduler = Scheduler(cache)
+    for _ in range(3):
+        cycle(scheduler, cache)
+    server.patch("queues", "zero", {"metadata": {"labels": {"touched": "yes"}}}, namespace="")
+    eventually(lambda: server.get("queues", "zero", namespace="")["metadata"].get("labels"), what="the update")
+    cycle(scheduler, cache)
+    assert not server.get("pods", "p")["spec"].get("nodeName")  # an empty node, and yet
+    warnings = [r.getMessage() for r in caplog.records if "spec.weight 0" in r.getMessage()]
+    assert len(warnings) == 1 and "Queue zero" in warnings[0]
+    events = [e for e in server.list("events") if e["involvedObject"]["kind"] == "Queue"]
+    assert [(e["reason"], e["type"], e["involvedObject"]["name"]) for e in events] == [
+        ("InvalidWeight", "Warning", "zero")
+    ]
+    (cond,) = [c for c in server.get("pods", "p")["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond["message"].startswith("queue zero has weight 0, which Volcano refuses (set spec.weight to 1 or more): ")
+    # Given a weight, the queue's pod is scheduled, and nothing more is said about it.
+    server.patch("queues", "zero", {"spec": {"weight": 1}}, namespace="")
+    eventually(lambda: "zero" not in cache.zero_weight_queues, what="the new weight")
+    cycle(scheduler, cache)
+    assert server.get("pods", "p")["spec"]["nodeName"] == "n0"

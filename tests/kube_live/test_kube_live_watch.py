@@ -117,6 +117,9 @@ def test_no_snapshot_until_every_kind_is_listed(server: KubeApiServer, kubeconfi
         assert not cache.wait_ready(1.0)
         with pytest.raises(CacheError, match="still listing podgroups"):
             cache.snapshot()
+        # A refusal, not an absence: retried after 0.5 s doubling to 30 s, not about every second.
+        reflector = next(r for r in cache.reflectors if r.kind == "podgroups")
+        assert reflector.refusals.history and not reflector.backoff.history
         server.clear_faults()  # the CRD appears: the next attempt lists it
         assert cache.wait_ready(30)
         assert list(cache.snapshot().nodes) == ["n0"]

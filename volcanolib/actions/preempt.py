@@ -300,6 +300,7 @@ class _PreemptRun:
             victims = self._victims(preemptor, node, victim_filter)
             if victims is None:
                 continue
+            ssn.note_preemption_attempt(len(victims))
             order = VictimOrder(ssn, preemptor).queue(victims)
 
             def fits(node: NodeInfo = node) -> bool:
@@ -340,6 +341,7 @@ class _PreemptRun:
         if not candidates:
             return False
         node, victims = min(candidates, key=_candidate_rank)
+        ssn.note_preemption_attempt(len(victims))
         for victim in victims:
             stmt.evict(victim, REASON)
         try:

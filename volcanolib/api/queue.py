@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Protocol
 
 import attrs
 
-from volcanolib.api.resource import Resource
+from volcanolib.api.resource import Mode, Resource
 
-__all__ = ["QueueInfo", "QueueState"]
+__all__ = ["QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
 
 
 class QueueState(str, enum.Enum):
@@ -68,3 +69,65 @@ class QueueInfo:
     def clone(self) -> QueueInfo:
         """Return a copy whose status can change independently."""
         return attrs.evolve(self, allocated=self.allocated.clone())
+
+
+@attrs.frozen
+class QueueFigures:
+    """What a queue-sharing plugin reports about one queue at the end of a session (Volcano's queue metrics).
+
+    Plugins that share the cluster between queues (``proportion``,
+    ``capacity``) offer them from a method ``queue_figures()``; ``volcanolib
+    serve`` exports them as Volcano's ``volcano_queue_*`` gauges.
+
+    .. versionadded:: 0.2
+    """
+
+    name: str
+    #: The resources of the queue's allocated (and, for capacity, running) tasks.
+    allocated: Resource
+    #: Those plus the requests of its pending tasks.
+    request: Resource
+    #: Its fair share of the cluster.
+    deserved: Resource
+    #: The largest ``allocated / deserved`` over the resources deserved lists.
+    share: float
+    #: Whether it holds its deserved share or more (it may then be reclaimed from).
+    overused: bool
+    #: ``spec.weight``, for plugins that share by weight (``None`` otherwise).
+    weight: int | None = None
+    #: ``spec.capability``, as the plugin reads it (``None`` when the queue sets none).
+    capability: Resource | None = None
+    #: What the queue may hold at most, its ancestors' and the cluster's limits applied (``None``: unknown).
+    real_capability: Resource | None = None
+
+    @classmethod
+    def of(cls, sums: QueueSums, *, weight: int | None = None, capability: Resource | None = None) -> QueueFigures:
+        """The figures of a plugin's state of one queue (copied: the plugin may change it afterwards).
+
+        ``overused`` is whether ``deserved <= allocated`` in every dimension.
+        """
+        return cls(
+            name=sums.name,
+            allocated=sums.allocated.clone(),
+            request=sums.request.clone(),
+            deserved=sums.deserved.clone(),
+            share=sums.share,
+            overused=sums.deserved.less_equal(sums.allocated, Mode.ZERO),
+            weight=weight,
+            capability=capability.clone() if capability is not None else None,
+            real_capability=sums.real_capability.clone(),
+        )
+
+
+class QueueSums(Protocol):
+    """What a queue-sharing plugin keeps of a queue, as :meth:`QueueFigures.of` reads it.
+
+    .. versionadded:: 0.2
+    """
+
+    name: str
+    allocated: Resource
+    request: Resource
+    deserved: Resource
+    share: float
+    real_capability: Resource

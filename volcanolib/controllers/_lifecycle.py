@@ -1,57 +1,28 @@
-"""A Job's lifecycle fields (policies, maxRetry, minSuccess, dependsOn, plugins), checked as Volcano's webhook does.
+"""A Job's lifecycle fields (policies, maxRetry, minSuccess), as the job controller reads them.
 
 :func:`volcanolib.kube.jobs.parse_job` reads what both ``simulate`` and the
-job controller need; what only the controller reads is read here, with the
-admission webhook's defaults and refusals (``validatePolicies`` and
-``validateJobCreate``).
+job controller need, after Volcano's admission
+(:mod:`volcanolib.manifests.admission`, which also reads and checks the
+policies); what only the controller reads is read here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
 from volcanolib.kube.jobs import JobSpec
 from volcanolib.manifests import fields as f
+from volcanolib.manifests.admission import DEFAULT_MAX_RETRY, POLICY_ACTIONS, POLICY_EVENTS, Policy, read_policies
 
 __all__ = ["ACTIONS", "EVENTS", "Lifecycle", "Policy", "read_lifecycle"]
 
 #: Events a policy may name (the webhook refuses others); ``*`` is any event.
-EVENTS: Final = frozenset(
-    {"*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated"}
-)
+EVENTS: Final = POLICY_EVENTS
 #: Actions a policy may take.
-ACTIONS: Final = frozenset(
-    {
-        "AbortJob",
-        "RestartJob",
-        "RestartTask",
-        "RestartPod",
-        "RestartPartition",
-        "TerminateJob",
-        "CompleteJob",
-        "ResumeJob",
-    }
-)
-#: The job plugins Volcano knows; an unknown name is refused.
-PLUGINS: Final = frozenset({"env", "svc", "ssh", "tensorflow", "pytorch", "mpi", "ray", "hcclrank"})
-#: ``maxRetry`` when the Job sets none (or 0).
-DEFAULT_MAX_RETRY: Final = 3
-
-
-@attrs.frozen
-class Policy:
-    """One lifecycle policy: on these events (or this exit code), take this action, maybe after a delay."""
-
-    #: Events it matches (``*`` for any); empty for an exit-code policy.
-    events: frozenset[str]
-    #: The exit code it matches (a PodFailed with this code), or ``None``.
-    exit_code: int | None
-    action: str
-    #: Seconds to wait before acting (0: act at once).
-    timeout: float = 0.0
+ACTIONS: Final = POLICY_ACTIONS
 
 
 @attrs.frozen
@@ -65,123 +36,47 @@ class Lifecycle:
     max_retry: int
     #: ``minSuccess``, or ``None`` when unset.
     min_success: int | None
+    #: ``ttlSecondsAfterFinished``, or ``None`` when unset (the Job is never deleted).
+    ttl_after_finished: int | None = None
+    #: The job plugins and their arguments, in the Job's order.
+    plugins: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: Per task: its ``maxRetry``, the container restarts of its running and pending pods that raise
+    #: ``TaskFailed`` (3 when unset or 0).
+    task_max_retry: Mapping[str, int] = attrs.field(factory=dict)
 
 
-def read_lifecycle(job: Mapping[str, Any], js: JobSpec) -> Lifecycle:
-    """Read and check the lifecycle fields of a Job parsed as ``js``.
+def read_lifecycle(js: JobSpec) -> Lifecycle:
+    """Read the lifecycle fields of a Job parsed as ``js``.
 
-    :param job: the Job manifest.
-    :param js: the same Job, parsed by :func:`~volcanolib.kube.jobs.parse_job`.
-    :returns: its policies, ``maxRetry`` and ``minSuccess``.
+    :param js: the Job, parsed (and admitted) by :func:`~volcanolib.kube.jobs.parse_job`.
+    :returns: its policies, ``maxRetry``, ``minSuccess``, TTL and plugins.
     :raises ManifestError: naming the field, when Volcano's admission would refuse the Job.
     """
     ref = js.ref
-    spec = f.mapping(job.get("spec"), ref, "spec")
+    spec = f.mapping(js.manifest.get("spec"), ref, "spec")
     max_retry = f.integer(spec.get("maxRetry"), ref, "spec.maxRetry", 0, minimum=0) or DEFAULT_MAX_RETRY
     min_success: int | None = None
     if spec.get("minSuccess") is not None:
         min_success = f.integer(spec.get("minSuccess"), ref, "spec.minSuccess", 1, minimum=1)
-        if min_success > js.replicas:
-            ref.fail(
-                f"{min_success} is more than the {js.replicas} replicas of the job's tasks "
-                "(Volcano's admission refuses this Job)",
-                "spec.minSuccess",
-            )
-    for name in f.mapping(spec.get("plugins"), ref, "spec.plugins"):
-        if name not in PLUGINS:
-            ref.fail(f"unknown job plugin {name!r} (expected one of {', '.join(sorted(PLUGINS))})", "spec.plugins")
-    names = {t.name for t in js.tasks}
-    for task in js.tasks:
-        field = f"spec.tasks[{task.index}]"
-        if task.min_available > task.replicas:
-            ref.fail(
-                f"{task.min_available} is more than the task's {task.replicas} replicas "
-                "(Volcano's admission refuses this Job)",
-                f"{field}.minAvailable",
-            )
-        for k, other in enumerate(task.depends_on):
-            if other not in names:
-                ref.fail(f"no task named {other!r} in this Job", f"{field}.dependsOn.name[{k}]")
-        if task.iteration not in ("", "any", "all"):
-            ref.fail(f"expected 'any' or 'all', got {task.iteration!r}", f"{field}.dependsOn.iteration")
-    _check_acyclic(js)
+    ttl: int | None = None
+    if spec.get("ttlSecondsAfterFinished") is not None:
+        ttl = f.integer(spec.get("ttlSecondsAfterFinished"), ref, "spec.ttlSecondsAfterFinished", 0, minimum=0)
+    plugins = {
+        str(name): tuple(str(a) for a in f.seq(args, ref, f"spec.plugins.{name}"))
+        for name, args in f.mapping(spec.get("plugins"), ref, "spec.plugins").items()
+    }
     return Lifecycle(
-        policies=_policies(spec.get("policies"), js, "spec.policies"),
+        policies=read_policies(spec.get("policies"), ref, "spec.policies"),
         task_policies={
-            t.name: _policies(t.raw.get("policies"), js, f"spec.tasks[{t.index}].policies") for t in js.tasks
+            t.name: read_policies(t.raw.get("policies"), ref, f"spec.tasks[{t.index}].policies") for t in js.tasks
         },
         max_retry=max_retry,
         min_success=min_success,
+        ttl_after_finished=ttl,
+        plugins=plugins,
+        task_max_retry={
+            t.name: f.integer(t.raw.get("maxRetry"), ref, f"spec.tasks[{t.index}].maxRetry", 0, minimum=0)
+            or DEFAULT_MAX_RETRY
+            for t in js.tasks
+        },
     )
-
-
-def _policies(raw: Any, js: JobSpec, field: str) -> tuple[Policy, ...]:
-    ref = js.ref
-    out: list[Policy] = []
-    seen_events: set[str] = set()
-    seen_codes: set[int] = set()
-    for i, item in enumerate(f.seq(raw, ref, field)):
-        where = f"{field}[{i}]"
-        policy = f.mapping(item, ref, where)
-        events: list[str] = []
-        if policy.get("event") is not None:
-            events.append(f.string(policy.get("event"), ref, f"{where}.event"))
-        for k, event in enumerate(f.seq(policy.get("events"), ref, f"{where}.events")):
-            events.append(f.string(event, ref, f"{where}.events[{k}]"))
-        events = [e for e in events if e]
-        has_code = policy.get("exitCode") is not None
-        if events and has_code:
-            ref.fail("a policy has either events or an exitCode, not both", where)
-        if not events and not has_code:
-            ref.fail("a policy needs events or an exitCode", where)
-        exit_code: int | None = None
-        if has_code:
-            exit_code = f.integer(policy.get("exitCode"), ref, f"{where}.exitCode", 0)
-            if exit_code == 0:
-                ref.fail("0 is not an error code", f"{where}.exitCode")
-            if exit_code in seen_codes:
-                ref.fail(f"exit code {exit_code} appears twice in one policy list", f"{where}.exitCode")
-            seen_codes.add(exit_code)
-        for event in events:
-            if event not in EVENTS:
-                ref.fail(f"unknown event {event!r} (expected one of {', '.join(sorted(EVENTS))})", where)
-            if event in seen_events:
-                ref.fail(f"event {event!r} appears twice in one policy list", where)
-            seen_events.add(event)
-        action = f.string(policy.get("action"), ref, f"{where}.action")
-        if action not in ACTIONS:
-            ref.fail(f"unknown action {action!r} (expected one of {', '.join(sorted(ACTIONS))})", f"{where}.action")
-        timeout = f.duration(policy.get("timeout"), ref, f"{where}.timeout") or 0.0
-        out.append(Policy(frozenset(events), exit_code, action, timeout))
-    if "*" in seen_events and len(seen_events) > 1:
-        ref.fail("'*' must be the only event of its policy list", field)
-    return tuple(out)
-
-
-def _check_acyclic(js: JobSpec) -> None:
-    """Refuse ``dependsOn`` edges that form a cycle (the webhook wants a DAG)."""
-    edges = {t.name: t.depends_on for t in js.tasks}
-    done: set[str] = set()
-    for start in js.tasks:
-        path: list[str] = []
-        on_path: set[str] = set()
-        stack: list[tuple[str, int]] = [(start.name, 0)]
-        while stack:
-            node, i = stack.pop()
-            if i == 0:
-                if node in done:
-                    continue
-                path.append(node)
-                on_path.add(node)
-            deps = edges[node]
-            if i < len(deps):
-                stack.append((node, i + 1))
-                nxt = deps[i]
-                if nxt in on_path:
-                    cycle = " -> ".join([*path[path.index(nxt) :], nxt])
-                    js.ref.fail(f"the tasks' dependsOn form a cycle: {cycle}", "spec.tasks")
-                stack.append((nxt, 0))
-            else:
-                path.pop()
-                on_path.discard(node)
-                done.add(node)

@@ -8,11 +8,12 @@ size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
 
 import attrs
 
-__all__ = ["POD_PHASES", "PodEntry", "PodIndex"]
+__all__ = ["OUT_OF_SYNC_KEY", "POD_PHASES", "PodEntry", "PodIndex", "entry_of", "exit_code_of"]
 
 #: The pod phases the controller counts.
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -34,6 +35,8 @@ class PodEntry:
     deleting: bool = False
     #: Deleted by the controller itself (Volcano's out-of-sync marker): its events only sync.
     out_of_sync: bool = False
+    #: How many times its containers were restarted in place.
+    restarts: int = 0
 
 
 class PodIndex:
@@ -151,6 +154,71 @@ class PodIndex:
                 out[task] = kept
         return out
 
+    def resize(self, tasks: Sequence[tuple[str, int]]) -> None:
+        """The job's tasks now have these replicas (a scale): the missing slots follow."""
+        self._tasks = {name: (pos, replicas) for pos, (name, replicas) in enumerate(tasks)}
+        taken = {slot for pod in self._pods.values() if (slot := self._slot(pod)) is not None}
+        self._missing = {(pos, index) for pos, (_, replicas) in enumerate(tasks) for index in range(replicas)} - taken
+
+    def beyond(self) -> list[PodEntry]:
+        """The pods not being deleted whose index is past their task's replicas (after a scale down)."""
+        return [pod for pod in self._pods.values() if not pod.deleting and self._slot(pod) is None]
+
+    def restarts(self, task: str) -> int:
+        """Container restarts of the task's Running and Pending pods (being deleted or not)."""
+        return sum(p.restarts for p in self._pods.values() if p.task == task and p.phase in ("Running", "Pending"))
+
     def missing(self) -> list[tuple[int, int]]:
         """``(task position, index)`` of the expected pods that do not exist, in spec order."""
         return sorted(self._missing) if self._missing else []
+
+
+#: Volcano's marker on a pod its job controller is deleting (its events then only sync).
+OUT_OF_SYNC_KEY: Final = "volcano.sh/controller-out-of-sync"
+_TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+_TASK_INDEX_KEY: Final = "volcano.sh/task-index"
+_JOB_VERSION_KEY: Final = "volcano.sh/job-version"
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def exit_code_of(pod: Mapping[str, Any]) -> int:
+    """The exit code of a pod's first container, as Volcano reads it for PodFailed (0 when it has none)."""
+    status = pod.get("status")
+    statuses = status.get("containerStatuses") if isinstance(status, dict) else None
+    if not isinstance(statuses, list) or not statuses or not isinstance(statuses[0], dict):
+        return 0
+    state = statuses[0].get("state")
+    terminated = state.get("terminated") if isinstance(state, dict) else None
+    code = terminated.get("exitCode") if isinstance(terminated, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def entry_of(pod: Mapping[str, Any]) -> PodEntry | None:
+    """The controller's entry for a job's pod manifest (from the cluster), or ``None`` when it is not a job's pod."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    annotations = _map(meta.get("annotations"))
+    task = str(annotations.get(_TASK_SPEC_KEY) or "")
+    name = str(meta.get("name") or "")
+    if not task or not name:
+        return None
+    raw_index = str(annotations.get(_TASK_INDEX_KEY) or name.rpartition("-")[2])
+    raw_version = str(annotations.get(_JOB_VERSION_KEY) or "0")
+    if not raw_index.isdigit() or not raw_version.isdigit():
+        return None
+    status = _map(pod.get("status"))
+    phase = str(status.get("phase") or "Pending")
+    return PodEntry(
+        name,
+        task,
+        int(raw_index),
+        str(meta.get("uid") or ""),
+        int(raw_version),
+        phase if phase in POD_PHASES else "Unknown",
+        deleting=meta.get("deletionTimestamp") is not None,
+        out_of_sync=OUT_OF_SYNC_KEY in annotations,
+    )

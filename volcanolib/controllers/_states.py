@@ -118,6 +118,8 @@ class JobData:
     pg_phase: str = ""
     delayed: dict[str, Timer] = attrs.Factory(dict)
     deleted: bool = False
+    #: The job plugins' objects exist (made on a sync of a new job, deleted on every kill).
+    plugin_objects: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.pods = PodIndex([(t.name, t.replicas) for t in self.spec.tasks])

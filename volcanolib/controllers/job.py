@@ -26,13 +26,27 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
 import attrs
 
+from volcanolib.controllers._changes import (
+    Change,
+    CreateObject,
+    CreatePod,
+    CreatePodGroup,
+    DeleteObject,
+    DeletePod,
+    DeletePodGroup,
+    JobState,
+    JobStatus,
+    UpdatePodGroup,
+)
 from volcanolib.controllers._lifecycle import Policy, read_lifecycle
+from volcanolib.controllers._plugins import controlled_resources, job_objects, on_pod_create
 from volcanolib.controllers._pods import POD_PHASES, PodEntry
+from volcanolib.controllers._restore import take_over
 from volcanolib.controllers._states import (
     ABORTED,
     ABORTING,
@@ -56,19 +70,22 @@ from volcanolib.controllers._states import (
     to,
     to_restarting,
 )
-from volcanolib.kube.jobs import TaskSpec, parse_job, pod_group_manifest, pod_manifest
+from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
 from volcanolib.manifests import fields as f
 
 __all__ = [
     "Change",
+    "CreateObject",
     "CreatePod",
     "CreatePodGroup",
+    "DeleteObject",
     "DeletePod",
     "DeletePodGroup",
     "JobController",
     "JobState",
     "JobStatus",
     "PodCounts",
+    "UpdatePodGroup",
 ]
 
 # Request events: the policy events plus the controller's internal ones.
@@ -77,6 +94,7 @@ POD_RUNNING: Final = "PodRunning"
 POD_FAILED: Final = "PodFailed"
 POD_EVICTED: Final = "PodEvicted"
 TASK_COMPLETED: Final = "TaskCompleted"
+TASK_FAILED: Final = "TaskFailed"
 UNKNOWN: Final = "Unknown"
 OUT_OF_SYNC: Final = "OutOfSync"
 COMMAND_ISSUED: Final = "CommandIssued"
@@ -102,82 +120,8 @@ COMMAND_ACTIONS: Final = frozenset({*_JOB_ACTIONS, SYNC_JOB})
 _NOT_ADMITTED: Final = frozenset({"", "Pending"})
 _RETAIN_SOFT: Final = frozenset({"Succeeded", "Failed"})
 _UID_SPACE: Final = uuid.UUID("5d0e7bd8-3f0c-4c55-9a7a-6f4f3c1f0b11")
-
-
-@attrs.frozen
-class CreatePodGroup:
-    """Create this PodGroup (a ``scheduling.volcano.sh/v1beta1`` manifest in API form)."""
-
-    manifest: dict[str, Any]
-
-
-@attrs.frozen
-class CreatePod:
-    """Create this pod (a ``v1`` Pod manifest in API form, with a fresh ``metadata.uid``)."""
-
-    manifest: dict[str, Any]
-
-
-@attrs.frozen
-class DeletePod:
-    """Delete this pod; once it is gone the caller reports it with :meth:`JobController.pod_deleted`."""
-
-    namespace: str
-    name: str
-    #: Why: the action that killed it (``RestartJob``, ``CompleteJob``, ...) or ``JobDeleted``.
-    reason: str
-
-
-@attrs.frozen
-class DeletePodGroup:
-    """Delete this PodGroup."""
-
-    namespace: str
-    name: str
-
-
-@attrs.frozen
-class JobStatus:
-    """The job's phase or retry count changed (the status write Volcano makes)."""
-
-    namespace: str
-    name: str
-    phase: str
-    retry_count: int
-
-
-#: One write of the job controller.
-Change = CreatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus
-
-
-@attrs.frozen
-class JobState:
-    """What the controller knows of one job.
-
-    The counts (``pending`` ... ``terminating``) are the job's pods that
-    exist now; :attr:`status` holds the counters Volcano writes in the Job's
-    status, which lag behind in places (they are zero after a kill pass and
-    not recounted while the PodGroup is not admitted), and which the phase
-    transitions read.
-    """
-
-    namespace: str
-    name: str
-    #: The job phase (``Pending``, ``Running``, ``Restarting``, ``Completed``, ...).
-    phase: str
-    retry_count: int
-    #: ``status.version``: +1 on every kill of the whole job; stamped on new pods.
-    version: int
-    min_available: int
-    pending: int
-    running: int
-    succeeded: int
-    failed: int
-    terminating: int
-    #: The counters of the Job's status, as Volcano writes them.
-    status: PodCounts
-    #: The Job was deleted (:meth:`JobController.delete`).
-    deleted: bool = False
+#: The PodGroup annotation naming the job version that made the group.
+GROUP_VERSION_KEY: Final = "volcanolib.io/job-version"
 
 
 @final
@@ -228,10 +172,8 @@ class JobController:
         :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
             or when a Job of that name exists and is not deleted.
         """
-        js = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
-        if not f.string((job.get("spec") or {}).get("queue"), js.ref, "spec.queue"):
-            js = attrs.evolve(js, queue=self.default_queue)
-        life = read_lifecycle(job, js)
+        js = self._parse(job)
+        life = read_lifecycle(js)
         old = self._jobs.get((js.namespace, js.name))
         if old is not None and not old.deleted:
             js.ref.fail("a Job of that name already exists")
@@ -247,6 +189,92 @@ class JobController:
         self._jobs[state.key] = state
         self._groups[(js.namespace, js.pod_group_name)] = state
         return self._run(state, Request(OUT_OF_SYNC), now)
+
+    def restore(
+        self,
+        job: Mapping[str, Any],
+        *,
+        pods: Iterable[Mapping[str, Any]] = (),
+        pod_group: Mapping[str, Any] | None = None,
+        now: float,
+    ) -> list[Change]:
+        """Take over a Job as the cluster holds it: its status, its pods and its PodGroup.
+
+        For a controller that starts while Jobs run (or starts again after a
+        crash): the job continues from its status (phase, version, retry
+        count, counters); pods and the PodGroup that exist are not made again;
+        what the previous controller left undone is done (see
+        :mod:`volcanolib.controllers._restore`), then the job is synced.
+
+        :param job: the Job manifest, with its ``status``.
+        :param pods: the job's pods as the API server holds them.
+        :param pod_group: the job's PodGroup, or ``None`` when there is none.
+        :returns: the writes.
+        :raises ManifestError: naming the field, when Volcano's admission would refuse the Job,
+            or when a Job of that name is known and not deleted.
+        """
+        js = self._parse(job)
+        old = self._jobs.get((js.namespace, js.name))
+        if old is not None and not old.deleted:
+            js.ref.fail("a Job of that name already exists")
+        state = JobData(js, read_lifecycle(js))
+        status = job.get("status")
+        todo = take_over(
+            state,
+            status if isinstance(status, dict) else {},
+            pods,
+            pod_group,
+            group_version_key=GROUP_VERSION_KEY,
+        )
+        self._jobs[state.key] = state
+        self._groups[(js.namespace, js.pod_group_name)] = state
+        for pod in state.pods:
+            self._owners[(js.namespace, pod.name)] = state.key
+        if todo.stale_group:
+            self._out.append(DeletePodGroup(js.namespace, js.pod_group_name))
+        for pod, reason in todo.delete:
+            self._delete_pod(state, pod, reason)
+        if todo.delete and state.phase == RESTARTING:
+            # the kill the status tells of is finished: its counters are those of a kill pass
+            state.status = PodCounts(terminating=state.pods.terminating)
+            state.task_status = {}
+        for request in todo.requests:
+            self._enqueue(state, request)
+        return self._run(state, Request(OUT_OF_SYNC), now)
+
+    def sync(self, namespace: str, name: str, *, now: float) -> list[Change]:
+        """Sync a job again (Volcano's OutOfSync request): after a failed write, or a change of the Job.
+
+        :returns: the writes; nothing for a Job that is unknown or deleted.
+        """
+        job = self._jobs.get((namespace, name))
+        if job is None or job.deleted:
+            return []
+        return self._run(job, Request(OUT_OF_SYNC), now)
+
+    def forget_pod(self, namespace: str, pod: str) -> bool:
+        """A pod this controller asked for was never made (the API server refused it): forget it, raising no event.
+
+        The next sync makes it again. Returns whether the pod was known.
+        """
+        found = self._pod(namespace, pod)
+        if found is None:
+            return False
+        found[0].pods.remove(pod)
+        return True
+
+    def known_pod(self, namespace: str, pod: str) -> tuple[str, bool] | None:
+        """``(phase, being deleted)`` of a pod of a job as this controller knows it, or ``None``."""
+        found = self._pod(namespace, pod)
+        return None if found is None else (found[1].phase, found[1].deleting)
+
+    def _parse(self, job: Mapping[str, Any]) -> JobSpec:
+        return parse_job(
+            job,
+            priority_classes=self.priority_classes,
+            scheduler_name=self.scheduler_name,
+            default_queue=self.default_queue,
+        )
 
     def delete(self, namespace: str, name: str, *, now: float) -> list[Change]:
         """The user deleted the Job: Kubernetes' garbage collector removes its pods and PodGroup.
@@ -324,8 +352,11 @@ class JobController:
         job.pods.set_phase(p, phase)
         event = OUT_OF_SYNC
         code = 0
-        if p.out_of_sync or old == phase:
+        if p.out_of_sync:
             pass
+        elif old == phase:
+            if phase in ("Running", "Pending") and self._task_failed(job, p.task):
+                event = TASK_FAILED
         elif phase == "Pending":
             event = POD_PENDING
         elif phase == "Running":
@@ -336,6 +367,76 @@ class JobController:
             event = TASK_COMPLETED
         request = Request(event, p.task, p.name, p.uid, p.version, code)
         return self._run(job, request, now)
+
+    def pod_restarted(self, namespace: str, pod: str, restarts: int, *, now: float) -> list[Change]:
+        """A pod's containers were restarted in place: their restart count (summed) is now ``restarts``.
+
+        The pod keeps its phase. Once the Running and Pending pods of its
+        task have restarted the task's ``maxRetry`` times (3 by default; -1:
+        never), the update raises ``TaskFailed``, as in Volcano.
+
+        .. versionadded:: 0.2
+
+        :returns: the writes; nothing for a pod this controller does not know.
+        """
+        found = self._pod(namespace, pod)
+        if found is None:
+            return []
+        job, p = found
+        p.restarts = restarts
+        event = OUT_OF_SYNC
+        if not p.out_of_sync and p.phase in ("Running", "Pending") and self._task_failed(job, p.task):
+            event = TASK_FAILED
+        return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
+
+    def update(self, job: Mapping[str, Any], *, now: float) -> list[Change]:
+        """The user changed a Job: its tasks' ``replicas`` or ``minAvailable`` (a scale), as Volcano's admission allows.
+
+        The webhook keeps the Job's ``minAvailable`` and ``priorityClassName``
+        as they were and refuses any other change of the spec, or a different
+        number of tasks. The PodGroup's ``minTaskMember`` and ``minResources``
+        follow; then a sync pass creates the missing pods (once the PodGroup is
+        admitted) and deletes those past the new replicas (their deletion is
+        not the controller's kill: once gone they raise ``PodEvicted``).
+
+        .. versionadded:: 0.2
+
+        :param job: the whole new Job manifest.
+        :returns: the writes.
+        :raises ManifestError: naming the field, when the webhook would refuse the update.
+        :raises KeyError: when no Job of that name was submitted.
+        """
+        new = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
+        state = self._jobs[(new.namespace, new.name)]
+        old = state.spec
+        if len(new.tasks) != len(old.tasks):
+            new.ref.fail("job updates may not add or remove tasks", "spec.tasks")
+        for before, after in zip(old.tasks, new.tasks, strict=True):
+            unchanged = (before.name, before.template_meta, before.template_spec, before.depends_on, before.iteration)
+            if unchanged != (after.name, after.template_meta, after.template_spec, after.depends_on, after.iteration):
+                new.ref.fail(
+                    "job updates may not change fields other than minAvailable and the tasks' replicas",
+                    f"spec.tasks[{after.index}]",
+                )
+        tasks = tuple(
+            attrs.evolve(before, replicas=after.replicas, min_available=after.min_available)
+            for before, after in zip(old.tasks, new.tasks, strict=True)
+        )
+        total = sum(t.replicas for t in tasks)
+        if old.min_available > total:
+            new.ref.fail(
+                f"the job's minAvailable {old.min_available} is more than the {total} replicas of its tasks",
+                "spec.tasks",
+            )
+        state.spec = attrs.evolve(old, tasks=tasks)
+        state.pods.resize([(t.name, t.replicas) for t in tasks])
+        if state.deleted:
+            return []
+        if state.pg_exists:
+            manifest = pod_group_manifest(state.spec)
+            del manifest["status"]
+            self._out.append(UpdatePodGroup(manifest))
+        return self._run(state, Request(OUT_OF_SYNC), now)
 
     def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
         """A pod of a job is being deleted by someone else (an eviction with a grace period): it counts as terminating.
@@ -418,6 +519,10 @@ class JobController:
             terminating=pods.terminating,
             status=job.status,
             deleted=job.deleted,
+            task_status={task: dict(counts) for task, counts in job.task_status.items()},
+            controlled_resources=controlled_resources(list(job.life.plugins)) if job.plugin_objects else {},
+            ttl_after_finished=job.life.ttl_after_finished,
+            uid=job.spec.uid,
         )
 
     def jobs(self) -> list[tuple[str, str]]:
@@ -573,7 +678,7 @@ class JobController:
             return
         changed = new_phase != job.phase
         job.phase, job.retry_count = new_phase, new_retry
-        self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry))
+        self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry, job.version))
         if changed:
             self._enqueue(job, Request(OUT_OF_SYNC))
 
@@ -589,10 +694,32 @@ class JobController:
             job.pg_exists = True
             job.pg_phase = ""
             self._groups[(job.spec.namespace, job.spec.pod_group_name)] = job
-            self._out.append(CreatePodGroup(pod_group_manifest(job.spec, f.format_timestamp(now))))
+            manifest = pod_group_manifest(job.spec, f.format_timestamp(now))
+            # which incarnation made the group: a restarted controller deletes a group a kill left behind
+            manifest["metadata"]["annotations"][GROUP_VERSION_KEY] = str(job.version)
+            self._out.append(CreatePodGroup(manifest))
+
+    def _plugins_add(self, job: JobData) -> None:
+        """The plugins' objects for a new (or newly Pending) job, unless they exist."""
+        if job.plugin_objects or not job.life.plugins:
+            return
+        job.plugin_objects = True
+        for _, manifest, ssh_key in job_objects(job.spec, job.life.plugins):
+            self._out.append(CreateObject(manifest, ssh_key))
+
+    def _plugins_delete(self, job: JobData) -> None:
+        """On a kill, the plugins' objects go (they are made again when the job is Pending again)."""
+        if not job.plugin_objects:
+            return
+        job.plugin_objects = False
+        for _, manifest, _ in job_objects(job.spec, job.life.plugins):
+            meta = manifest["metadata"]
+            self._out.append(DeleteObject(manifest["apiVersion"], manifest["kind"], meta["namespace"], meta["name"]))
 
     def _sync(self, job: JobData, fn: StatusFn, now: float) -> None:
         """SyncJob: make the PodGroup, and once it is admitted the missing pods; recount; maybe change phase."""
+        if job.phase in ("", PENDING):
+            self._plugins_add(job)
         if job.phase == "":
             self._write_status(job, PENDING)
         self._ensure_pod_group(job, now)
@@ -600,6 +727,9 @@ class JobController:
             self._apply_fn(job, fn)  # on the stored counters
             return
         tasks = job.spec.tasks
+        for pod in job.pods.beyond():  # past the replicas after a scale down: deleted, not killed
+            job.pods.mark_deleting(pod, out_of_sync=False)
+            self._out.append(DeletePod(job.spec.namespace, pod.name, "ScaleDown"))
         ready: dict[int, bool] = {}
         missing = job.pods.missing()
         stamp = f.format_timestamp(now) if missing else ""
@@ -624,6 +754,7 @@ class JobController:
     def _create_pod(self, job: JobData, task: TaskSpec, index: int, created: str) -> None:
         spec = job.spec
         manifest = pod_manifest(spec, task, index, created, version=job.version, retry_count=job.retry_count)
+        on_pod_create(manifest, spec, job.life.plugins, index)
         name = manifest["metadata"]["name"]
         attempt = self._attempts.get((spec.namespace, name), 0)
         self._attempts[(spec.namespace, name)] = attempt + 1
@@ -648,6 +779,10 @@ class JobController:
         """At least ``minAvailable`` of the task's pods Succeeded or Running (a running pod counts as ready)."""
         return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
+    def _task_failed(self, job: JobData, task: str) -> bool:
+        """The container restarts of the task's Running and Pending pods reached its ``maxRetry``."""
+        return job.pods.restarts(task) >= job.life.task_max_retry.get(task, 3)
+
     def _task_completed(self, job: JobData, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
         replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
@@ -669,6 +804,7 @@ class JobController:
         job.status = PodCounts(terminating=job.pods.terminating)
         job.task_status = {}
         self._apply_fn(job, fn)
+        self._plugins_delete(job)
         if job.pg_exists:
             job.pg_exists = False
             job.pg_phase = ""
@@ -691,6 +827,7 @@ class JobController:
         job.status = PodCounts(terminating=terminating)
         job.task_status = {}
         self._apply_fn(job, fn)
+        self._plugins_delete(job)
 
 
 def _matches(policy: Policy, req: Request) -> bool:

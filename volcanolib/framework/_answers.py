@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from volcanolib.api.hypernode import HyperNodeInfo
     from volcanolib.api.job import JobInfo
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
@@ -23,10 +24,6 @@ __all__ = ["HookAnswers"]
 class HookAnswers:
     """The combined answer of every hook, as the session's attributes (see :class:`Session`)."""
 
-    #: ``on_session_open``, rule ``call_all``.
-    _on_open: Callable[[], None]
-    #: ``on_session_close``, rule ``call_all``.
-    _on_close: Callable[[], None]
     #: ``on_allocate``, rule ``call_all``.
     _on_allocate: Callable[[Event], None]
     #: ``on_deallocate``, rule ``call_all``.
@@ -53,6 +50,8 @@ class HookAnswers:
     node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
     #: ``hyper_node_order``, rule ``sum_by_name``.
     hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
+    #: ``hyper_node_gradient``, rule ``first_not_none``.
+    hyper_node_gradient: Callable[[JobInfo, HyperNodeInfo], Sequence[Sequence[str]] | None]
     #: ``best_node``, rule ``first_not_none``.
     _best_node: Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]
     #: ``preemptable``, rule ``intersect_per_tier``.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from volcanolib.api.job import ConditionType, JobInfo, PodGroupPhase
+from volcanolib.api.job import JobInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
@@ -38,12 +38,8 @@ class Closing(SettledJobs):
         pg = job.pod_group
         # Each index key is one status, so a bucket's size is that status's count (job.count, without the scan).
         index = job.task_status_index
-        running = len(index.get(TaskStatus.RUNNING, ()))
-        unschedulable_now = any(
-            c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
-        )
-        pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
-        pg.running = running
+        pg.phase = job.status_phase(pg.unschedulable_in(self.uid))
+        pg.running = len(index.get(TaskStatus.RUNNING, ()))
         pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
         pg.failed = len(index.get(TaskStatus.FAILED, ()))
         return self._baseline.get(job.uid) != _status_signature(pg)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
-from volcanolib.api.hypernode import HyperNodeTree
+from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree, set_allocated_hyper_node
 from volcanolib.api.job import JobInfo, PodGroupCondition
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
@@ -61,6 +61,9 @@ __all__ = ["Session", "compare_tasks_by_name"]
 
 log = logging.getLogger(__name__)
 _NEG_INF: Final = float("-inf")
+#: The keys of :attr:`Session.plugin_seconds` (Volcano's names for the two moments).
+OPENING: Final = "OnSessionOpen"
+CLOSING: Final = "OnSessionClose"
 
 
 class Session(CompiledAnswers, Closing):
@@ -109,10 +112,10 @@ class Session(CompiledAnswers, Closing):
         self.node_list: list[NodeInfo] = []
         #: Queues by name.
         self.queues: dict[str, QueueInfo] = {}
-        #: The HyperNode tree over the ready nodes (empty when the cluster has none).
+        #: The HyperNode tree over the ready nodes, under the virtual cluster top.
         self.hyper_nodes = HyperNodeTree((), ())
         #: Per job uid: the HyperNode the job's placed tasks share, while ``allocate`` places a job with a
-        #: soft network-topology constraint (what a scoring plugin compares nodes with).
+        #: network topology (what a scoring plugin compares nodes with).
         self.hyper_node_hints: dict[str, str] = {}
         #: Jobs left out of the snapshot, with the reason.
         self.skipped_jobs: dict[str, str] = {}
@@ -124,6 +127,12 @@ class Session(CompiledAnswers, Closing):
         self.evictions: list[tuple[TaskInfo, str]] = []
         #: Plugin failures recorded during the session.
         self.plugin_errors: list[PluginError] = []
+        #: Seconds each plugin spent opening the session (``on_session_open``, or resuming) and closing it.
+        self.plugin_seconds: dict[str, dict[str, float]] = {OPENING: {}, CLOSING: {}}
+        #: Preemption attempts in this session: a preemptor tried on a node with victims the plugins allow.
+        self.preemption_attempts = 0
+        #: How many victims the last of those attempts had (``None`` before any).
+        self.preemption_victims: int | None = None
         #: Names of the nodes whose tasks changed since the snapshot, one entry per allocate or
         #: deallocate event, oldest first; indexes over nodes read it to stay current.
         self.node_log: list[str] = []
@@ -219,10 +228,10 @@ class Session(CompiledAnswers, Closing):
         if carry is not None:
             carry.opened()
         try:
-            if self.delta is None:
-                self._on_open()
-            else:
-                self._open_or_resume(self.delta)
+            table = self._table("on_session_open")
+            if self.delta is not None:
+                table = self._resuming(table, self.delta)
+            combine.call_all(combine.timed(table, self.plugin_seconds[OPENING]))()
             self._prepared = True
             if self._verify is not None and self.resumed:
                 verify.check_resumed(self, dict(self.plugins), self._verify, self.resumed)
@@ -233,20 +242,20 @@ class Session(CompiledAnswers, Closing):
             if self._task_keys:
                 self._task_keys.clear()
 
-    def _open_or_resume(self, delta: SnapshotDelta) -> None:
-        """``on_session_open`` in tier order, with ``on_session_resume`` for the plugins that may resume."""
+    def _resuming(self, table: combine.Table, delta: SnapshotDelta) -> combine.Table:
+        """The ``on_session_open`` table with ``on_session_resume`` in place for the plugins that may resume
+        (named in :attr:`resumed`)."""
         assert self._carry is not None
         failed = self._carry.failed
         resume = {p: fn for tier in self._table("on_session_resume") for p, fn in tier if p not in failed}
         if not resume:
-            self._on_open()
-            return
-        table = tuple(
+            return table
+        resuming = tuple(
             tuple((plugin, functools.partial(resume[plugin], delta) if plugin in resume else fn) for plugin, fn in tier)
-            for tier in self._table("on_session_open")
+            for tier in table
         )
-        self.resumed = tuple(plugin for tier in table for plugin, _ in tier if plugin in resume)
-        combine.call_all(table)()
+        self.resumed = tuple(plugin for tier in resuming for plugin, _ in tier if plugin in resume)
+        return resuming
 
     def load(self, snapshot: ClusterInfo) -> None:
         """Adopt a snapshot as this session's state (without calling plugins)."""
@@ -269,6 +278,12 @@ class Session(CompiledAnswers, Closing):
         self.skipped_jobs = dict(snapshot.skipped_jobs)
         self.total_resource = self._total_allocatable()
         self._load_settled(carry)
+        tree = self.hyper_nodes
+        for job in self.unsettled_jobs():
+            pg = job.pod_group
+            if pg.network_topology is not None or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
+                # As Volcano's session opens: drop a stale allocated HyperNode, recover a missing one.
+                set_allocated_hyper_node(job, tree.allocated_hyper_node(job))
         jobs = self.jobs
         if self._verify is not None:
             self._loaded_status = {uid: verify.status_of(job) for uid, job in jobs.items()}
@@ -304,11 +319,12 @@ class Session(CompiledAnswers, Closing):
         changed, so that the cache's next snapshot can reuse the rest.
         """
         checking = self._verify is not None
+        closing = combine.timed(self._table("on_session_close"), self.plugin_seconds[CLOSING])
         if checking:
-            verify.close_plugins(self, self._table("on_session_close"))
+            verify.close_plugins(self, closing)
         else:
             try:
-                self._on_close()
+                combine.call_all(closing)()
             except PluginError as err:
                 self.record_plugin_error(err)
         candidates = self.unsettled_jobs()
@@ -390,6 +406,14 @@ class Session(CompiledAnswers, Closing):
             job.update_task_status(task, status)
         else:
             task.status = status
+
+    def note_preemption_attempt(self, victims: int) -> None:
+        """Count one preemption attempt, with the number of victims the plugins allow (metrics).
+
+        .. versionadded:: 0.2
+        """
+        self.preemption_attempts += 1
+        self.preemption_victims = victims
 
     def record_plugin_error(self, err: PluginError, job: JobInfo | None = None) -> None:
         """Record a plugin failure; the scheduler reports it and carries on.

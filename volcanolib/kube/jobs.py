@@ -2,11 +2,10 @@
 
 What the controller and its admission webhook do, and this module repeats:
 
-* webhook defaults: a task without a name is ``default<index>``; a task's
-  ``minAvailable`` defaults to its ``replicas``; a job ``minAvailable`` of 0
-  defaults to the sum of the tasks' ``minAvailable``; the queue defaults to
-  ``default``. A Job the webhook would refuse (``minAvailable`` above the total
-  replicas, two tasks of one name) is a load error.
+* Volcano's admission (:mod:`volcanolib.manifests.admission`): the mutating
+  webhook's defaults (task names ``default<index>``, task and job
+  ``minAvailable``, the queue, the scheduler name, ``maxRetry``), and a Job
+  the validating webhook would refuse is a load error naming the field.
 * the PodGroup is named ``<job>-<job uid>``; a Job without ``metadata.uid``
   (a hand-written manifest) gets the name ``<job>``, which the controller
   also accepts. Its ``minMember`` is the job's ``minAvailable``,
@@ -51,6 +50,7 @@ import attrs
 
 from volcanolib.api.resource import Resource
 from volcanolib.manifests import fields as f
+from volcanolib.manifests.admission import DEFAULT_QUEUE, QueueFacts, admit_job, job_ref
 from volcanolib.manifests.fields import Ref
 from volcanolib.manifests.keys import (
     GROUP_NAME_ANNOTATION,
@@ -163,6 +163,8 @@ class JobSpec:
     network_topology: Any
     #: Where the manifest came from, for errors.
     ref: Ref = attrs.field(eq=False, repr=False)
+    #: The manifest after the admission webhook's defaults.
+    manifest: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
     @property
     def pod_group_name(self) -> str:
@@ -175,32 +177,30 @@ class JobSpec:
         return sum(t.replicas for t in self.tasks)
 
 
-def job_ref(job: Mapping[str, Any]) -> Ref:
-    """A :class:`Ref` naming a Job manifest that came from no file."""
-    raw_meta = job.get("metadata")
-    names = raw_meta if isinstance(raw_meta, dict) else {}
-    return Ref(None, "", "Job", str(names.get("name") or ""), str(names.get("namespace") or "default"))
-
-
 def parse_job(
     job: Mapping[str, Any],
     ref: Ref | None = None,
     *,
     priority_classes: Mapping[str, int] | None = None,
     scheduler_name: str = "volcano",
+    default_queue: str = DEFAULT_QUEUE,
+    queues: Mapping[str, QueueFacts] | None = None,
 ) -> JobSpec:
-    """Read a Job manifest and apply the admission webhook's defaults.
+    """Read a Job manifest after Volcano's admission (:func:`~volcanolib.manifests.admission.admit_job`).
 
     :param job: the Job manifest.
     :param ref: where the manifest came from, for errors.
     :param priority_classes: PriorityClass values by name (orders tasks for ``minResources``).
     :param scheduler_name: the scheduler name given to pods when neither the
         template nor the Job names one (the admission webhook's default).
+    :param default_queue: the queue of a Job that names none.
+    :param queues: the queues that exist, for admission's queue checks (skipped when ``None``).
     :raises ManifestError: naming the field, when the Job is malformed or
         Volcano's admission would refuse it.
     """
     if ref is None:
         ref = job_ref(job)
+    job = admit_job(job, ref, queues=queues, scheduler_name=scheduler_name, default_queue=default_queue)
     meta = f.mapping(job.get("metadata"), ref, "metadata")
     spec = f.mapping(job.get("spec"), ref, "spec")
     status = f.mapping(job.get("status"), ref, "status")
@@ -208,15 +208,7 @@ def parse_job(
     total_replicas = sum(t.replicas for t in tasks)
     if total_replicas > MAX_JOB_PODS:
         ref.fail(f"{total_replicas} replicas: volcanolib expands at most {MAX_JOB_PODS} pods per Job", "spec.tasks")
-    min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0, minimum=0)
-    if min_available == 0:
-        min_available = sum(t.min_available for t in tasks)
-    if min_available > total_replicas:
-        ref.fail(
-            f"{min_available} is more than the {total_replicas} replicas of the job's tasks "
-            "(Volcano's admission refuses this Job)",
-            "spec.minAvailable",
-        )
+    min_available = f.integer(spec.get("minAvailable"), ref, "spec.minAvailable", 0)
     state = f.mapping(status.get("state"), ref, "status.state")
     return JobSpec(
         name=ref.name,
@@ -224,8 +216,8 @@ def parse_job(
         uid=f.string(meta.get("uid"), ref, "metadata.uid"),
         annotations=f.string_map(meta.get("annotations"), ref, "metadata.annotations"),
         labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
-        queue=f.string(spec.get("queue"), ref, "spec.queue") or "default",
-        scheduler_name=f.string(spec.get("schedulerName"), ref, "spec.schedulerName") or scheduler_name,
+        queue=f.string(spec.get("queue"), ref, "spec.queue"),
+        scheduler_name=f.string(spec.get("schedulerName"), ref, "spec.schedulerName"),
         priority_class_name=f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName"),
         min_available=min_available,
         tasks=tuple(tasks),
@@ -235,6 +227,7 @@ def parse_job(
         creation_timestamp=meta.get("creationTimestamp"),
         network_topology=spec.get("networkTopology"),
         ref=ref,
+        manifest=job,
     )
 
 
@@ -246,6 +239,7 @@ def expand_job(
     scheduler_name: str = "volcano",
     existing_groups: Collection[str] = (),
     existing_pods: Collection[tuple[str, str]] = (),
+    queues: Mapping[str, QueueFacts] | None = None,
 ) -> JobExpansion:
     """Return the PodGroup and Pods Volcano's job controller would create for a Job.
 
@@ -256,10 +250,13 @@ def expand_job(
         template nor the Job names one (the admission webhook's default).
     :param existing_groups: PodGroups that exist, as ``namespace/name``.
     :param existing_pods: pods that exist, as ``(namespace, name)``.
+    :param queues: the queues that exist, for admission's queue checks (skipped when ``None``).
     :raises ManifestError: naming the field, when the Job is malformed or
-        Volcano's admission would refuse it.
+        Volcano's admission would refuse it, its lifecycle fields
+        (policies, ``maxRetry``, ``minSuccess``, job plugins, ``dependsOn``)
+        included, exactly as the job controller refuses them.
     """
-    js = parse_job(job, ref, priority_classes=priority_classes, scheduler_name=scheduler_name)
+    js = parse_job(job, ref, priority_classes=priority_classes, scheduler_name=scheduler_name, queues=queues)
     name, namespace = js.name, js.namespace
     active = js.phase in _ACTIVE_PHASES
     pg_name = js.pod_group_name
@@ -325,22 +322,13 @@ def pod_group_manifest(js: JobSpec, created: Any = None) -> dict[str, Any]:
 
 
 def _tasks(spec: Mapping[str, Any], ref: Ref, classes: Mapping[str, int]) -> list[TaskSpec]:
-    raw_tasks = f.seq(spec.get("tasks"), ref, "spec.tasks")
-    if not raw_tasks:
-        ref.fail("missing required field: a Job needs at least one task", "spec.tasks")
     tasks: list[TaskSpec] = []
-    names: set[str] = set()
-    for i, raw in enumerate(raw_tasks):
+    for i, raw in enumerate(f.seq(spec.get("tasks"), ref, "spec.tasks")):
         field = f"spec.tasks[{i}]"
         task = f.mapping(raw, ref, field)
-        task_name = f.string(task.get("name"), ref, f"{field}.name") or f"{DEFAULT_TASK_SPEC}{i}"
-        if task_name in names:
-            ref.fail(f"duplicate task name {task_name!r} (Volcano's admission refuses this Job)", f"{field}.name")
-        names.add(task_name)
-        replicas = f.integer(task.get("replicas"), ref, f"{field}.replicas", 0, minimum=0)
-        min_available = f.integer(task.get("minAvailable"), ref, f"{field}.minAvailable", replicas, minimum=0)
-        if task.get("template") is None:
-            ref.fail("missing required field: template", f"{field}.template")
+        task_name = f.string(task.get("name"), ref, f"{field}.name")
+        replicas = f.integer(task.get("replicas"), ref, f"{field}.replicas", 0)
+        min_available = f.integer(task.get("minAvailable"), ref, f"{field}.minAvailable", replicas)
         template = f.mapping(task.get("template"), ref, f"{field}.template")
         template_meta = f.mapping(template.get("metadata"), ref, f"{field}.template.metadata")
         template_spec = f.mapping(template.get("spec"), ref, f"{field}.template.spec")

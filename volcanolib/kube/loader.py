@@ -1,8 +1,11 @@
 """Kubernetes manifests -> the volcanolib model.
 
 :class:`ManifestLoader` reads Nodes, Pods, PodGroups, Queues,
-PriorityClasses, HyperNodes and Volcano Jobs (expanded as Volcano's job controller would,
-see :mod:`volcanolib.kube.jobs`), as ``kubectl get -o yaml`` or ``-o json``
+PriorityClasses, HyperNodes, Volcano Jobs (expanded as Volcano's job controller would,
+see :mod:`volcanolib.kube.jobs`) and Deployments, ReplicaSets and StatefulSets
+(expanded into pods as Kubernetes' controllers would, see
+:mod:`volcanolib.manifests.workloads`; pods without a PodGroup get their
+owner's, see :mod:`volcanolib.manifests.owners`), as ``kubectl get -o yaml`` or ``-o json``
 prints them, single objects, ``kind: List`` dumps or multi-document files,
 and builds a :class:`Cluster`, ready to feed an
 :class:`~volcanolib.cache.memory.InMemoryCache`::
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,18 +40,20 @@ from volcanolib.api.queue import QueueInfo, QueueState
 from volcanolib.api.resource import PODS
 from volcanolib.api.task import VALID_STATUSES, TaskInfo, in_statuses
 from volcanolib.cache.memory import InMemoryCache
+from volcanolib.errors import ManifestError
 from volcanolib.kube.jobs import expand_job
 from volcanolib.manifests import fields as f
+from volcanolib.manifests.admission import QueueFacts, validate_queue
 from volcanolib.manifests.documents import parse_documents, read_documents, source_name
 from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.keys import HIERARCHY_KEY, HIERARCHY_WEIGHTS_KEY
 from volcanolib.manifests.pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo, read_pod_group
+from volcanolib.manifests.workloads import WORKLOAD_GROUPS, WORKLOAD_KINDS, Workloads
 
-__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "load_manifests"]
+__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests", "require_objects"]
 
 log = logging.getLogger("volcanolib.kube")
 
-HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 
 # kind -> (API groups it is read from, cluster scoped); "" is the core group.
 _KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
@@ -59,6 +64,10 @@ _KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
     "PodGroup": (frozenset({"scheduling.volcano.sh"}), False),
     "Job": (frozenset({"batch.volcano.sh"}), False),
     "HyperNode": (frozenset({"topology.volcano.sh"}), True),
+    # expanded into pods as their Kubernetes controllers would (volcanolib.manifests.workloads)
+    "Deployment": (WORKLOAD_GROUPS, False),
+    "ReplicaSet": (WORKLOAD_GROUPS, False),
+    "StatefulSet": (WORKLOAD_GROUPS, False),
 }
 _NODE_READY: Final = "Ready"
 
@@ -80,6 +89,9 @@ class Cluster:
     unschedulable: dict[str, str] = attrs.field(factory=dict)
     #: The newest ``creationTimestamp`` among the objects (seconds since the epoch; 0 when none).
     newest_timestamp: float = 0.0
+    #: The pods made for Deployments, ReplicaSets and StatefulSets, by ``(namespace, name)``,
+    #: with where their workload was read.
+    generated: dict[tuple[str, str], tuple[dict[str, Any], Ref]] = attrs.field(factory=dict)
 
     def to_cache(self, cache: InMemoryCache | None = None, *, default_queue: str = "default") -> InMemoryCache:
         """Feed copies of every object to a cache (a new :class:`InMemoryCache` by default) and return it.
@@ -112,6 +124,37 @@ def _api_group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
+def _is_list(obj: Mapping[str, Any], kind: str) -> bool:
+    """Whether an object of ``kind`` is a list of objects (``kind: List``, or ``PodList`` and alike with ``items``)."""
+    return kind == "List" or (kind.endswith("List") and "items" in obj)
+
+
+def _holds_objects(doc: Any) -> bool:
+    """Whether a document holds an object: anything but a list of objects whose items hold none."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not _is_list(doc, doc["kind"]):
+        return True
+    items = doc.get("items")
+    if items is None:
+        return False
+    return not isinstance(items, list) or any(_holds_objects(item) for item in items)
+
+
+def require_objects(docs: Sequence[Any], *, source: str) -> None:
+    """Refuse a file of manifests that holds no object, as ``kubectl apply`` does.
+
+    A file without a document (empty, only comments) and a file whose
+    documents are lists without items (``kind: List`` with ``items: []`` or
+    ``items: null``, what ``kubectl get -o yaml`` prints for an empty
+    namespace) hold no object.
+
+    :raises ManifestError: "no objects passed", naming the file.
+    """
+    if not docs:
+        raise ManifestError("no objects passed: the file holds no document", source=source)
+    if not any(_holds_objects(doc) for doc in docs):
+        raise ManifestError("no objects passed: the file's List has no items", source=source)
+
+
 class ManifestLoader:
     """Collects manifests, then builds the model in one pass (:meth:`load`).
 
@@ -132,6 +175,23 @@ class ManifestLoader:
         self._seen: dict[tuple[str, str, str], Ref] = {}
         self._ignored: dict[str, int] = {}
         self._warnings: list[str] = []
+        #: Log each warning as well as listing it in :attr:`Cluster.warnings`.
+        self.log_warnings = True
+        self._known_queues: list[QueueInfo] = []
+        self._known_classes: list[PriorityClassInfo] = []
+
+    def know(self, *, queues: Iterable[QueueInfo] = (), priority_classes: Iterable[PriorityClassInfo] = ()) -> None:
+        """Name objects that exist where the manifests go (a live cluster), without loading them.
+
+        References see them (a PodGroup naming one of the queues, a pod one
+        of the PriorityClasses), and so does Volcano's admission of Jobs
+        (the queue exists and is Open); they are not part of the
+        :class:`Cluster` that :meth:`load` returns.
+
+        .. versionadded:: 0.2
+        """
+        self._known_queues.extend(queues)
+        self._known_classes.extend(priority_classes)
 
     # ------------------------------------------------------------------ input
 
@@ -169,7 +229,7 @@ class ManifestLoader:
         if not isinstance(kind, str) or not kind:
             ref.fail("missing required field: kind", "kind")
         ref.kind = kind
-        if kind == "List" or (kind.endswith("List") and "items" in obj):
+        if _is_list(obj, kind):
             items = f.seq(obj.get("items"), ref, "items")
             prefix = f"{where}.items" if where else "items"
             for i, item in enumerate(items):
@@ -199,7 +259,8 @@ class ManifestLoader:
 
     def _warn(self, message: str) -> None:
         self._warnings.append(message)
-        log.warning("%s", message)
+        if self.log_warnings:
+            log.warning("%s", message)
 
     def load(self) -> Cluster:
         """Read every object added and return the cluster they describe.
@@ -216,7 +277,7 @@ class ManifestLoader:
         for label, count in sorted(self._ignored.items()):
             self._warn(f"ignored {count} object(s) of kind {label}: volcanolib does not read this kind")
 
-        classes: dict[str, PriorityClassInfo] = {}
+        classes: dict[str, PriorityClassInfo] = {pc.name: pc for pc in self._known_classes}
         for obj, ref in self._objects["PriorityClass"]:
             pc = _priority_class(obj, ref)
             classes[pc.name] = pc
@@ -227,14 +288,19 @@ class ManifestLoader:
             for pc in cluster.priority_classes:
                 if pc.global_default and pc.name != defaults[0]:
                     classes[pc.name] = attrs.evolve(pc, global_default=False)
-            cluster.priority_classes = list(classes.values())
+            cluster.priority_classes = [classes[pc.name] for pc in cluster.priority_classes]
 
-        queue_names = {self.default_queue}
+        queue_names = {self.default_queue, *(q.name for q in self._known_queues)}
         for obj, ref in self._objects["Queue"]:
             queue = _queue(obj, ref)
             queue_names.add(queue.name)
             cluster.queues.append(queue)
             newest = max(newest, queue.creation_timestamp)
+            if queue.weight == 0:
+                self._warn(
+                    f"{ref.label}: spec.weight is 0, which Volcano's admission makes 1 and its CRD refuses; "
+                    "the scheduler gives such a queue nothing"
+                )
         for queue in cluster.queues:
             if queue.parent is not None and queue.parent not in queue_names and queue.parent != "root":
                 self._warn(f"Queue {queue.name}: parent queue {queue.parent!r} does not exist")
@@ -272,8 +338,13 @@ class ManifestLoader:
             newest = max(newest, pg.creation_timestamp)
 
         pods = list(self._objects["Pod"])
+        workloads = Workloads([item for kind in WORKLOAD_KINDS for item in self._objects[kind]], pods)
+        generated = workloads.pods()
+        pods.extend(generated)
+        cluster.generated = {(ref.namespace, ref.name): (pod, ref) for pod, ref in generated}
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
         depends_on: list[str] = []
+        queue_facts = cluster_queue_facts([*self._known_queues, *cluster.queues], self.default_queue)
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,
@@ -282,6 +353,7 @@ class ManifestLoader:
                 scheduler_name=self.scheduler_name,
                 existing_groups=groups,
                 existing_pods=pod_names,
+                queues=queue_facts,
             )
             if expansion.pod_group is not None:
                 pg_ref = Ref(ref.source, ref.where, "PodGroup", expansion.pod_group["metadata"]["name"], ref.namespace)
@@ -299,7 +371,12 @@ class ManifestLoader:
                 f"before the tasks they depend on: {_some(depends_on)}"
             )
 
-        reader = PodReader(self.scheduler_name, classes, default_queue=self.default_queue)
+        reader = PodReader(
+            self.scheduler_name,
+            classes,
+            default_queue=self.default_queue,
+            owner_annotations=workloads.owner_annotations,
+        )
         unknown_nodes: dict[str, int] = {}
         uids: dict[str, Ref] = {}
         for obj, ref in pods:
@@ -467,7 +544,19 @@ def _node(obj: Mapping[str, Any], ref: Ref) -> NodeInfo:
     return info
 
 
+def cluster_queue_facts(queues: Iterable[QueueInfo], default_queue: str = "default") -> dict[str, QueueFacts]:
+    """What admission needs of the queues a cluster holds, with ``root`` and the default queue, which always exist."""
+    facts = {"root": QueueFacts("root"), default_queue: QueueFacts(default_queue, parent="root")}
+    for queue in queues:
+        facts[queue.name] = QueueFacts(queue.name, queue.state.value, queue.parent or "")
+    return facts
+
+
 def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
+    # A Queue read from a cluster (a dump, a watch) is stored: the schema's rules hold, Volcano's
+    # mutating webhook has already run (or did not, as with a stand-in server), and the scheduler
+    # takes it as it is.
+    validate_queue(obj, ref, created=False)
     meta = f.mapping(obj.get("metadata"), ref, "metadata")
     spec = f.mapping(obj.get("spec"), ref, "spec")
     status = f.mapping(obj.get("status"), ref, "status")
@@ -489,8 +578,8 @@ def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
         state=queue_state,
         priority=f.integer(spec.get("priority"), ref, "spec.priority", 0),
         parent=parent,
-        hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
-        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+        hierarchy=annotations.get(HIERARCHY_KEY, ""),
+        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_KEY, ""),
         creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
         annotations=annotations,
     )

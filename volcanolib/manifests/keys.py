@@ -21,7 +21,10 @@ from volcanolib.api.task import (
 )
 
 __all__ = [
+    "GROUP_MIN_MEMBER_KEY",
     "GROUP_NAME_ANNOTATION",
+    "HIERARCHY_KEY",
+    "HIERARCHY_WEIGHTS_KEY",
     "JOB_ALLOCATED_HYPER_NODE",
     "JOB_NAMESPACE_KEY",
     "JOB_NAME_KEY",
@@ -29,6 +32,7 @@ __all__ = [
     "PREEMPTABLE_KEY",
     "QUEUE_NAME_KEY",
     "RETRY_COUNT_KEY",
+    "SCHEDULING_QUEUE_KEY",
     "TASK_INDEX_KEY",
     "TASK_PRIORITY_KEY",
     "TASK_SPEC_KEY",
@@ -47,3 +51,12 @@ QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
 JOB_VERSION_KEY: Final = "volcano.sh/job-version"
 #: The annotation counting how many times a Volcano Job was restarted.
 RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
+#: The annotation naming a queue: on a pod without a PodGroup, the queue of the group made for it;
+#: on a namespace, the queue of its PodGroups that name ``default``.
+SCHEDULING_QUEUE_KEY: Final = "scheduling.volcano.sh/queue-name"
+#: The annotation of a pod's owner setting ``minMember`` of the group made for its pods.
+GROUP_MIN_MEMBER_KEY: Final = "scheduling.volcano.sh/group-min-member"
+#: The Queue annotation naming its place in a hierarchy (``root/a/b``).
+HIERARCHY_KEY: Final = "volcano.sh/hierarchy"
+#: The Queue annotation giving the weights along its hierarchy (``1/2/3``).
+HIERARCHY_WEIGHTS_KEY: Final = "volcano.sh/hierarchy-weights"

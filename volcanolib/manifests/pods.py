@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -24,20 +24,11 @@ from volcanolib.api.task import (
 )
 from volcanolib.manifests import fields as f
 from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.owners import group_name, owner_group
 
 __all__ = ["PodReader", "PriorityClassInfo", "pod_request", "read_pod_group"]
 
-#: The annotation naming the queue of a pod without a PodGroup.
-QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 DEFAULT_PREEMPTION_POLICY: Final = "PreemptLowerPriority"
-#: Annotations and labels Volcano's podgroup controller copies from a pod to the group it creates.
-_COPIED_KEYS: Final = (
-    PREEMPTABLE_KEY,
-    "volcano.sh/cooldown-time",
-    "volcano.sh/revocable-zone",
-    "volcano.sh/jdb-min-available",
-    "volcano.sh/jdb-max-unavailable",
-)
 _PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _S = TaskStatus
 
@@ -141,6 +132,8 @@ class PodReader:
         occupy their node, if they have one.
     :param priority_classes: PriorityClasses by name.
     :param default_queue: the queue of groups made for pods without one.
+    :param owner_annotations: the merged annotations of a pod's owners, given
+        its namespace and metadata (read for the groups made for pods without one).
     """
 
     def __init__(
@@ -149,11 +142,13 @@ class PodReader:
         priority_classes: Mapping[str, PriorityClassInfo],
         *,
         default_queue: str = "default",
+        owner_annotations: Callable[[str, Mapping[str, Any]], Mapping[str, str]] | None = None,
     ) -> None:
         self.scheduler_names = frozenset((scheduler_name,) if isinstance(scheduler_name, str) else scheduler_name)
         self.priority_classes = priority_classes
         self.global_default = next((pc for pc in priority_classes.values() if pc.global_default), None)
         self.default_queue = default_queue
+        self.owner_annotations = owner_annotations
         #: PodGroups made for pods of this scheduler that name none, by ``namespace/name``.
         self.generated: dict[str, PodGroup] = {}
         #: Missing PriorityClass name -> pods naming it.
@@ -214,7 +209,8 @@ class PodReader:
         )
 
         if ours and not group:
-            group = self._generate_group(meta, namespace, uid, class_name, request, annotations, labels, ref)
+            created = f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp")
+            group = self._generate_group(obj, uid, request, created, ref)
             annotations[GROUP_NAME_ANNOTATION] = group
         job = f"{namespace}/{group}" if ours and group else ""
 
@@ -258,40 +254,43 @@ class PodReader:
         )
 
     def _generate_group(
-        self,
-        meta: Mapping[str, Any],
-        namespace: str,
-        uid: str,
-        class_name: str,
-        request: Resource,
-        annotations: Mapping[str, str],
-        labels: Mapping[str, str],
-        ref: Ref,
+        self, obj: Mapping[str, Any], uid: str, request: Resource, creation_timestamp: float, ref: Ref
     ) -> str:
-        """The group Volcano's podgroup controller makes: ``podgroup-<controller uid or pod uid>``."""
-        owner_uid = uid
+        """The group Volcano's PodGroup controller makes for the pod's owner (:mod:`volcanolib.manifests.owners`)."""
+        meta = f.mapping(obj.get("metadata"), ref, "metadata")
         for i, owner in enumerate(f.seq(meta.get("ownerReferences"), ref, "metadata.ownerReferences")):
-            owner = f.mapping(owner, ref, f"metadata.ownerReferences[{i}]")
-            if owner.get("controller") is True and owner.get("uid"):
-                owner_uid = str(owner["uid"])
-                break
-        name = f"podgroup-{owner_uid}"
-        key = f"{namespace}/{name}"
+            f.mapping(owner, ref, f"metadata.ownerReferences[{i}]")
+        name = group_name(meta, uid)
+        key = f"{ref.namespace}/{name}"
         if key not in self.generated:
+            owners = self.owner_annotations(ref.namespace, meta) if self.owner_annotations is not None else None
+            group = owner_group(obj, uid, owner_annotations=owners)
+            min_resources = request.clone()
+            if group.min_member != 1:
+                min_resources = min_resources.multi(group.min_member)
             self.generated[key] = PodGroup(
                 name,
-                namespace,
-                min_member=1,
-                queue=annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue,
-                priority_class_name=class_name,
-                min_resources=request.clone(),
+                ref.namespace,
+                min_member=group.min_member,
+                queue=group.queue or self.default_queue,
+                priority_class_name=group.priority_class_name,
+                min_resources=min_resources,
                 phase=PodGroupPhase.PENDING,
-                annotations={k: annotations[k] for k in _COPIED_KEYS if k in annotations},
-                labels={k: labels[k] for k in _COPIED_KEYS if k in labels},
-                creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
-                uid=f"podgroup-{owner_uid}",
+                annotations=dict(group.annotations),
+                labels=dict(group.labels),
+                creation_timestamp=creation_timestamp,
+                uid=name,
+                network_topology=_topology(group.network_topology),
             )
         return name
+
+
+def _topology(value: tuple[str, int | None] | None) -> NetworkTopology | None:
+    """The model of a group's network topology (the highest tier defaults to 1, as for PodGroups)."""
+    if value is None:
+        return None
+    mode, tier = value
+    return NetworkTopology(mode, 1 if tier is None else tier)
 
 
 def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:

@@ -204,6 +204,22 @@ class DrfPlugin:
         attr = self.jobs.get(job_uid)
         return attr.share if attr is not None else 0.0
 
+    def job_shares(self) -> dict[str, float]:
+        """Each job's dominant share, by job uid (Volcano's ``job_share`` metric)."""
+        return {uid: attr.share for uid, attr in self.jobs.items()}
+
+    def namespace_shares(self) -> dict[str, float]:
+        """Each namespace's dominant share: of its jobs' allocations added up (``namespace_share``)."""
+        sums: dict[str, Resource] = {}
+        for uid, attr in self.jobs.items():
+            namespace = uid.partition("/")[0]
+            total = sums.get(namespace)
+            if total is None:
+                sums[namespace] = attr.allocated.clone()
+            else:
+                total.add(attr.allocated)
+        return {namespace: self.calculate_share(total)[1] for namespace, total in sums.items()}
+
     # ------------------------------------------------------------------ lifecycle
 
     @hookimpl

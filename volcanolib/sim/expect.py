@@ -11,7 +11,8 @@ Every key is optional; only the keys present are checked:
 ``evictCount``
     how many evictions happened.
 ``podGroupPhases``
-    ``{podgroup: phase}`` at the end of the scenario (see
+    ``{podgroup: phase}`` at the end of the scenario: the phase the last
+    session wrote, carried one step (``Unknown`` included; see
     :mod:`volcanolib.sim.runner` for what "the end" means).
 ``pipelined``
     ``{pod: node}`` or ``{pod: [node, ...]}``: the pod must be pipelined at
@@ -95,11 +96,12 @@ class Expectation:
 
 
 class _Parser:
-    def __init__(self, source: str | None) -> None:
+    def __init__(self, source: str | None, block: str = "expect") -> None:
         self.source = source
+        self.block = block
 
     def fail(self, message: str, field: str) -> ManifestError:
-        return ManifestError(message, source=self.source, obj="expect", field=field)
+        return ManifestError(message, source=self.source, obj=self.block, field=field)
 
     def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
         if value is None:
@@ -129,13 +131,13 @@ class _Parser:
             raise self.fail("expected a number, got an integer too large", field) from None
 
 
-def parse_expect(data: Any, *, source: str | None = None) -> Expectation:
-    """Parse an ``expect`` block.
+def parse_expect(data: Any, *, source: str | None = None, block_name: str = "expect") -> Expectation:
+    """Parse an ``expect`` block (or a ``volcano`` block, which has the same keys).
 
-    :raises ManifestError: naming the key, for an unknown key or a value of the wrong shape.
+    :raises ManifestError: naming the block and key, for an unknown key or a value of the wrong shape.
     """
-    p = _Parser(source)
-    block = p.mapping(data, "expect")
+    p = _Parser(source, block_name)
+    block = p.mapping(data, block_name)
     for key in block:
         if key not in EXPECT_KEYS:
             close = difflib.get_close_matches(key, EXPECT_KEYS, n=1, cutoff=0.5)
@@ -180,7 +182,7 @@ def parse_expect(data: Any, *, source: str | None = None) -> Expectation:
             try:
                 allocated[pg] = (Resource.from_list(listed, field=field), frozenset(listed))
             except QuantityError as exc:
-                raise ManifestError(exc.message, source=source, obj="expect", field=exc.field) from None
+                raise ManifestError(exc.message, source=source, obj=block_name, field=exc.field) from None
     scores = None
     if "nodeScores" in block:
         scores = {}

@@ -15,12 +15,15 @@ current Volcano rule, in which a group whose pods were just bound stays
 Inqueue until the pods are seen running. The result reports the cluster one
 step later: after the last session, bound pods start and evicted pods go as
 between sessions, and each PodGroup gets the phase the next status update
-would give it (enough pods running, bound or finished -> Running, or
-Completed when all of them finished; otherwise Pending, except that an
-Inqueue group stays Inqueue). ``scheduled`` counts those pods, and
-``allocated`` is what the group holds then. Binds, evictions and pipelined
-pods are those the sessions decided; unschedulable reasons are those of the
-last session.
+would give it with nothing more placed. That is the phase the last session
+wrote, carried over the step: Unknown when the last session found the gang
+unschedulable and a pod of the group runs; otherwise enough pods running,
+bound or finished -> Running, or Completed when all of them finished;
+otherwise Pending, except that an Inqueue group stays Inqueue. When the
+last session bound and evicted nothing of a group, it is exactly the phase
+that session wrote. ``scheduled`` counts those pods, and ``allocated`` is
+what the group holds then. Binds, evictions and pipelined pods are those the
+sessions decided; unschedulable reasons are those of the last session.
 
 **Time.** The sessions' clock starts one second after the newest
 ``creationTimestamp`` of the objects (0 when none has one) and advances one
@@ -49,7 +52,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_co
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
 from volcanolib.kube import read_documents, source_name
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, require_objects
 from volcanolib.scheduler import CycleResult, Scheduler
 from volcanolib.sim.expect import Expectation, compare, parse_expect
 
@@ -75,6 +78,7 @@ SCENARIO_KEYS: Final = (
     "sessions",
     "objects",
     "expect",
+    "volcano",
 )
 DEFAULT_SCHEDULER_NAME: Final = "volcano"
 #: Seconds between two sessions (Volcano's default schedule period).
@@ -97,6 +101,9 @@ class Scenario:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     sessions: int = 1
     expect: Expectation | None = None
+    #: The ``volcano`` block: what the Volcano release volcanolib follows gives where volcanolib
+    #: deliberately differs (docs/differences.md); the differential tests check it against the oracle.
+    volcano_expect: Expectation | None = None
     #: Warnings from the loader and the configuration parser.
     warnings: list[str] = attrs.field(factory=list)
     #: Seconds spent reading and converting the files.
@@ -152,6 +159,9 @@ class SimulationResult:
     cycles: list[CycleResult]
     #: The simulated cluster at the end.
     cache: InMemoryCache
+    #: Each session's binds, evictions and pipelined pods, and the status every PodGroup had once the
+    #: session closed (``run_scenario(per_session=True)``; empty otherwise).
+    per_session: list[dict[str, Any]] = attrs.field(factory=list)
 
     def to_dict(self, *, timings: bool = False) -> dict[str, Any]:
         """The JSON form of the result (``volcanolib simulate --json``), keys sorted by the encoder."""
@@ -168,6 +178,8 @@ class SimulationResult:
         }
         if self.plugin_errors:
             out["pluginErrors"] = list(self.plugin_errors)
+        if self.per_session:
+            out["perSession"] = list(self.per_session)
         if timings:
             out["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
         return out
@@ -224,14 +236,14 @@ def _load_scenario(
     names: list[str] = []
     scheduler_block: tuple[str, Any] | None = None
     expect_block: tuple[str, Any] | None = None
+    volcano_block: tuple[str, Any] | None = None
     settings: dict[str, tuple[str, Any]] = {}
     warnings: list[str] = []
     pending: list[tuple[str, list[Any], bool]] = []
     for path in paths:
         source = source_name(path)
         docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects passed: the file holds no document", source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             data = docs[0]
             if "objects" not in data:
@@ -259,6 +271,12 @@ def _load_scenario(
                         f"a second 'expect' block (the first is in {expect_block[0]})", source=source, field="expect"
                     )
                 expect_block = (source, data["expect"])
+            if data.get("volcano") is not None:
+                if volcano_block is not None:
+                    raise ManifestError(
+                        f"a second 'volcano' block (the first is in {volcano_block[0]})", source=source, field="volcano"
+                    )
+                volcano_block = (source, data["volcano"])
             for key in ("schedulerName", "sessions"):
                 if data.get(key) is not None:
                     if key in settings and settings[key][1] != data[key]:
@@ -322,6 +340,9 @@ def _load_scenario(
     expect = None
     if expect_block is not None:
         expect = parse_expect(expect_block[1], source=expect_block[0])
+    volcano_expect = None
+    if volcano_block is not None:
+        volcano_expect = parse_expect(volcano_block[1], source=volcano_block[0], block_name="volcano")
     return Scenario(
         name=" + ".join(names) if names else ", ".join(Path(p).name for p in paths),
         sources=tuple(str(p) for p in paths),
@@ -330,6 +351,7 @@ def _load_scenario(
         scheduler_name=scheduler_name,
         sessions=count,
         expect=expect,
+        volcano_expect=volcano_expect,
         warnings=warnings,
         load_seconds=time.perf_counter() - start,
     )
@@ -380,6 +402,7 @@ def run_scenario(
     registry: Registry | None = None,
     score_pods: Iterable[str] | None = None,
     on_session_open: SessionHook | None = None,
+    per_session: bool = False,
 ) -> SimulationResult:
     """Run a scenario's sessions and return what the scheduler decided.
 
@@ -392,6 +415,8 @@ def run_scenario(
         those of ``expect.nodeScores``.
     :param on_session_open: called with the session index (from 0) and the
         open session, before the first action of every session.
+    :param per_session: also record what each session decided and the status
+        each PodGroup had once it closed (:attr:`SimulationResult.per_session`).
     :raises ConfigError: when the configuration names an unknown plugin or action.
     """
     # Results build hundreds of thousands of small objects; the collector would rescan them all.
@@ -403,7 +428,28 @@ def run_scenario(
             registry=registry,
             score_pods=score_pods,
             on_session_open=on_session_open,
+            per_session=per_session,
         )
+
+
+def _session_detail(result: CycleResult, cache: InMemoryCache) -> dict[str, Any]:
+    """What one session decided, and every PodGroup's status once it closed (the ``perSession`` entries)."""
+    groups: dict[str, Any] = {}
+    for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        pg = job.pod_group
+        groups[job.uid] = {
+            "phase": pg.phase.value,
+            "conditions": [
+                {"type": c.type.value, "status": c.status, "reason": c.reason, "message": c.message}
+                for c in pg.conditions
+            ],
+        }
+    return {
+        "binds": {task.key: node for task, node in sorted(result.binds, key=lambda b: b[0].key)},
+        "evictions": sorted({task.key for task, _ in result.evictions}),
+        "pipelined": {task.key: node for task, node in sorted(result.pipelined, key=lambda p: p[0].key)},
+        "podGroups": groups,
+    }
 
 
 def _run_scenario(
@@ -414,6 +460,7 @@ def _run_scenario(
     registry: Registry | None,
     score_pods: Iterable[str] | None,
     on_session_open: SessionHook | None,
+    per_session: bool,
 ) -> SimulationResult:
     laps = _Laps()
     count = sessions if sessions is not None else scenario.sessions
@@ -441,6 +488,7 @@ def _run_scenario(
             on_session_open(index, ssn)
 
     cycles: list[CycleResult] = []
+    details: list[dict[str, Any]] = []
     binds: dict[str, str] = {}
     evicted: set[str] = set()
     parts: dict[str, float] = {}
@@ -453,6 +501,8 @@ def _run_scenario(
         result = scheduler.run_once(before_actions=functools.partial(before_actions, index))
         laps.lap("session")
         cycles.append(result)
+        if per_session:
+            details.append(_session_detail(result, cache))
         for task, node in result.binds:
             binds[task.key] = node
         if result.failed_binds:
@@ -488,8 +538,14 @@ def _run_scenario(
     cache.finish_evictions()
     pod_groups: dict[str, PodGroupReport] = {}
     for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        seen = ssn.jobs.get(job.uid) if ssn is not None else None
+        unschedulable_last = seen is not None and ssn is not None and seen.pod_group.unschedulable_in(ssn.uid)
         pod_groups[job.uid] = PodGroupReport(
-            job.phase_from_tasks(), job.scheduled_task_num(), job.min_available, job.queue, job.allocated.clone()
+            job.status_phase(unschedulable_last),
+            job.scheduled_task_num(),
+            job.min_available,
+            job.queue,
+            job.allocated.clone(),
         )
 
     errors = [str(err) for cycle in cycles for err in cycle.plugin_errors]
@@ -514,6 +570,7 @@ def _run_scenario(
         plugin_errors=errors,
         cycles=cycles,
         cache=cache,
+        per_session=details,
     )
 
 

@@ -223,8 +223,11 @@ def topology_case() -> FakeCache:
 
 def test_normal_preemption_evicts_in_victim_order_until_it_fits() -> None:
     cache = topology_case()
-    run_session(cache, conf("t-prio"), registry=REGISTRY)
+    result = run_session(cache, conf("t-prio"), registry=REGISTRY)
     assert cache.evicted == ["default/a", "default/b"]
+    # One attempt (one node with victims allowed: a, b and c are all below the preemptor), for the metrics.
+    assert result.session is not None
+    assert (result.session.preemption_attempts, result.session.preemption_victims) == (1, 3)
 
 
 TOPOLOGY = (
@@ -239,6 +242,7 @@ def test_topology_aware_preemption_spares_victims_it_does_not_need() -> None:
     assert [node for _, node in result.pipelined] == ["n1"]
     ssn = result.session
     assert ssn is not None
+    assert (ssn.preemption_attempts, ssn.preemption_victims) == (1, 1)
     assert ssn.jobs["default/ja"].tasks["default-a"].status is S.RUNNING
 
 

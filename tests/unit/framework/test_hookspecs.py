@@ -31,11 +31,13 @@ BUILT_BY_HAND = {
     "node_order",
     "batch_node_order",
     "node_class_key",
+    "on_session_open",
     "on_session_resume",
+    "on_session_close",
 }
-#: Hooks whose rule has a builder but which the session calls plugin by plugin: on_session_resume stands in for
-#: on_session_open, in the same tier order, for the plugins that may resume.
-RESUMED = {"on_session_resume"}
+#: Hooks whose rule has a builder but which the session calls plugin by plugin, timing each plugin:
+#: on_session_resume stands in for on_session_open, in the same tier order, for the plugins that may resume.
+RESUMED = {"on_session_open", "on_session_resume", "on_session_close"}
 
 
 def test_every_pluggy_spec_is_declared_with_the_same_arguments() -> None:

@@ -78,3 +78,22 @@ def test_a_cycle_prepares_plugins_once(scheduler: Scheduler) -> None:
     result = scheduler.run_once()
     assert result.ran and [t.name for t, _ in result.binds] == ["pg-0"]
     assert Watcher.seen == [["default/pg"]]
+
+
+def test_each_plugins_opening_and_closing_is_timed_even_when_it_fails(
+    scheduler: Scheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import volcanolib.framework.combine as combine
+
+    ticks = iter(range(0, 1000, 10))
+    monkeypatch.setattr(combine.time, "perf_counter", lambda: float(next(ticks)))
+    result = scheduler.run_once()
+    assert result.session is not None
+    assert result.session.plugin_seconds == {  # only the plugins that open or close
+        "OnSessionOpen": {"watcher": 10.0},
+        "OnSessionClose": {"gang": 10.0},
+    }
+    Watcher.fail = True
+    failed = scheduler.run_once()
+    assert failed.session is not None and not failed.ran
+    assert failed.session.plugin_seconds["OnSessionOpen"] == {"watcher": 10.0}

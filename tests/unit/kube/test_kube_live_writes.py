@@ -164,3 +164,19 @@ def test_work_a_pool_still_holds_when_the_interpreter_exits_is_run_first(tmp_pat
     )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["exiting", "bound"]
+
+
+def test_a_write_refused_with_retry_after_waits_at_least_that_long(pool: Pool) -> None:
+    now = [0.0]
+    writer = KeyedWriter(pool.submit, clock=lambda: now[0])
+    failures = [ApiError(429, "slow down", retry_after=7.0)]
+
+    def write(fields: dict[str, Any]) -> None:
+        if failures:
+            raise failures.pop()
+
+    writer.put("g", {"phase": "Pending"}, write)
+    assert writer.flush(5)
+    assert writer.waiting("g") == {"phase": "Pending"}
+    assert writer._pending["g"].due == 7.0  # not the first back-off (0.5 s): the server's 7 s
+    writer.stop()

@@ -442,6 +442,7 @@ def test_queue_fields_and_zero_entries_are_kept() -> None:
 
 def test_queue_defaults_and_the_default_queue_always_exists() -> None:
     (q,) = load(queue("q1")).queues
+    # A stored queue is read as it is: an unset reclaimable stays unset (the scheduler takes it as true)
     assert (q.weight, q.capability, q.deserved, q.reclaimable, q.state, q.parent) == (
         1,
         None,
@@ -483,10 +484,10 @@ def test_unknown_kinds_are_one_warning_per_kind() -> None:
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "b"}},
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "k8s-job"}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}},
     )
     assert cluster.warnings == [
-        "ignored 1 object(s) of kind Deployment (apps/v1): volcanolib does not read this kind",
+        "ignored 1 object(s) of kind DaemonSet (apps/v1): volcanolib does not read this kind",
         "ignored 1 object(s) of kind Job (batch/v1): volcanolib does not read this kind",
         "ignored 2 object(s) of kind Service (v1): volcanolib does not read this kind",
     ]

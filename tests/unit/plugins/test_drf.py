@@ -48,6 +48,19 @@ def test_job_order_by_dominant_share_and_keys_agree() -> None:
     assert ssn.compare_jobs(a, b) < 0 and ssn.compare_jobs(b, a) > 0
     assert drf.job_order(ssn, b, c) == 0
     assert [j.name for j in sorted([c, b, a], key=ssn.job_key)] == ["a", "b", "c"]
+    # What the metrics report: each job's share, and each namespace's of its jobs added up.
+    assert drf.job_shares() == pytest.approx({"default/a": 0.2, "default/b": 0.3, "default/c": 0.3})
+    assert drf.namespace_shares() == pytest.approx({"default": 0.6})  # 6 cpu and 6Gi of 10 each
+
+
+def test_namespace_shares_add_the_jobs_of_each_namespace_up() -> None:
+    cache = FakeCache()
+    cache.add_node(build_node("n1", cpu="10", memory="10Gi", pods=100))
+    cache.add_pod_group(build_pod_group("x", namespace="team-a", min_member=1))
+    cache.add_task(build_task("x-0", job="x", namespace="team-a", cpu="4", memory="1Gi", node="n1"))
+    add_job(cache, "y", [("R", "1", "6Gi")])
+    drf = open_session(cache, CONF).plugins["drf"]
+    assert drf.namespace_shares() == pytest.approx({"team-a": 0.4, "default": 0.6})
 
 
 @pytest.mark.parametrize("seed", range(20))

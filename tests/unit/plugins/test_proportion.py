@@ -316,3 +316,26 @@ def test_events_reach_the_queue_state_of_the_last_opening() -> None:
     stray = build_task("stray", job="elsewhere", cpu="1", node="n1")
     ssn._fire_allocate(stray)  # a task of a job the session does not have: no queue changes
     assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
+
+
+def test_queue_figures_are_what_the_plugin_holds_for_each_queue_with_jobs() -> None:
+    cache = FakeCache()
+    cache.add_node(build_node("n1", cpu="8", memory="100Gi", pods=100))
+    cache.add_queue(build_queue("q1", weight=3, capability=build_resource(cpu="2")))
+    cache.add_queue(build_queue("q2", weight=1))
+    cache.add_queue(build_queue("idle"))
+    add_job(cache, "a", "q1", running=1, pending=5)
+    add_job(cache, "b", "q2", pending=6)
+    ssn = open_session(cache, CONF)
+    figures = {f.name: f for f in ssn.plugins["proportion"].queue_figures()}
+    assert set(figures) == {"q1", "q2"}
+    q1, q2 = figures["q1"], figures["q2"]
+    assert (q1.allocated.milli_cpu, q1.request.milli_cpu, q1.deserved.milli_cpu) == (1000, 6000, 2000)
+    assert (q2.allocated.milli_cpu, q2.request.milli_cpu, q2.deserved.milli_cpu) == (0, 6000, 6000)
+    assert (q1.weight, q2.weight) == (3, 1)
+    assert q1.capability is not None and q1.capability.milli_cpu == 2000 and q2.capability is None
+    assert q1.real_capability is not None and q1.real_capability.milli_cpu == 2000
+    assert q1.share == pytest.approx(0.5) and not q1.overused  # 1 of 2 cpu (and 1 of 6Gi)
+    # Copies: the next session may change the plugin's state, not the figures reported.
+    q1.allocated.add(build_resource(cpu="1"))
+    assert ssn.plugins["proportion"].queue_attrs["q1"].allocated.milli_cpu == 1000

@@ -20,6 +20,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import select
+import socket
 import ssl
 import threading
 from collections.abc import Iterator, Mapping
@@ -58,6 +60,8 @@ def import_prometheus() -> Any:
     """
     try:
         import prometheus_client
+        import prometheus_client.core
+        import prometheus_client.utils
     except ImportError:
         raise MissingExtraError("kube", "prometheus-client", KUBE_EXTRA) from None
     return prometheus_client
@@ -69,27 +73,71 @@ class ApiError(CacheError):
     :param status: the HTTP status (0 when there was no answer).
     :param message: the server's message, or the connection error.
     :param reason: the ``reason`` of the server's Status (``Conflict``, ``Expired``, ...).
+    :param retry_after: seconds the server asked the client to wait (``Retry-After``), if it did.
+    :param maybe_applied: with ``status`` 0, whether the request may have reached the server
+        and taken effect (its answer was lost), rather than never having left.
     """
 
-    def __init__(self, status: int, message: str, reason: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        reason: str = "",
+        *,
+        retry_after: float | None = None,
+        maybe_applied: bool = False,
+    ) -> None:
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after
+        self.maybe_applied = maybe_applied and not status
         super().__init__(f"{status} {reason}: {message}" if status else message)
 
 
-def _status_error(status: int, data: bytes) -> ApiError:
+def _retry_after(header: str | None, body: Any) -> float | None:
+    """The seconds of a ``Retry-After`` header, else of the Status's ``details.retryAfterSeconds``."""
+    if header:
+        try:
+            return max(0.0, float(header))
+        except ValueError:
+            pass  # an HTTP date: the Status's details, if any, say it in seconds
+    details = body.get("details") if isinstance(body, dict) else None
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
+
+
+def _status_error(status: int, data: bytes, retry_after: str | None = None) -> ApiError:
     try:
         body = json.loads(data)
     except ValueError:
-        return ApiError(status, data.decode("utf-8", "replace")[:200])
+        return ApiError(status, data.decode("utf-8", "replace")[:200], retry_after=_retry_after(retry_after, None))
     if isinstance(body, dict):
-        return ApiError(status, str(body.get("message", "")), str(body.get("reason", "")))
-    return ApiError(status, str(body)[:200])
+        return ApiError(
+            status,
+            str(body.get("message", "")),
+            str(body.get("reason", "")),
+            retry_after=_retry_after(retry_after, body),
+        )
+    return ApiError(status, str(body)[:200], retry_after=_retry_after(retry_after, None))
 
 
-#: Errors of a kept-alive connection the server closed while it was idle: the request is sent again, once.
-_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection was closed by the server (it reads as ready: end of stream)."""
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        ready, _, _ = select.select([sock], [], [], 0)
+        return bool(ready)
+    except (OSError, ValueError):
+        return True
+
+
+#: Errors of a kept-alive connection the server closed while it was idle: an idempotent request is sent again, once.
+#: A TLS connection whose server exited (an API server restarted) ends without a TLS close: SSLEOFError.
+_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 class _Direct:
@@ -166,8 +214,14 @@ class _Direct:
         body: Any,
         content_type: str,
         timeout: float | tuple[float, float] | None,
-    ) -> tuple[int, bytes]:
-        """Send one request; return the status and the whole answer.
+        idempotent: bool = True,
+    ) -> tuple[int, bytes, str | None]:
+        """Send one request; return the status, the whole answer and its ``Retry-After`` header.
+
+        A kept-alive connection the server closed while idle is noticed
+        before it is used, and replaced. When it is closed under the
+        request all the same, an ``idempotent`` request is sent again once
+        on a new connection; any other is not (it may have taken effect).
 
         :raises ApiError: status 0 when there was no answer.
         """
@@ -179,11 +233,15 @@ class _Direct:
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         for attempt in (0, 1):
             conn = self._connection(connect)
+            if conn.sock is not None and _dropped(conn.sock):
+                conn.close()
             reused = conn.sock is not None
+            connected = reused
             try:
                 if conn.sock is None:
                     conn.timeout = connect
                     conn.connect()
+                    connected = True
                 assert conn.sock is not None
                 conn.sock.settimeout(read)
                 conn.request(method, url, body=data, headers=headers)
@@ -191,13 +249,15 @@ class _Direct:
                 answer = response.read()
             except _STALE as exc:
                 conn.close()
-                if reused and not attempt:
+                if reused and not attempt and idempotent:
                     continue  # the server closed the idle connection: once more, on a new one
-                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+                message = f"{method} {path}: {type(exc).__name__}: {exc}"
+                raise ApiError(0, message, maybe_applied=True) from exc
             except Exception as exc:  # refused, timed out, TLS: no answer
                 conn.close()
-                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-            return response.status, answer
+                message = f"{method} {path}: {type(exc).__name__}: {exc}"
+                raise ApiError(0, message, maybe_applied=connected) from exc
+            return response.status, answer, response.getheader("Retry-After")
         raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -239,7 +299,8 @@ class KubeApi:
         try:
             return client.call_api(*serialized, _request_timeout=timeout)
         except Exception as exc:  # connection refused, reset, timed out: no answer
-            raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            unsent = "NewConnectionError" in repr(exc) or "ConnectTimeoutError" in repr(exc)
+            raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}", maybe_applied=not unsent) from exc
 
     def request(
         self,
@@ -250,24 +311,33 @@ class KubeApi:
         body: Any = None,
         content_type: str = JSON,
         timeout: float | tuple[float, float] | None = 30.0,
+        idempotent: bool | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON answer (``None`` when empty).
 
-        :raises ApiError: for any answer outside 2xx, or no answer.
+        :param idempotent: whether sending the request twice does no harm,
+            so that it may be sent again when a kept-alive connection closes
+            under it (default: any method but ``POST``).
+        :raises ApiError: for any answer outside 2xx (with the server's
+            ``Retry-After``, if any), or no answer (status 0).
         """
         direct = self._direct
+        retry_after: str | None = None
         if direct is not None:
             params = [(k, v) for k, v in (query or {}).items() if v is not None]
-            status, data = direct.send(method, path, params, body, content_type, timeout)
+            again = method != "POST" if idempotent is None else idempotent
+            status, data, retry_after = direct.send(method, path, params, body, content_type, timeout, again)
         else:
             response = self._send(method, path, query, body, content_type, timeout)
             try:
                 data = response.read()
             except Exception as exc:
-                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+                raise ApiError(0, f"{method} {path}: {type(exc).__name__}: {exc}", maybe_applied=True) from exc
             status = response.status
+            if not 200 <= status < 300:
+                retry_after = response.getheader("Retry-After")
         if not 200 <= status < 300:
-            raise _status_error(status, data)
+            raise _status_error(status, data, retry_after)
         return json.loads(data) if data else None
 
     def stream(self, path: str, *, query: Mapping[str, Any], timeout: float) -> Any:
@@ -299,6 +369,15 @@ def watch_lines(response: Any) -> Iterator[bytes]:
         yield buffer
 
 
+def _default_kubeconfigs() -> tuple[list[str], str]:
+    """The kubeconfig files read without ``--kubeconfig`` outside a cluster, as ``kubectl`` reads them, and why."""
+    listed = [f for f in os.environ.get("KUBECONFIG", "").split(os.pathsep) if f]
+    if listed:
+        return listed, "named by KUBECONFIG"
+    default = str(Path("~/.kube/config").expanduser())
+    return [default], "the default kubeconfig, read outside a cluster without --kubeconfig or KUBECONFIG"
+
+
 def load_api(kubeconfig: str | None = None, *, pool_size: int = 32) -> KubeApi:
     """Connect as ``kubectl`` would: the given kubeconfig, else in-cluster, else ``~/.kube/config``.
 
@@ -319,7 +398,11 @@ def load_api(kubeconfig: str | None = None, *, pool_size: int = 32) -> KubeApi:
             try:
                 kubernetes.config.load_incluster_config(client_configuration=configuration)
             except kubernetes.config.ConfigException:
-                source = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+                files, why = _default_kubeconfigs()
+                source = os.pathsep.join(files)
+                if not any(Path(f).is_file() for f in files):
+                    files_word = "file" if len(files) == 1 else "files"
+                    raise ConfigError(f"no such {files_word} ({why})", source=", ".join(files)) from None
                 kubernetes.config.load_kube_config(client_configuration=configuration)
     except ConfigError:
         raise

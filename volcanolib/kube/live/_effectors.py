@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
@@ -28,7 +28,7 @@ from volcanolib.kube.live._writes import KeyedWriter, retryable
 if TYPE_CHECKING:
     from volcanolib.kube.live.cache import KubernetesCache
 
-__all__ = ["EventRecorder", "KubernetesBinder", "KubernetesEvictor", "KubernetesStatusUpdater", "Pool"]
+__all__ = ["EventRecorder", "KubernetesEvictor", "KubernetesStatusUpdater", "Pool"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
@@ -235,7 +235,7 @@ class EventRecorder:
             involved["namespace"] = namespace
         if uid:
             involved["uid"] = uid
-        if kind == "PodGroup":
+        if kind in ("PodGroup", "Queue"):
             involved["apiVersion"] = "scheduling.volcano.sh/v1beta1"
         elif kind == "Pod":
             involved["apiVersion"] = "v1"
@@ -254,51 +254,10 @@ class EventRecorder:
             "count": 1,
         }
         try:
-            self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
+            # Sent again if a kept-alive connection closes under it: a duplicate event does no harm.
+            self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body, idempotent=True)
         except ApiError as exc:
             log.info("event %s on %s %s/%s not posted: %s", reason, kind, namespace, name, exc)
-
-
-class KubernetesBinder:
-    """Binds pods through the ``pods/binding`` subresource, on a bounded pool of threads.
-
-    :meth:`bind` returns at once: the cache has assumed every bind. A bind
-    the API server refuses (a ``409`` because the pod is bound already, a
-    deleted pod, any error) is handed back to the cache, which re-reads the
-    pod: a pod found bound keeps its node, any other goes back to Pending
-    with a ``FailedBinding`` event and a ``PodScheduled=False`` condition.
-    """
-
-    def __init__(self, cache: KubernetesCache, api: KubeApi, pool: Pool) -> None:
-        self.cache = cache
-        self.api = api
-        self.pool = pool
-
-    def bind(self, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
-        """Start binding every task to its ``node_name``; report no failure now."""
-        for task in tasks:
-            self.pool.submit(
-                self._bind_one, task.uid, task.namespace, task.name, task.node_name, task.creation_timestamp
-            )
-        return ()
-
-    def _bind_one(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
-        cache = self.cache
-        if cache.may_write is not None and not cache.may_write():
-            cache.bind_failed(uid, namespace, name, node, "this scheduler is not the leader", refresh=False)
-            return
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        try:
-            self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
-        except ApiError as exc:
-            cache.bind_failed(uid, namespace, name, node, str(exc))
-            return
-        cache.bound(uid, namespace, name, node, created)
 
 
 class KubernetesEvictor:
@@ -599,9 +558,10 @@ class KubernetesStatusUpdater:
         """Give each waiting pod of the job a ``PodScheduled=False`` condition saying why, when that changed."""
         if not any(bucket and in_statuses(status, _WAITING) for status, bucket in job.task_status_index.items()):
             return  # nothing waits (most jobs of a busy cluster): no scan
+        note = self.cache.queue_note(job.queue)
         for task in job.tasks_in(_WAITING):
             reason, message = job.task_scheduling_reason(task)
-            self.pod_condition(task, reason, message)
+            self.pod_condition(task, reason, note + message)
 
     def pod_condition(self, task: TaskInfo, reason: str, message: str) -> None:
         """Write ``PodScheduled=False`` with this reason and message, and a ``FailedScheduling`` event, if new."""
@@ -641,6 +601,7 @@ class KubernetesStatusUpdater:
             return
         message = next((c.message for c in pg.conditions if str(c.type) == "Unschedulable"), "")
         if message:
+            message = self.cache.queue_note(job.queue) + message
             self.cache.post_event("PodGroup", pg.namespace, pg.name, pg.uid, "Warning", "Unschedulable", message)
 
 

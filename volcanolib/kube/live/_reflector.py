@@ -6,7 +6,11 @@ handler as the complete set, then watches from the list's
 reopened from the last version seen (after a back-off when it failed), and a
 ``410 Gone`` (the version is too old for the server) starts over with a
 fresh list, which the handler reconciles with what it had, so that no object
-is lost or counted twice.
+is lost or counted twice. While the server does not answer, attempts are
+spaced by a :class:`~volcanolib.kube.live._backoff.Backoff` (0.1 s doubling,
+at most about a second), so that a server back from an outage is seen
+within about a second; a refusal that will not go by itself (a CRD not
+installed, a missing grant) is retried after 0.5 s doubling to 30 s.
 """
 
 from __future__ import annotations
@@ -20,14 +24,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from volcanolib._gc import gc_paused
+from volcanolib.kube.live._backoff import Backoff
 from volcanolib.kube.live._client import ApiError, KubeApi, watch_lines
+from volcanolib.kube.live._writes import retryable
 
 __all__ = ["Handler", "Reflector"]
 
 log = logging.getLogger("volcanolib.kube.live")
-
-#: Longest wait between two failed attempts to reach the server, in seconds.
-MAX_BACKOFF = 30.0
 
 
 class Handler(Protocol):
@@ -87,6 +90,10 @@ class Reflector:
         self.list_seconds = (0.0, 0.0)
         #: How many watches were opened.
         self.watches = 0
+        #: The waits between attempts the server did not answer (its ``history`` holds the last ones) ...
+        self.backoff = Backoff()
+        #: ... and between attempts it refused (a 404 for a CRD not installed, a 403).
+        self.refusals = Backoff(first=0.5, cap=30.0)
         self._stop = threading.Event()
         self._response: Any = None
         self._got = False
@@ -96,6 +103,13 @@ class Reflector:
         """Start listing and watching in a daemon thread."""
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.kind}", daemon=True)
         self._thread.start()
+
+    def list_once(self) -> None:
+        """List the kind once and hand the list to the handler, in this thread; no watch follows.
+
+        :raises ApiError: when the API server refuses or does not answer.
+        """
+        self._list()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watching: close the open stream and wait for the thread."""
@@ -112,16 +126,18 @@ class Reflector:
     # ------------------------------------------------------------------ the loop
 
     def _run(self) -> None:
-        backoff = 0.0
+        backoff = self.backoff
         need_list = True
         while not self._stop.is_set():
+            wait = 0.0
             try:
                 if need_list:
                     self._list()
                     need_list = False
-                    backoff = 0.0
+                    backoff.reset()
+                    self.refusals.reset()
                 if self._watch():
-                    backoff = 0.0
+                    backoff.reset()
             except _Gone:
                 log.info("%s: resourceVersion %s expired, listing again", self.kind, self.resource_version)
                 need_list = True
@@ -132,20 +148,30 @@ class Reflector:
                     continue
                 if self._stop.is_set():
                     return
-                backoff = min(MAX_BACKOFF, max(0.2, backoff * 2))
-                log.warning("%s: %s; retrying in %.1f s", self.kind, exc, backoff)
+                if retryable(exc):  # away or busy: back soon, or when it says
+                    wait = max(backoff.next(), min(60.0, exc.retry_after or 0.0))
+                    failures = backoff.failures
+                else:  # it answered and refused: that will not go by itself
+                    wait = self.refusals.next()
+                    failures = self.refusals.failures
+                if not failures & (failures - 1):  # the 1st, 2nd, 4th, 8th ... in a row
+                    log.warning("%s: %s; retrying in %.2f s (failure %d in a row)", self.kind, exc, wait, failures)
             except Exception as exc:  # a stream cut mid-chunk, a decoding error: reconnect
                 if self._stop.is_set():
                     return
                 # A stream that delivered events before it broke reconnects at once; one that keeps failing backs off.
-                backoff = 0.0 if self._got else min(MAX_BACKOFF, max(0.2, backoff * 2))
-                (log.warning if backoff else log.info)(
-                    "%s: watch failed (%s: %s); retrying in %.1f s", self.kind, type(exc).__name__, exc, backoff
+                if self._got:
+                    backoff.reset()
+                else:
+                    wait = backoff.next()
+                (log.warning if wait else log.info)(
+                    "%s: watch failed (%s: %s); retrying in %.2f s", self.kind, type(exc).__name__, exc, wait
                 )
-            if backoff:
-                self._stop.wait(backoff)
+            if wait:
+                self._stop.wait(wait)
 
     def _list(self) -> None:
+        self._got = False
         items: list[dict[str, Any]] = []
         cont = ""
         started = time.perf_counter()

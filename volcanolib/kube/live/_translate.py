@@ -17,14 +17,21 @@ from typing import TYPE_CHECKING, Any
 from volcanolib.api.task import GROUP_NAME_ANNOTATION, TaskInfo, TaskStatus, allocated_status
 from volcanolib.errors import ManifestError
 from volcanolib.kube.live._effectors import group_state, observed_state
-from volcanolib.kube.loader import _node, _priority_class, _queue
+from volcanolib.kube.loader import _hyper_node, _node, _priority_class, _queue
 from volcanolib.manifests.fields import Ref
 from volcanolib.manifests.pods import PodReader, PriorityClassInfo, read_pod_group
 
 if TYPE_CHECKING:
     from volcanolib.kube.live.cache import KubernetesCache
 
-__all__ = ["NodeTranslator", "PodGroupTranslator", "PodTranslator", "PriorityClassTranslator", "QueueTranslator"]
+__all__ = [
+    "HyperNodeTranslator",
+    "NodeTranslator",
+    "PodGroupTranslator",
+    "PodTranslator",
+    "PriorityClassTranslator",
+    "QueueTranslator",
+]
 
 log = logging.getLogger("volcanolib.kube.live")
 
@@ -175,11 +182,13 @@ class QueueTranslator(_Translator):
         self._signatures[key] = signature
         self.cache.status.observe_queue(key, status.get("allocated") or {})
         self.cache.add_queue(queue)
+        self.cache.queue_weight_seen(key, str(meta.get("uid", "")), queue.weight == 0)
 
     def delete(self, key: str) -> None:
         self.known.pop(key, None)
         self._signatures.pop(key, None)
         self.cache.status.forget_queue(key)
+        self.cache.queue_weight_seen(key, "", False)
         self.cache.delete_queue(key)
 
 
@@ -216,6 +225,28 @@ class PriorityClassTranslator(_Translator):
 
     def _default(self) -> None:
         self.reader.global_default = next((pc for pc in self.classes.values() if pc.global_default), None)
+
+
+class HyperNodeTranslator(_Translator):
+    """HyperNodes (``topology.volcano.sh/v1alpha1``): the network topology, read as the manifest loader reads it."""
+
+    kind = "HyperNode"
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        if self.unchanged(key, obj):
+            return
+        try:
+            hyper_node = _hyper_node(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        self.cache.add_hyper_node(hyper_node)
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.cache.delete_hyper_node(key)
 
 
 class PodGroupTranslator(_Translator):
@@ -351,6 +382,9 @@ class PodTranslator(_Translator):
                 self.delete(key)
             return
         uid = meta.get("uid")
+        unresolved = cache.unresolved
+        if unresolved and uid in unresolved and spec.get("nodeName"):
+            unresolved.observed(str(uid), str(spec["nodeName"]))  # a bind whose answer was lost: now known
         old = cache.get_task(uid) if uid else None
         if (
             old is not None
@@ -397,5 +431,6 @@ class PodTranslator(_Translator):
             self.groups.note_pod(key, None, False)
         uid = self.known.pop(key, None)
         if uid is not None:
+            self.cache.unresolved.forget(uid)
             self.cache.delete_task(uid)
             self.forget(uid)

@@ -8,8 +8,8 @@ cycles changed it meanwhile; while a write for an object is in flight, the
 next waits for its answer, so the API server sees an object's writes in the
 order they were made. A write may be held until a given time (counts
 written at most every few seconds); one that could not be sent for want of
-an answer (no connection, ``429``, ``5xx``) is sent again after a back-off,
-under any later fields for the same object.
+an answer (no connection, ``429``, ``5xx``) is sent again after a back-off
+(at least the server's ``Retry-After``), under any later fields for the same object.
 """
 
 from __future__ import annotations
@@ -184,6 +184,8 @@ class KeyedWriter:
 
     def _retry(self, key: Hashable, item: _Item, exc: ApiError) -> None:
         delay = min(RETRY_MAX, RETRY_FIRST * 2**item.attempts)
+        if exc.retry_after is not None:  # the server said how long to wait (a 429 or 503): at least that
+            delay = max(delay, min(RETRY_MAX, exc.retry_after))
         log.info("write of %s failed (%s); again in %.1f s", key, exc, delay)
         with self._cond:
             later = self._pending.get(key)

@@ -15,17 +15,18 @@ from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.task import TaskInfo
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import CacheError
+from volcanolib.kube.live._binder import BindReconciler, KubernetesBinder
 from volcanolib.kube.live._client import ApiError, KubeApi
 from volcanolib.kube.live._effectors import (
     PODGROUPS,
     EventRecorder,
-    KubernetesBinder,
     KubernetesEvictor,
     KubernetesStatusUpdater,
     Pool,
 )
 from volcanolib.kube.live._reflector import Reflector
 from volcanolib.kube.live._translate import (
+    HyperNodeTranslator,
     NodeTranslator,
     PodGroupTranslator,
     PodTranslator,
@@ -67,8 +68,10 @@ class KubernetesCache(InMemoryCache):
     :param watch_timeout: seconds a watch stays open before it is renewed.
     :param on_bound: called with each task's creation time after its bind succeeds (metrics).
     :param on_relist: called with the kind each time a kind is listed again after a ``410``.
-    :param on_failure: called with ``"bind"`` for each bind the API server
-        refused, ``"eviction"`` for each eviction the Eviction API refused (metrics).
+    :param on_failure: called with ``"bind"`` for each bind that did not
+        take effect, ``"throttled"`` for each bind the API server refused
+        with ``429`` (sent again after its ``Retry-After``), ``"eviction"``
+        for each eviction the Eviction API refused (metrics).
     :param count_interval: seconds between two writes of a PodGroup's
         counts alone (``running``, ``succeeded``, ``failed``); a change of
         its phase or conditions writes them at once.
@@ -102,7 +105,10 @@ class KubernetesCache(InMemoryCache):
         self.write_pool = Pool(write_workers, "volcanolib-write")
         #: PodGroups made in memory for pods without one, by ``namespace/name`` (never written).
         self.shadow_groups: set[str] = set()
+        self.zero_weight_queues = set()
         self.status = KubernetesStatusUpdater(self, api, self.write_pool, count_interval=count_interval)
+        #: Binds whose outcome is unknown (no answer, pod unreadable): their tasks keep their nodes meanwhile.
+        self.unresolved = BindReconciler(self, api)
         component = self.scheduler_names[0] if len(self.scheduler_names) == 1 else "volcano"
         self.recorder = EventRecorder(api, self.write_pool, component, may_write=may_write)
         super().__init__(
@@ -119,6 +125,7 @@ class KubernetesCache(InMemoryCache):
             self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod, self.pod_groups
         )
         options: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout, "on_relist": on_relist}
+        self._reflector_options = options
         self.reflectors = [
             Reflector(
                 api,
@@ -140,10 +147,52 @@ class KubernetesCache(InMemoryCache):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def watch_hyper_nodes(self) -> None:
+        """Also list and watch HyperNodes (``topology.volcano.sh/v1alpha1``), the network topology.
+
+        Call it before :meth:`start`; :meth:`wait_ready` then waits for them
+        too. ``volcanolib serve`` does when its configuration enables the
+        ``network-topology-aware`` plugin.
+        """
+        if any(r.kind == "hypernodes" for r in self.reflectors):
+            return
+        path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+        reflector = Reflector(self.api, "hypernodes", path, HyperNodeTranslator(self), **self._reflector_options)
+        self.reflectors.insert(0, reflector)
+
     def start(self) -> None:
         """Start listing and watching (in background threads)."""
         for reflector in self.reflectors:
             reflector.start()
+
+    def list_once(self) -> None:
+        """List every kind once, in parallel threads, without watching: the cluster as it is now.
+
+        For one-off readers (``volcanolib explain --kubeconfig``): the cache
+        is then :attr:`ready` and never changes again. Give it ``may_write``
+        returning ``False`` when nothing must be written.
+
+        :raises CacheError: naming the kind and the API server's answer when a list fails.
+        """
+        failures: list[str] = []
+
+        def one(reflector: Reflector) -> None:
+            try:
+                reflector.list_once()
+            except Exception as exc:  # reported below, with the kind
+                failures.append(f"cannot list {reflector.kind}: {exc}")
+
+        threads = [threading.Thread(target=one, args=(r,), name=f"list-{r.kind}") for r in self.reflectors]
+        # Priority classes and queues first: pods read their priority from the classes.
+        one(self.reflectors[0])
+        for thread in threads[1:]:
+            thread.start()
+        for thread in threads[1:]:
+            thread.join()
+        if failures:
+            failures.sort()
+            more = f" (and {len(failures) - 1} more kind(s))" if len(failures) > 1 else ""
+            raise CacheError(failures[0] + more)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every kind has been listed and applied; return whether it was within ``timeout``."""
@@ -195,6 +244,7 @@ class KubernetesCache(InMemoryCache):
         self.status.writer.release()
         self.flush(timeout)
         self.status.writer.stop()
+        self.unresolved.stop()
         for reflector in self.reflectors:
             reflector.stop()
         self.bind_pool.shutdown()
@@ -248,30 +298,66 @@ class KubernetesCache(InMemoryCache):
         """Post a Kubernetes Event about an object (de-duplicated, rate limited)."""
         self.recorder.record(kind, namespace, name, uid, type_, reason, message)
 
-    def bound(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
-        """A bind succeeded: post the ``Scheduled`` event."""
+    def bound(
+        self, uid: str, namespace: str, name: str, node: str, created: float, *, pod: dict[str, Any] | None = None
+    ) -> None:
+        """A bind took effect: post the ``Scheduled`` event; ``pod``, the pod as just read, is applied."""
+        if pod is not None:
+            self.pods.event("MODIFIED", pod)
         self.post_event(
             "Pod", namespace, name, uid, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}"
         )
         if self.on_bound is not None:
             self.on_bound(created)
 
-    def bind_failed(self, uid: str, namespace: str, name: str, node: str, reason: str, *, refresh: bool = True) -> None:
-        """A bind failed: re-read the pod; unless it is bound after all, its task is Pending again.
-
-        The task gets a ``FailedBinding`` event and its pod the condition
-        ``PodScheduled=False`` with reason ``SchedulerError``; a pod that no
-        longer exists leaves the cache.
-        """
+    def bind_throttled(self) -> None:
+        """The API server refused a bind with ``429``: it is sent again once the binder's pause is over."""
         if self.on_failure is not None:
-            self.on_failure("bind")
-        pod: dict[str, Any] | None = None
-        gone = False
-        if refresh:
+            self.on_failure("throttled")
+
+    def bind_unresolved(self, uid: str, namespace: str, name: str, node: str, created: float) -> None:
+        """The bind's answer was lost and the pod cannot be read: the task keeps its node until the outcome is known.
+
+        See :class:`~volcanolib.kube.live._binder.BindReconciler`.
+        """
+        self.unresolved.add(uid, namespace, name, node, created)
+
+    def bind_failed(
+        self,
+        uid: str,
+        namespace: str,
+        name: str,
+        node: str,
+        reason: str,
+        *,
+        refresh: bool = True,
+        created: float = 0.0,
+        pod: dict[str, Any] | None = None,
+        gone: bool = False,
+    ) -> None:
+        """A bind was refused or got no answer: read the pod again; unless it is bound to the node after all, it failed.
+
+        A pod bound to ``node`` is a success (:meth:`bound`: an earlier
+        attempt, or this one, took effect). Otherwise the task of a pod
+        still unbound is Pending again, with a ``FailedBinding`` event and
+        its pod the condition ``PodScheduled=False`` with reason
+        ``SchedulerError``; a pod bound elsewhere takes that node; a pod
+        that no longer exists leaves the cache.
+
+        :param refresh: read the pod (without it: the bind was never sent).
+        :param pod: the pod as just read (it is not read again).
+        :param gone: the pod was found deleted.
+        """
+        if pod is None and refresh and not gone:
             try:
                 pod = self.api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
             except ApiError as exc:
                 gone = exc.status == 404
+        if pod is not None and _bound_to(pod, uid, node):
+            self.bound(uid, namespace, name, node, created, pod=pod)
+            return
+        if self.on_failure is not None:
+            self.on_failure("bind")
         with self._lock:
             if gone:
                 self.pods.event("DELETED", {"metadata": {"namespace": namespace, "name": name}})
@@ -289,6 +375,39 @@ class KubernetesCache(InMemoryCache):
         if taken_back and task is not None:
             self.status.pod_condition(task, "SchedulerError", f"failed to bind to node {node}: {reason}")
 
+    def queue_weight_seen(self, name: str, uid: str, zero: bool) -> None:
+        """Note whether Queue ``name`` has ``spec.weight`` 0; warn once when it comes to have it.
+
+        Volcano's Queue CRD refuses such a queue (its weight is at least 1),
+        but an API server without that schema keeps it, and with the
+        ``proportion`` plugin its jobs deserve nothing and never run. The
+        warning is logged and posted as a ``Warning`` Event ``InvalidWeight``
+        on the Queue; the pending pods of its jobs say so in their reason
+        (:meth:`queue_note`).
+        """
+        if not zero:
+            self.zero_weight_queues.discard(name)
+            return
+        if name in self.zero_weight_queues:
+            return
+        self.zero_weight_queues.add(name)
+        message = (
+            f"Queue {name} has spec.weight 0, which Volcano's admission refuses (the least weight is 1): "
+            "with the proportion plugin its jobs deserve no share of the cluster and are not scheduled; "
+            "set spec.weight to 1 or more"
+        )
+        log.warning("%s", message)
+        self.post_event("Queue", "", name, uid, "Warning", "InvalidWeight", message)
+
+    def queue_note(self, queue: str) -> str:
+        """What to put before the pending reason of the pods of ``queue``: why the queue is suspect, or ``""``."""
+        if queue not in self.zero_weight_queues:
+            return ""
+        return f"queue {queue} has weight 0, which Volcano refuses (set spec.weight to 1 or more): "
+
+    #: Queues whose ``spec.weight`` is 0 (see :meth:`queue_weight_seen`).
+    zero_weight_queues: set[str]
+
     def eviction_refused(self, task: TaskInfo, message: str) -> None:
         """The Eviction API refused to evict ``task`` (a PodDisruptionBudget); the task stays."""
         log.info("eviction of %s refused: %s", task.key, message)
@@ -298,3 +417,10 @@ class KubernetesCache(InMemoryCache):
 
     #: Evictions the Eviction API refused (``429``).
     evictions_refused = 0
+
+
+def _bound_to(pod: dict[str, Any], uid: str, node: str) -> bool:
+    """Whether ``pod`` (as read) is the pod ``uid`` and is bound to ``node``."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    return bool(meta.get("uid", uid) == uid and node and spec.get("nodeName") == node)

@@ -2,7 +2,8 @@
 
 Lists and watches the cluster (:class:`~volcanolib.kube.live.cache.KubernetesCache`),
 runs a :class:`~volcanolib.scheduler.Scheduler` cycle every period, serves
-``/metrics`` and ``/healthz``, and optionally leads through a Lease. SIGTERM
+``/metrics`` and ``/healthz`` (and ``/explain`` and ``/dryrun``, see
+:mod:`volcanolib.kube.live.inspect`), and optionally leads through a Lease. SIGTERM
 (or SIGINT) stops it after the current cycle, once the binds and status
 writes that cycle issued have been answered.
 """
@@ -12,17 +13,23 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from volcanolib.errors import ConfigError
+
+if TYPE_CHECKING:
+    from volcanolib.kube.live.inspect import Inspector
 
 __all__ = ["Server", "add_parser", "run"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
+#: The plugin whose configuration makes serve watch HyperNodes.
+TOPOLOGY_PLUGIN = "network-topology-aware"
 #: Set to ``1`` or ``true`` to evict through the Eviction API (PodDisruptionBudgets honoured).
 EVICTION_API_ENV = "VOLCANOLIB_EVICTION_API"
 
@@ -46,6 +53,28 @@ def _period(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+_UNITS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+
+
+def _duration(text: str) -> float:
+    """Seconds, from a number of seconds (``15``) or a Go duration (``15s``, ``1m30s``, ``500ms``), positive."""
+    value = -1.0
+    try:
+        value = float(text)
+    except ValueError:
+        parts = _DURATION.findall(text)
+        if parts and "".join(number + unit for number, unit in parts) == text:
+            value = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration (such as 15s or 15), got {text!r}")
+    return value
+
+
+#: client-go's defaults, which Volcano's scheduler keeps: lease duration, renew deadline, retry period (seconds).
+LEASE_DEFAULTS: Final = (15.0, 10.0, 2.0)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -78,14 +107,36 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="where /metrics and /healthz are served (default :8080)",
     )
     serve.add_argument(
+        "--inspection",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve GET /explain/NAMESPACE/PODGROUP and POST /dryrun on the metrics address (default: on)",
+    )
+    serve.add_argument(
         "--leader-elect", action="store_true", help="schedule only while holding a coordination.k8s.io Lease"
     )
     serve.add_argument(
         "--lock-namespace",
+        "--leader-elect-resource-namespace",
         metavar="NAMESPACE",
         default="volcano-system",
         help="namespace of the leader-election Lease (default volcano-system)",
     )
+    lease_flags = (
+        ("lease-duration", "how long a Lease its holder stopped renewing stays its"),
+        ("renew-deadline", "how long the leader keeps scheduling without renewing its Lease"),
+        ("retry-period", "time between two attempts to take or renew the Lease"),
+    )
+    for (flag, what), default in zip(lease_flags, LEASE_DEFAULTS, strict=True):
+        serve.add_argument(
+            f"--leader-elect-{flag}",
+            f"--{flag}",
+            dest=flag.replace("-", "_"),
+            type=_duration,
+            default=default,
+            metavar="DURATION",
+            help=f"{what} (default {default:g}s)",
+        )
     serve.add_argument(
         "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
     )
@@ -106,6 +157,8 @@ class Server:
     :param leader_elect: schedule only while holding the Lease.
     :param lock_namespace: the Lease's namespace.
     :param lease: ``(lease_duration, renew_deadline, retry_period)`` in seconds.
+    :param inspection: serve ``/explain`` and ``/dryrun`` on the metrics address
+        (:mod:`volcanolib.kube.live.inspect`).
     :param verify: run the scheduler in verify mode (``docs/incremental.md``).
     :param cache_options: more keyword arguments for :class:`KubernetesCache`.
     """
@@ -120,8 +173,9 @@ class Server:
         metrics_address: tuple[str, int] | None = None,
         leader_elect: bool = False,
         lock_namespace: str = "volcano-system",
-        lease: tuple[float, float, float] = (15.0, 10.0, 2.0),
+        lease: tuple[float, float, float] = LEASE_DEFAULTS,
         identity: str | None = None,
+        inspection: bool = True,
         verify: bool = False,
         **cache_options: Any,
     ) -> None:
@@ -158,10 +212,36 @@ class Server:
             **cache_options,
         )
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period, verify=verify)
+        #: Answers ``/explain`` and ``/dryrun`` (``None`` with ``inspection=False``).
+        self.inspector: Inspector | None = None
+        if inspection:
+            from volcanolib.kube.live.inspect import Inspector
+
+            scheduler = self.scheduler
+            self.inspector = Inspector(
+                self.cache,
+                lambda: scheduler.config,
+                registry=scheduler.registry,
+                seed=scheduler.seed,
+                unavailable=self._unavailable,
+            )
+        unresolved = self.cache.unresolved
+        self.metrics.unresolved.set_function(lambda: float(len(unresolved)))
+        if TOPOLOGY_PLUGIN in {p.name for tier in self.scheduler.config.tiers for p in tier.plugins}:
+            self.cache.watch_hyper_nodes()
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
         self.http: Any = None
+
+    def _unavailable(self) -> str | None:
+        """Why this replica cannot explain or dry-run now, or ``None``."""
+        if self.elector is not None and not self.elector.is_leader():
+            return (
+                f"this replica ({self.elector.identity}) is not leading, so it does not watch the cluster: "
+                f"ask the replica holding Lease {self.elector.namespace}/{self.elector.name}"
+            )
+        return None
 
     def run(self, stop: threading.Event) -> int:
         """Lead (if asked), list, then schedule every period until ``stop`` is set.
@@ -171,7 +251,7 @@ class Server:
         from volcanolib.kube.live.metrics import serve_http
 
         if self.metrics_address is not None:
-            self.http = serve_http(self.metrics, *self.metrics_address, self.healthy)
+            self.http = serve_http(self.metrics, *self.metrics_address, self.healthy, self.inspector)
         self.healthy.set()
         code = 0
         started = False
@@ -194,13 +274,14 @@ class Server:
                     log.error("leadership lost: stopping")
                     code = 1
                     break
-                try:
-                    with self.cache.holding():  # binds and writes start once the cycle is over
-                        result = self.scheduler.run_once()
-                except Exception:  # a failing cycle is reported; the next one starts afresh
-                    log.exception("scheduling cycle failed")
-                else:
-                    self.metrics.observe_cycle(result)
+                with self.metrics.lock:  # a scrape reads the last session: not while the next one runs
+                    try:
+                        with self.cache.holding():  # binds and writes start once the cycle is over
+                            result = self.scheduler.run_once()
+                    except Exception:  # a failing cycle is reported; the next one starts afresh
+                        log.exception("scheduling cycle failed")
+                    else:
+                        self.metrics.observe_cycle(result)
                 self.cycles += 1
                 stop.wait(self.period)
         finally:
@@ -222,6 +303,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.conf and not Path(args.conf).is_file():
         raise ConfigError("no such file", source=args.conf)
+    lease = (args.lease_duration, args.renew_deadline, args.retry_period)
+    if not lease[2] < lease[1] < lease[0]:
+        raise ConfigError(
+            "leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline"
+            f" < --leader-elect-lease-duration, got {lease[2]:g}s, {lease[1]:g}s and {lease[0]:g}s"
+        )
     names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
     api = load_api(args.kubeconfig)
     server = Server(
@@ -232,6 +319,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         metrics_address=args.metrics_address,
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
+        lease=lease,
+        inspection=args.inspection,
         verify=args.verify,
     )
     stop = threading.Event()

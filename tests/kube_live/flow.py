@@ -1,0 +1,224 @@
+"""The whole Volcano flow around an API server: volcanolib's scheduler, its controllers, and a kubelet.
+
+:class:`FlowCluster` talks to the API server over HTTP only (the official
+client's configuration, through :class:`~volcanolib.kube.live.KubeApi`), so
+the tests written on it run unchanged against any server it is given a
+kubeconfig for. Today that is the in-process stand-in (``tests/kube_api``),
+started with ``run_bound_pods`` so that a bound pod turns Running, as a
+kubelet would start it; a real kube-apiserver with a fake kubelet plugs in
+as another backend (:func:`start_backend`). Pods end (Succeeded, Failed with
+an exit code) when a test says so, as :meth:`FlowCluster.pod_phase` writes
+them: the status a kubelet would write.
+
+The scheduler (``volcanolib serve``'s :class:`~volcanolib.kube.live.serve.Server`)
+and the controllers (:class:`~volcanolib.kube.live.controllers.ControllerManager`)
+run on threads; :meth:`FlowCluster.stop_controllers` and
+:meth:`FlowCluster.start_controllers` kill and restart the controllers mid-run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from conftest_helpers import eventually
+from kube_api import KubeApiServer, make_node, make_queue
+
+from volcanolib.kube.live import KubeApi, load_api
+from volcanolib.kube.live._client import ApiError
+from volcanolib.kube.live.controllers import ControllerManager
+from volcanolib.kube.live.controllers._api import collection_path, object_path
+from volcanolib.kube.live.serve import Server
+
+#: Which API server the flow tests use: ``standin`` (default) or another backend's name.
+BACKEND_ENV = "VOLCANOLIB_FLOW_SERVER"
+
+# Kinds by resource name, for collection_path.
+_KINDS = {
+    "pods": "Pod",
+    "nodes": None,
+    "jobs": "Job",
+    "podgroups": "PodGroup",
+    "queues": "Queue",
+    "commands": "Command",
+    "services": "Service",
+    "configmaps": "ConfigMap",
+    "secrets": "Secret",
+    "networkpolicies": "NetworkPolicy",
+    "events": None,
+    "replicasets": "ReplicaSet",
+}
+
+
+def _path(resource: str, namespace: str = "", name: str = "", sub: str = "") -> str:
+    if resource == "nodes":
+        base = "/api/v1/nodes"
+        return f"{base}/{name}" if name else base
+    if resource == "events":
+        return f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"
+    kind = _KINDS[resource]
+    assert kind is not None
+    if name:
+        return object_path(kind, namespace, name, sub)
+    return collection_path(kind, namespace)
+
+
+@contextmanager
+def start_backend(name: str, tmp_path: Path) -> Iterator[Path]:
+    """Start an API server with a kubelet of its kind; yield its kubeconfig.
+
+    ``standin``: the in-process stand-in, whose bound pods turn Running at once.
+    """
+    if name != "standin":
+        raise LookupError(f"unknown flow backend {name!r} (this branch has: standin)")
+    server = KubeApiServer(run_bound_pods=True, pod_deletion_delay=0.05).start()
+    try:
+        yield Path(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    finally:
+        server.stop()
+
+
+class FlowCluster:
+    """An API server with volcanolib's scheduler and controllers running against it.
+
+    :param kubeconfig: where the server is.
+    :param period: seconds between two scheduling cycles.
+    """
+
+    def __init__(self, kubeconfig: Path, *, period: float = 0.1) -> None:
+        self.kubeconfig = kubeconfig
+        self.api: KubeApi = load_api(str(kubeconfig))
+        self.period = period
+        self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self.controllers: ControllerManager | None = None
+        self.scheduler: Server | None = None
+
+    # ------------------------------------------------------------------ the parts
+
+    def start_scheduler(self, **options: Any) -> None:
+        """``volcanolib serve`` on a thread."""
+        self.scheduler = Server(load_api(str(self.kubeconfig)), period=self.period, **options)
+        self._start("scheduler", self.scheduler.run)
+
+    def start_controllers(self, **options: Any) -> ControllerManager:
+        """``volcanolib controllers`` on a thread; returns once they have taken the cluster over."""
+        manager = ControllerManager(load_api(str(self.kubeconfig)), watch_timeout=30, **options)
+        self.controllers = manager
+        self._start("controllers", manager.run)
+        assert manager.ready.wait(20), "the controllers did not start"
+        return manager
+
+    def stop_controllers(self) -> None:
+        """Stop the controllers as a SIGTERM would (between two events)."""
+        self._stop("controllers")
+
+    def _start(self, name: str, run: Callable[[threading.Event], int]) -> None:
+        stop = threading.Event()
+        thread = threading.Thread(target=run, args=(stop,), name=f"flow-{name}", daemon=True)
+        thread.start()
+        self._threads[name] = (thread, stop)
+
+    def _stop(self, name: str) -> None:
+        thread, stop = self._threads.pop(name)
+        stop.set()
+        thread.join(20)
+        assert not thread.is_alive(), f"{name} did not stop"
+
+    def close(self) -> None:
+        """Stop everything started."""
+        for name in list(self._threads):
+            self._stop(name)
+
+    # ------------------------------------------------------------------ objects
+
+    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        namespace = (obj.get("metadata") or {}).get("namespace") or ("default" if resource != "queues" else "")
+        if resource in ("nodes", "queues"):
+            namespace = ""
+        created: dict[str, Any] = self.api.request("POST", _path(resource, namespace), body=obj)
+        return created
+
+    def get(self, resource: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        ns = "" if resource in ("nodes", "queues") else namespace
+        try:
+            found: dict[str, Any] = self.api.request("GET", _path(resource, ns, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def list(self, resource: str, namespace: str = "default") -> list[dict[str, Any]]:
+        ns = "" if resource in ("nodes", "queues") else namespace
+        items: list[dict[str, Any]] = self.api.request("GET", _path(resource, ns))["items"]
+        return items
+
+    def patch(self, resource: str, name: str, patch: Any, namespace: str = "default", sub: str = "") -> None:
+        ns = "" if resource in ("nodes", "queues") else namespace
+        self.api.request(
+            "PATCH", _path(resource, ns, name, sub), body=patch, content_type="application/merge-patch+json"
+        )
+
+    def delete(self, resource: str, name: str, namespace: str = "default") -> None:
+        ns = "" if resource in ("nodes", "queues") else namespace
+        self.api.request("DELETE", _path(resource, ns, name))
+
+    # ------------------------------------------------------------------ the kubelet's part
+
+    def pod_phase(self, name: str, phase: str, namespace: str = "default", *, exit_code: int | None = None) -> None:
+        """Write a pod's status as its kubelet would when the pod runs or ends."""
+        status: dict[str, Any] = {"phase": phase}
+        if exit_code is not None or phase in ("Succeeded", "Failed"):
+            code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
+            state = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}}
+            status["containerStatuses"] = [{"name": "c", "ready": False, "restartCount": 0, "state": state}]
+        elif phase == "Running":
+            status["containerStatuses"] = [{"name": "c", "ready": True, "restartCount": 0, "state": {"running": {}}}]
+        self.patch("pods", name, {"status": status}, namespace, "status")
+
+    # ------------------------------------------------------------------ waiting
+
+    def job_phase(self, name: str, namespace: str = "default") -> str:
+        job = self.get("jobs", name, namespace) or {}
+        return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
+
+    def pods(self, namespace: str = "default", prefix: str = "") -> dict[str, dict[str, Any]]:
+        """The pods by name (those starting with ``prefix``), terminating ones included."""
+        return {
+            p["metadata"]["name"]: p for p in self.list("pods", namespace) if p["metadata"]["name"].startswith(prefix)
+        }
+
+    def running(self, namespace: str = "default", prefix: str = "") -> list[str]:
+        """Names of the pods that are Running and bound, not terminating."""
+        return sorted(
+            name
+            for name, p in self.pods(namespace, prefix).items()
+            if (p.get("status") or {}).get("phase") == "Running"
+            and p["spec"].get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+        )
+
+
+def wait(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    """Poll ``check`` until it returns something true; fail after ``timeout`` seconds."""
+    return eventually(check, timeout, what)
+
+
+@contextmanager
+def flow_cluster(tmp_path: Path, *, nodes: int = 2, cpu: str = "8") -> Iterator[FlowCluster]:
+    """A backend (``VOLCANOLIB_FLOW_SERVER``, default the stand-in) with nodes, the default queue, the scheduler."""
+    with start_backend(os.environ.get(BACKEND_ENV, "standin"), tmp_path) as kubeconfig:
+        cluster = FlowCluster(kubeconfig)
+        try:
+            for i in range(nodes):
+                cluster.create("nodes", make_node(f"n{i}", cpu=cpu))
+            if cluster.get("queues", "default") is None:
+                cluster.create("queues", make_queue("default"))
+            cluster.start_scheduler()
+            yield cluster
+        finally:
+            cluster.close()

@@ -1,0 +1,110 @@
+"""The documented differences between volcanolib and the Volcano release it follows.
+
+Each entry is one deliberate difference, measured with the oracle: what it
+is, why volcanolib differs, which scenarios of tests/scenarios/ pin it (their
+``volcano`` block holds Volcano's outcome, their ``expect`` block ours), and
+a test of whether a scenario touches it, so that ``volcanolib diff`` can name
+the reason of a difference it finds. docs/differences.md explains each one;
+a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import attrs
+
+from volcanolib.sim.runner import Scenario
+
+__all__ = ["KNOWN_DIFFERENCES", "KnownDifference", "reasons_for"]
+
+
+@attrs.frozen
+class KnownDifference:
+    """One deliberate difference from the Volcano release volcanolib follows."""
+
+    #: Its name, also the anchor of its section in docs/differences.md.
+    key: str
+    #: What differs, in one line.
+    summary: str
+    #: Why volcanolib differs.
+    reason: str
+    #: Scenario files (under tests/scenarios/) that show both outcomes.
+    scenarios: tuple[str, ...]
+    #: Whether a scenario touches it (by its configuration and objects).
+    applies: Callable[[Scenario], bool] = attrs.field(repr=False)
+
+
+def _plugins(scenario: Scenario) -> set[str]:
+    return {option.name for option in scenario.config.plugin_options()}
+
+
+def _uses(*, plugin: str | None = None, action: str | None = None) -> Callable[[Scenario], bool]:
+    def applies(scenario: Scenario) -> bool:
+        return (plugin is None or plugin in _plugins(scenario)) and (
+            action is None or action in scenario.config.actions
+        )
+
+    return applies
+
+
+def _topology_aware_preempt(scenario: Scenario) -> bool:
+    if "preempt" not in scenario.config.actions:
+        return False
+    arguments = scenario.config.action_arguments("preempt")
+    return bool(arguments.get("enableTopologyAwarePreemption"))
+
+
+KNOWN_DIFFERENCES: Final[tuple[KnownDifference, ...]] = (
+    KnownDifference(
+        key="capacity-reclaim-checks",
+        summary="capacity reclaims only within the reclaiming queue's capability and its ancestors' deserved",
+        reason=(
+            "volcanolib follows two fixes of Volcano's main branch made after v1.14.1: v1.14.1 lets a queue "
+            "reclaim beyond its own capability and checks only the leaf queue of a victim, not its ancestors"
+        ),
+        scenarios=(
+            "capacity-no-reclaim-over-capability.yaml",
+            "capacity-ancestor-reclaim-level2-grandparent-fails.yaml",
+        ),
+        applies=_uses(plugin="capacity", action="reclaim"),
+    ),
+    KnownDifference(
+        key="preempt-topology-aware",
+        summary="topology-aware preemption evicts nothing on a node where no set of victims lets the preemptor pass "
+        "every predicate",
+        reason=(
+            "volcanolib's dry run re-runs every predicate after each tentative eviction; Volcano's re-checks only "
+            "resources, the queue and inter-pod affinity, so it evicts a victim on a node whose host port stays taken"
+        ),
+        scenarios=("preempt-topology-aware-host-port-stays.yaml",),
+        applies=_topology_aware_preempt,
+    ),
+    KnownDifference(
+        key="deviceshare-over-subscribed-card",
+        summary="deviceshare offers no card whose pods already hold more memory than the card has",
+        reason=(
+            "volcanolib follows Volcano's main branch after v1.14.1; in v1.14.1 the idle memory of an "
+            "over-subscribed card wraps around as an unsigned number and the card looks nearly empty"
+        ),
+        scenarios=("deviceshare-over-subscribed-card-not-offered.yaml",),
+        applies=_uses(plugin="deviceshare"),
+    ),
+    KnownDifference(
+        key="preempt-queues-in-turn",
+        summary="preempt keeps each queue's preemptors apart, so intra-job preemption in one queue cannot "
+        "replace another queue's preemptors",
+        reason=(
+            "volcanolib follows a fix of Volcano's main branch made after v1.14.1 (the scenario is that fix's test); "
+            "under v1.14.1 the eviction the test expects happens in some runs only"
+        ),
+        scenarios=("preempt-multi-queue-preemptor-tasks-not-overwritten.yaml",),
+        applies=_uses(action="preempt"),
+    ),
+)
+
+
+def reasons_for(scenario: Scenario) -> list[KnownDifference]:
+    """The documented differences a scenario touches."""
+    return [d for d in KNOWN_DIFFERENCES if d.applies(scenario)]
