@@ -1,0 +1,317 @@
+"""Job event sequences (docs/job-sequences.md): read, driven through volcanolib's job controller, compared.
+
+A sequence is a Volcano Job and what happens to it from outside its
+controller, step by step: the scheduler admits the PodGroup, pods start,
+succeed, fail or are evicted, time passes, a Command arrives. The oracle
+(``tools/oracle jobs FILE...``) drives Volcano's own job controller through
+it; :func:`run_sequence` drives :class:`volcanolib.controllers.JobController`
+through it the way the oracle drives Volcano's, and records the same facts
+after each step; :func:`compare_records` names the steps where they differ.
+
+The two drivers share one time model: each write of the driver (a pod's new
+phase, an eviction, the PodGroup's phase, a Command) happens at one instant,
+after which :data:`SETTLE` seconds pass, in which the controller reacts and
+policy timeouts due run; a ``wait`` step lets its duration pass. Each
+controller deletion is done at once (no termination grace). volcanolib's
+side runs in the job controller tests' stand-in cluster
+(tests/unit/controllers/job_harness.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import yaml
+
+from tests.unit.controllers.job_harness import NS, Harness
+from volcanolib.api.duration import parse_duration
+from volcanolib.controllers import CreatePod, CreatePodGroup, DeletePod, JobController
+from volcanolib.controllers.job import COMMAND_ACTIONS
+from volcanolib.controllers.job import Change as ControllerChange
+from volcanolib.manifests.admission import admit_job, queue_facts
+
+__all__ = [
+    "COMPARED",
+    "SETTLE",
+    "Sequence",
+    "SequenceError",
+    "Step",
+    "can_move",
+    "compare_records",
+    "load_sequence",
+    "parse_sequence",
+    "resolve",
+    "run_sequence",
+]
+
+#: Seconds each write of the driver takes (the oracle's jobsim.Settle).
+SETTLE: Final = 1.0
+#: The uid of a Job whose manifest names none: this prefix and its name (the oracle's jobsim.DefaultUIDPrefix).
+DEFAULT_UID_PREFIX: Final = "uid-"
+#: The exit code of a ``failed`` step that names none.
+DEFAULT_EXIT_CODE: Final = 1
+#: The queue that always exists, Open.
+DEFAULT_QUEUE: Final = "default"
+SCHEDULER_NAME: Final = "volcano"
+STEP_KINDS: Final = ("podGroup", "running", "succeeded", "failed", "evict", "wait", "command")
+POD_GROUP_PHASES: Final = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
+#: The pod phase each pod step sets.
+STEP_PHASE: Final = {"running": "Running", "succeeded": "Succeeded", "failed": "Failed"}
+#: The facts of a record compared step by step (``version`` and ``pods`` are reported, not compared:
+#: volcanolib's job version can be lower than Volcano's, docs/job-controller.md).
+COMPARED: Final = ("phase", "retryCount", "created", "deleted", "podGroup")
+
+
+class SequenceError(ValueError):
+    """A sequence file that cannot be read: the message names the file and the field."""
+
+
+@attrs.frozen
+class Step:
+    """One thing that happens to the Job from outside its controller."""
+
+    kind: str
+    #: Pod names, or prefixes ending in ``*`` (running, succeeded, failed, evict).
+    pods: tuple[str, ...] = ()
+    exit_code: int = DEFAULT_EXIT_CODE
+    #: The PodGroup phase of a ``podGroup`` step.
+    phase: str = ""
+    #: Seconds a ``wait`` step lets pass.
+    wait: float = 0.0
+    #: The action of a ``command`` step.
+    action: str = ""
+
+
+@attrs.frozen
+class Sequence:
+    """A Job, the queues it may name, and the steps."""
+
+    job: Mapping[str, Any]
+    queues: tuple[Mapping[str, Any], ...]
+    steps: tuple[Step, ...]
+
+
+def load_sequence(path: str | Path) -> Sequence:
+    """Read a sequence file (YAML).
+
+    :raises SequenceError: naming the file and the field.
+    """
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SequenceError(f"{path}: {exc}") from None
+    return parse_sequence(doc, str(path))
+
+
+def parse_sequence(doc: Any, where: str = "<sequence>") -> Sequence:
+    """Read a sequence from its parsed YAML document.
+
+    :raises SequenceError: naming ``where`` and the field.
+    """
+    if not isinstance(doc, dict):
+        raise SequenceError(f"{where}: expected a mapping of job, queues and steps")
+    unknown = sorted(set(doc) - {"job", "queues", "steps"})
+    if unknown:
+        raise SequenceError(f"{where}: {unknown[0]}: unknown field (expected job, queues, steps)")
+    job = doc.get("job")
+    if not isinstance(job, dict):
+        raise SequenceError(f"{where}: job: missing (a batch.volcano.sh/v1alpha1 Job manifest)")
+    if job.get("kind") != "Job" or job.get("apiVersion") != "batch.volcano.sh/v1alpha1":
+        raise SequenceError(f"{where}: job: expected kind Job of batch.volcano.sh/v1alpha1")
+    if not (job.get("metadata") or {}).get("name"):
+        raise SequenceError(f"{where}: job.metadata.name: missing")
+    queues = doc.get("queues") or []
+    if not isinstance(queues, list) or not all(isinstance(q, dict) for q in queues):
+        raise SequenceError(f"{where}: queues: expected a list of Queue manifests")
+    for i, queue in enumerate(queues):
+        if not (queue.get("metadata") or {}).get("name"):
+            raise SequenceError(f"{where}: queues[{i}].metadata.name: missing")
+    steps = doc.get("steps") or []
+    if not isinstance(steps, list):
+        raise SequenceError(f"{where}: steps: expected a list")
+    return Sequence(job, tuple(queues), tuple(_step(raw, f"{where}: steps[{i}]") for i, raw in enumerate(steps)))
+
+
+def _step(raw: Any, where: str) -> Step:
+    kinds_text = ", ".join(STEP_KINDS)
+    if not isinstance(raw, dict):
+        raise SequenceError(f"{where}: expected a mapping with one of {kinds_text}")
+    for key in raw:
+        if key not in STEP_KINDS and key != "exitCode":
+            raise SequenceError(f"{where}.{key}: unknown field (expected one of {kinds_text}, and exitCode with failed)")
+    kinds = [key for key in raw if key in STEP_KINDS]
+    if len(kinds) != 1:
+        raise SequenceError(f"{where}: expected exactly one of {kinds_text}, got {len(kinds)} ({', '.join(kinds)})")
+    kind = kinds[0]
+    value = raw[kind]
+    if "exitCode" in raw and kind != "failed":
+        raise SequenceError(f"{where}.exitCode: only a failed step has an exit code")
+    if kind == "podGroup":
+        if value not in POD_GROUP_PHASES:
+            raise SequenceError(f"{where}.podGroup: expected one of {', '.join(POD_GROUP_PHASES)}")
+        return Step(kind, phase=value)
+    if kind == "wait":
+        try:
+            seconds = parse_duration(value) if isinstance(value, str) else -1.0
+        except ValueError:
+            seconds = -1.0
+        if seconds <= 0:
+            raise SequenceError(f"{where}.wait: expected a positive duration such as 30s or 1m30s, got {value!r}")
+        return Step(kind, wait=seconds)
+    if kind == "command":
+        if value not in COMMAND_ACTIONS:
+            raise SequenceError(f"{where}.command: expected one of {', '.join(sorted(COMMAND_ACTIONS))}")
+        return Step(kind, action=value)
+    pods = [value] if isinstance(value, str) else value
+    if not isinstance(pods, list) or not pods:
+        raise SequenceError(f"{where}.{kind}: expected a pod name, a prefix ending in *, or a non-empty list of them")
+    for pod in pods:
+        if not isinstance(pod, str) or not pod or "*" in pod[:-1]:
+            raise SequenceError(f"{where}.{kind}: {pod!r}: expected a pod name or a prefix ending in *")
+    code = raw.get("exitCode", DEFAULT_EXIT_CODE)
+    if isinstance(code, bool) or not isinstance(code, int) or code == 0:
+        raise SequenceError(f"{where}.exitCode: expected a non-zero integer")
+    return Step(kind, pods=tuple(pods), exit_code=code)
+
+
+def resolve(patterns: Iterable[str], existing: Iterable[str]) -> list[str]:
+    """The pods a step's patterns select among those that exist: names in the order given, each prefix's by name."""
+    names = sorted(existing)
+    seen: set[str] = set()
+    out: list[str] = []
+    for pattern in patterns:
+        matches = [n for n in names if n.startswith(pattern[:-1])] if pattern.endswith("*") else [pattern]
+        for name in matches:
+            if name in names and name not in seen:
+                seen.add(name)
+                out.append(name)
+    return out
+
+
+def can_move(current: str, phase: str) -> bool:
+    """Whether a pod may move from ``current`` to ``phase``: it starts from Pending, finishes from Pending or Running."""
+    if phase == "Running":
+        return current == "Pending"
+    return phase in ("Succeeded", "Failed") and current in ("Pending", "Running")
+
+
+class _Driver:
+    """volcanolib's job controller in the job tests' stand-in cluster, driven as the oracle drives Volcano's."""
+
+    def __init__(self, job: Mapping[str, Any]) -> None:
+        self.cluster = Harness(JobController(scheduler_name=SCHEDULER_NAME, default_queue=DEFAULT_QUEUE))
+        self.name = str(job["metadata"]["name"])
+        self.seen = 0  # the cluster's log entries already recorded
+        self.stored = 0  # the cluster's log entries already stored as the API server stores them
+
+    @property
+    def now(self) -> float:
+        return self.cluster.now
+
+    def store(self) -> None:
+        """A PodGroup is created without a phase: the API server drops the status of a new object."""
+        for change in self.cluster.log[self.stored :]:
+            if isinstance(change, CreatePodGroup) and change.manifest["metadata"]["name"] in self.cluster.groups:
+                self.cluster.groups[change.manifest["metadata"]["name"]]["status"] = {"phase": ""}
+        self.stored = len(self.cluster.log)
+
+    def advance(self, to: float) -> None:
+        """Let time pass until ``to``: each policy timeout due runs at its own time."""
+        while (due := self.cluster.ctrl.next_deadline()) is not None and due <= to:
+            self.cluster.tick(max(self.now, due))
+            self.store()
+        self.cluster.now = to
+
+    def settled(self, changes: list[ControllerChange]) -> None:
+        """A write of the driver happened now, with these reactions; then SETTLE passes."""
+        self.cluster.apply(changes)
+        self.store()
+        self.advance(self.now + SETTLE)
+
+    def group(self) -> tuple[str, str] | None:
+        """The job's PodGroup, as (name, phase), or ``None``."""
+        for name, group in self.cluster.groups.items():
+            return name, str(group["status"]["phase"])
+        return None
+
+    def step(self, step: Step) -> None:
+        cluster = self.cluster
+        if step.kind == "podGroup":
+            group = self.group()
+            if group is not None and group[1] != step.phase:
+                cluster.groups[group[0]]["status"]["phase"] = step.phase
+                self.settled(cluster.ctrl.pod_group_phase(NS, group[0], step.phase, now=self.now))
+        elif step.kind == "wait":
+            self.advance(self.now + step.wait)
+        elif step.kind == "command":
+            self.settled(cluster.ctrl.command(NS, self.name, step.action, now=self.now))
+        else:
+            for pod in resolve(step.pods, cluster.pods):
+                if pod not in cluster.pods:
+                    continue  # gone meanwhile
+                if step.kind == "evict":
+                    del cluster.pods[pod]
+                    self.settled(cluster.ctrl.pod_deleted(NS, pod, now=self.now, evicted=True))
+                    continue
+                phase = STEP_PHASE[step.kind]
+                if not can_move(cluster.pods[pod]["status"]["phase"], phase):
+                    continue
+                cluster.pods[pod]["status"]["phase"] = phase
+                code = step.exit_code if phase == "Failed" else None
+                self.settled(cluster.ctrl.pod_phase(NS, pod, phase, now=self.now, exit_code=code))
+
+    def record(self, index: int) -> dict[str, Any]:
+        state = self.cluster.ctrl.job(NS, self.name)
+        new, self.seen = self.cluster.log[self.seen :], len(self.cluster.log)
+        group = self.group()
+        return {
+            "step": index,
+            "phase": state.phase,
+            "retryCount": state.retry_count,
+            "version": state.version,
+            "created": sorted(c.manifest["metadata"]["name"] for c in new if isinstance(c, CreatePod)),
+            "deleted": sorted(c.name for c in new if isinstance(c, DeletePod)),
+            "podGroup": None if group is None else group[1],
+            "pods": {name: pod["status"]["phase"] for name, pod in sorted(self.cluster.pods.items())},
+        }
+
+
+def run_sequence(seq: Sequence) -> list[dict[str, Any]]:
+    """Drive volcanolib's job controller through ``seq``: a record after the Job is created (step 0) and after each step.
+
+    Each record: the Job's ``phase``, ``retryCount`` and ``version``; the pods
+    the controller ``created`` and ``deleted`` during the step (sorted names);
+    the ``podGroup`` phase (``None`` when there is none); the ``pods`` that
+    exist with their phases. The oracle prints the same shape.
+
+    :raises ManifestError: when Volcano's admission would refuse the Job.
+    """
+    meta = {**seq.job["metadata"], "namespace": NS}  # the namespace names nothing that is recorded
+    meta.setdefault("uid", DEFAULT_UID_PREFIX + str(meta["name"]))
+    job: dict[str, Any] = {**seq.job, "metadata": meta}
+    default = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": DEFAULT_QUEUE}}
+    admit_job(job, queues=queue_facts([default, *seq.queues]), scheduler_name=SCHEDULER_NAME)
+    driver = _Driver(job)
+    driver.settled(driver.cluster.ctrl.submit(job, now=driver.now))
+    records = [driver.record(0)]
+    for index, step in enumerate(seq.steps, start=1):
+        driver.step(step)
+        records.append(driver.record(index))
+    return records
+
+
+def compare_records(
+    ours: Sequence[Mapping[str, Any]], volcano: Sequence[Mapping[str, Any]], facts: Sequence[str] = COMPARED
+) -> list[str]:
+    """The differences between volcanolib's records and the oracle's, one line per step and fact, first steps first."""
+    out: list[str] = []
+    if len(ours) != len(volcano):
+        out.append(f"{len(ours)} records from volcanolib, {len(volcano)} from Volcano")
+    for mine, theirs in zip(ours, volcano, strict=False):
+        for fact in facts:
+            if mine.get(fact) != theirs.get(fact):
+                out.append(f"step {mine['step']}: {fact}: volcanolib {mine.get(fact)!r}, Volcano {theirs.get(fact)!r}")
+    return out
