@@ -720,13 +720,17 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
+
+    def _delete_pod_group(self, job: JobData) -> None:
+        """The last write of every kill, targeted ones too (Volcano v1.14.1): a new PodGroup must be admitted."""
         if job.pg_exists:
             job.pg_exists = False
             job.pg_phase = ""
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
     def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
-        """KillTarget: delete the pods of one task or one pod (finished ones too); the PodGroup stays."""
+        """KillTarget: delete the pods of one task or one pod (finished ones too), then the PodGroup; the version stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
@@ -743,6 +747,7 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
 
 
 def _matches(policy: Policy, req: Request) -> bool:
