@@ -152,8 +152,9 @@ def _steps(rng: random.Random, pods: list[str], tasks: list[str]) -> list[dict[s
 
 
 def generate(seed: int) -> dict[str, Any]:
-    """The sequence document of ``seed`` (a mapping of ``job`` and ``steps``, ready to write as YAML)."""
+    """The sequence document of ``seed`` (``job``, ``succeededReady`` and ``steps``, ready to write as YAML)."""
     rng = random.Random(seed)
     job, pods = _job(rng)
     tasks = [t["name"] for t in job["spec"]["tasks"]]
-    return {"job": job, "steps": _steps(rng, pods, tasks)}
+    # Succeeded pods count for dependsOn, as in Volcano v1.15 and volcanolib (docs/differences.md)
+    return {"job": job, "succeededReady": True, "steps": _steps(rng, pods, tasks)}

@@ -92,6 +92,8 @@ class Sequence:
     job: Mapping[str, Any]
     queues: tuple[Mapping[str, Any], ...]
     steps: tuple[Step, ...]
+    #: Succeeded pods' containers report Ready (for the oracle only: volcanolib's pods have no container statuses).
+    succeeded_ready: bool = False
 
 
 def load_sequence(path: str | Path) -> Sequence:
@@ -112,10 +114,12 @@ def parse_sequence(doc: Any, where: str = "<sequence>") -> Sequence:
     :raises SequenceError: naming ``where`` and the field.
     """
     if not isinstance(doc, dict):
-        raise SequenceError(f"{where}: expected a mapping of job, queues and steps")
-    unknown = sorted(set(doc) - {"job", "queues", "steps"})
+        raise SequenceError(f"{where}: expected a mapping of job, queues, steps and succeededReady")
+    unknown = sorted(set(doc) - {"job", "queues", "steps", "succeededReady"})
     if unknown:
-        raise SequenceError(f"{where}: {unknown[0]}: unknown field (expected job, queues, steps)")
+        raise SequenceError(f"{where}: {unknown[0]}: unknown field (expected job, queues, steps, succeededReady)")
+    if not isinstance(doc.get("succeededReady", False), bool):
+        raise SequenceError(f"{where}: succeededReady: expected true or false")
     job = doc.get("job")
     if not isinstance(job, dict):
         raise SequenceError(f"{where}: job: missing (a batch.volcano.sh/v1alpha1 Job manifest)")
@@ -132,7 +136,8 @@ def parse_sequence(doc: Any, where: str = "<sequence>") -> Sequence:
     steps = doc.get("steps") or []
     if not isinstance(steps, list):
         raise SequenceError(f"{where}: steps: expected a list")
-    return Sequence(job, tuple(queues), tuple(_step(raw, f"{where}: steps[{i}]") for i, raw in enumerate(steps)))
+    parsed = tuple(_step(raw, f"{where}: steps[{i}]") for i, raw in enumerate(steps))
+    return Sequence(job, tuple(queues), parsed, bool(doc.get("succeededReady", False)))
 
 
 def _step(raw: Any, where: str) -> Step:

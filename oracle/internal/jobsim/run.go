@@ -73,6 +73,8 @@ type Sim struct {
 	// waiting lets one goroutine at a time wait for the bubble to be idle (synctest.Wait
 	// allows one); a goroutine waiting for its turn counts as blocked.
 	waiting chan struct{}
+	// turns counts the goroutines waiting for their turn.
+	turns atomic.Int32
 }
 
 // New starts the job controller on a new fake cluster that holds the default queue.
@@ -200,7 +202,7 @@ func (s *Sim) Run(seq *Sequence) (*Outcome, error) {
 	pgName := fmt.Sprintf("%s-%s", job.Name, job.UID)
 	out := &Outcome{Records: []Record{s.record(0, ns, job.Name, pgName)}}
 	for i, step := range seq.Steps {
-		if err := s.apply(step, i+1, ns, job, pgName); err != nil {
+		if err := s.apply(seq, step, i+1, ns, job, pgName); err != nil {
 			return nil, fmt.Errorf("steps[%d]: %v", i, err)
 		}
 		out.Records = append(out.Records, s.record(i+1, ns, job.Name, pgName))
@@ -211,7 +213,7 @@ func (s *Sim) Run(seq *Sequence) (*Outcome, error) {
 
 // apply makes one step happen, each pod's change on its own, and waits until the
 // controller has done all it does about it.
-func (s *Sim) apply(step Step, index int, ns string, job *batchv1alpha1.Job, pgName string) error {
+func (s *Sim) apply(seq *Sequence, step Step, index int, ns string, job *batchv1alpha1.Job, pgName string) error {
 	switch step.Kind {
 	case StepPodGroup:
 		obj, err := s.vcT.Get(podGroupsResource, ns, pgName)
@@ -242,7 +244,7 @@ func (s *Sim) apply(step Step, index int, ns string, job *batchv1alpha1.Job, pgN
 					return err
 				}
 			} else {
-				if !setPhase(pod, step) {
+				if !setPhase(pod, step, seq.SucceededReady) {
 					continue
 				}
 				if err := s.kubeT.Update(podsResource, pod, ns); err != nil {
@@ -253,7 +255,7 @@ func (s *Sim) apply(step Step, index int, ns string, job *batchv1alpha1.Job, pgN
 		}
 	case StepWait:
 		time.Sleep(step.Wait)
-		s.quiet()
+		s.idle()
 	case StepCommand:
 		cmd := &busv1alpha1.Command{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-command-%d", job.Name, index), Namespace: ns},
@@ -286,8 +288,9 @@ func CanMove(from, to string) bool {
 var stepPhase = map[string]v1.PodPhase{StepRunning: v1.PodRunning, StepSucceeded: v1.PodSucceeded, StepFailed: v1.PodFailed}
 
 // setPhase gives a pod the phase of a running, succeeded or failed step, with the
-// container statuses a kubelet reports; false when the pod cannot move there.
-func setPhase(pod *v1.Pod, step Step) bool {
+// container statuses a kubelet reports (a Succeeded pod's container Ready only with
+// succeededReady); false when the pod cannot move there.
+func setPhase(pod *v1.Pod, step Step, succeededReady bool) bool {
 	phase := stepPhase[step.Kind]
 	if !CanMove(string(pod.Status.Phase), string(phase)) {
 		return false
@@ -303,6 +306,7 @@ func setPhase(pod *v1.Pod, step Step) bool {
 		status.Started = ptr(true)
 		status.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.Now()}
 	case v1.PodSucceeded:
+		status.Ready = succeededReady
 		status.State.Terminated = &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
 	case v1.PodFailed:
 		status.State.Terminated = &v1.ContainerStateTerminated{ExitCode: step.ExitCode, Reason: "Error"}
@@ -386,7 +390,18 @@ const Settle = time.Second
 // the bubble is blocked: the controller has done all it does until later timers.
 func (s *Sim) settle() {
 	time.Sleep(Settle)
-	s.quiet()
+	s.idle()
+}
+
+// idle returns once every other goroutine of the bubble is blocked and none of them
+// waits for its turn to wait (a worker about to take a request): the controller is done.
+func (s *Sim) idle() {
+	for {
+		s.quiet()
+		if s.turns.Load() == 0 {
+			return
+		}
+	}
 }
 
 // seen follows a write of the controller: it returns once the controller's watches
@@ -399,7 +414,9 @@ func (s *Sim) seen() {
 
 // quiet returns once every other goroutine of the bubble is blocked.
 func (s *Sim) quiet() {
+	s.turns.Add(1)
 	s.waiting <- struct{}{}
+	s.turns.Add(-1)
 	synctest.Wait()
 	<-s.waiting
 }

@@ -46,6 +46,10 @@ type Sequence struct {
 	Job    *batchv1alpha1.Job
 	Queues []*schedv1beta1.Queue
 	Steps  []Step
+	// SucceededReady makes a Succeeded pod's container report Ready, which no kubelet
+	// does; Volcano v1.14.1's dependsOn then counts the pod, as v1.15 counts every
+	// Succeeded pod (docs/differences.md).
+	SucceededReady bool
 }
 
 // Step is one thing that happens to the Job from outside its controller.
@@ -87,19 +91,20 @@ func Parse(data []byte) (*Sequence, error) {
 		return nil, fmt.Errorf("not YAML: %v", err)
 	}
 	var doc struct {
-		Job    json.RawMessage   `json:"job"`
-		Queues []json.RawMessage `json:"queues"`
-		Steps  []json.RawMessage `json:"steps"`
+		Job            json.RawMessage   `json:"job"`
+		Queues         []json.RawMessage `json:"queues"`
+		Steps          []json.RawMessage `json:"steps"`
+		SucceededReady bool              `json:"succeededReady"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("expected a mapping of job, queues and steps: %v", err)
+		return nil, fmt.Errorf("expected a mapping of job, queues, steps and succeededReady: %v", err)
 	}
 	if len(doc.Job) == 0 || string(doc.Job) == "null" {
 		return nil, fmt.Errorf("job: missing (a batch.volcano.sh/v1alpha1 Job manifest)")
 	}
-	seq := &Sequence{Job: &batchv1alpha1.Job{}}
+	seq := &Sequence{Job: &batchv1alpha1.Job{}, SucceededReady: doc.SucceededReady}
 	if err := json.Unmarshal(doc.Job, seq.Job); err != nil {
 		return nil, fmt.Errorf("job: %v", err)
 	}
