@@ -396,19 +396,28 @@ class JobController:
         return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
 
     def tick(self, *, now: float) -> list[Change]:
-        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first."""
+        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first.
+
+        Timeouts due at the same instant fire together, as Volcano's timers
+        do: each runs in the phase the ones before it left, none is cancelled
+        by another's clean-up, and the jobs react once all of them ran.
+        """
         out: list[Change] = []
         while self._timers and self._timers[0].due <= now:
-            timer = heapq.heappop(self._timers)
-            if timer.cancelled:
-                continue
-            job = timer.job
-            if job.delayed.get(timer.key) is timer:
-                del job.delayed[timer.key]
-            if job.deleted:
-                continue
-            self._execute(job, timer.action, timer.request, now)
-            self._cleanup_delayed(job, timer.action, timer.request)
+            due = self._timers[0].due
+            fired: list[Timer] = []
+            while self._timers and self._timers[0].due == due:
+                timer = heapq.heappop(self._timers)
+                if not timer.cancelled:
+                    fired.append(timer)
+            for timer in fired:
+                job = timer.job
+                if job.delayed.get(timer.key) is timer:
+                    del job.delayed[timer.key]
+                if job.deleted:
+                    continue
+                self._execute(job, timer.action, timer.request, now)
+                self._cleanup_delayed(job, timer.action, timer.request)
             out.extend(self._drain(now))
         return out
 

@@ -679,6 +679,34 @@ def test_s5_6_targeted_restarts_also_use_up_max_retry() -> None:
     assert h.pods == {}  # the Failed state's soft kill deletes the pods still running or pending
 
 
+def test_s4_3_timeouts_due_together_all_fire_before_the_job_reacts() -> None:
+    # Pods made together wait out their PodPending timeouts together. Volcano's timers then all
+    # fire at that instant: the second RestartPod runs in the Restarting phase the first left
+    # (a kill, no second retry), before the job's sync takes it back to Pending.
+    h = Harness()
+    policy = {"event": "PodPending", "action": "RestartPod", "timeout": "10s"}
+    h.submit(job("j", task("a", 3, minAvailable=2, policies=[policy]), minAvailable=2))
+    h.admit()
+    h.phase("j-a-0", "Running")  # a-1 and a-2 stay Pending: two timers due at 10 s
+    changes = h.tick(10.0)
+    assert sorted(c.name for c in changes if isinstance(c, DeletePod)) == ["j-a-1", "j-a-2"]
+    state = h.state("j")
+    assert (state.phase, state.retry_count) == ("Pending", 1)
+
+
+def test_s4_3_a_timeout_due_with_another_fires_although_the_other_cleans_up_its_scope() -> None:
+    # Two job-level RestartJob timeouts due together: the first's clean-up cannot stop the second,
+    # which has fired too; it kills again in Restarting (no second retry).
+    h = Harness()
+    policy = {"event": "PodPending", "action": "RestartJob", "timeout": "10s"}
+    h.submit(job("j", task("a", 2), policies=[policy]))
+    h.admit()
+    version = h.state("j").version
+    h.tick(10.0)
+    state = h.state("j")
+    assert (state.phase, state.retry_count, state.version) == ("Restarting", 1, version + 2)
+
+
 def test_s4_3_a_delayed_action_runs_in_the_phase_of_the_moment_it_fires() -> None:
     h = Harness()
     policy = {"event": "PodPending", "action": "RestartJob", "timeout": "10m"}
