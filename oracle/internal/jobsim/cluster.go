@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -67,9 +68,10 @@ func nonNil(list []string) []string {
 }
 
 // tracker is the fake API server's store as one writer sees it: it gives every object it
-// writes a new resourceVersion, as the API server does (Volcano's job controller ignores
-// an update whose resourceVersion did not change), and, for the controller's writes,
-// logs the pods created and deleted.
+// writes a new resourceVersion and every new object a uid, as the API server does
+// (Volcano's job controller ignores an update whose resourceVersion did not change, and
+// tells pods of one name apart by their uids), and, for the controller's writes, logs
+// the pods created and deleted.
 type tracker struct {
 	k8stesting.ObjectTracker
 	version *atomic.Int64
@@ -109,6 +111,11 @@ func (t *tracker) stamped(obj runtime.Object) runtime.Object {
 
 func (t *tracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
 	obj = t.stamped(obj)
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetUID() == "" {
+		// The API server gives every new object a uid of its own: the job controller
+		// tells a pod from the one it replaces by it.
+		accessor.SetUID(types.UID("uid-" + accessor.GetResourceVersion()))
+	}
 	trace("create", gvr, obj, "")
 	if pod, ok := obj.(*v1.Pod); ok && pod.Status.Phase == "" {
 		pod.Status.Phase = v1.PodPending // the API server's default
