@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from volcanolib.api.node import Node, Taint
+from volcanolib.api.node import Node, Taint, tolerated, tolerates
 from volcanolib.api.task import TaskInfo
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "parse_spread_constraints",
     "ports_conflict",
     "required_node_affinity",
+    "tolerated",
     "tolerates",
 ]
 
@@ -267,27 +268,6 @@ class PreferredTerms:
 
 
 # ---------------------------------------------------------------------------- taints and tolerations
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    """Whether one toleration tolerates one taint (Kubernetes' ``ToleratesTaint``)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.key:
-        return False
-    op = toleration.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    if op == "Equal":
-        return str(toleration.get("value") or "") == taint.value
-    return False
-
-
-def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
-    """Whether any of the tolerations tolerates the taint."""
-    return any(tolerates(t, taint) for t in tolerations)
 
 
 def find_untolerated_taint(

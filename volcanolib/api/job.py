@@ -140,6 +140,14 @@ class PodGroup:
         """The status without its conditions, for change detection."""
         return (self.phase, self.running, self.succeeded, self.failed)
 
+    def unschedulable_in(self, session_uid: str) -> bool:
+        """Whether the session ``session_uid`` found the gang unschedulable (its ``Unschedulable`` condition).
+
+        .. versionadded:: 0.2
+        """
+        unschedulable = ConditionType.UNSCHEDULABLE
+        return any(c.type is unschedulable and c.transition_id == session_uid for c in self.conditions)
+
 
 @attrs.define(eq=False)
 class JobInfo:
@@ -442,10 +450,27 @@ class JobInfo:
     # ------------------------------------------------------------------ phase
 
     def scheduled_task_num(self) -> int:
-        """Tasks on a node as a status update counts them: Running, Bound, finished, or Releasing from a node."""
-        releasing = self.task_status_index.get(TaskStatus.RELEASING)
-        on_node = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
-        return self.count(SCHEDULED_STATUSES) + on_node
+        """Tasks a status update counts as scheduled: Running, Bound, Succeeded or Failed.
+
+        A task Releasing from its node is not counted (nor one Binding or
+        Allocated), as in Volcano v1.14.1's PodGroup status.
+        """
+        return self.count(SCHEDULED_STATUSES)
+
+    def status_phase(self, unschedulable: bool) -> PodGroupPhase:
+        """The PodGroup phase a session's status update writes.
+
+        ``Unknown`` when a task is running and the session found the gang
+        unschedulable (see :meth:`PodGroup.unschedulable_in`); otherwise
+        :meth:`phase_from_tasks`.
+
+        :param unschedulable: whether the session wrote the ``Unschedulable`` condition.
+
+        .. versionadded:: 0.2
+        """
+        if unschedulable and self.task_status_index.get(TaskStatus.RUNNING):
+            return PodGroupPhase.UNKNOWN
+        return self.phase_from_tasks()
 
     def phase_from_tasks(self) -> PodGroupPhase:
         """The PodGroup phase a status update derives from the tasks.

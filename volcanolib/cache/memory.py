@@ -610,8 +610,8 @@ class InMemoryCache:
                 in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
-        if self._hyper_nodes:
-            cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
+        # Built without HyperNodes too: the virtual cluster top spans the ready nodes.
+        cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
 
     def _take_changed_jobs(

@@ -45,7 +45,7 @@ from volcanolib.kube._documents import parse_documents, read_documents, source_n
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
 from volcanolib.kube.jobs import expand_job
-from volcanolib.manifests.admission import QueueFacts, default_queue, validate_queue
+from volcanolib.manifests.admission import QueueFacts, validate_queue
 from volcanolib.manifests.workloads import WORKLOAD_GROUPS, WORKLOAD_KINDS, Workloads
 
 __all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests"]
@@ -247,6 +247,11 @@ class ManifestLoader:
             queue_names.add(queue.name)
             cluster.queues.append(queue)
             newest = max(newest, queue.creation_timestamp)
+            if queue.weight == 0:
+                self._warn(
+                    f"{ref.label}: spec.weight is 0, which Volcano's admission makes 1 and its CRD refuses; "
+                    "the scheduler gives such a queue nothing"
+                )
         for queue in cluster.queues:
             if queue.parent is not None and queue.parent not in queue_names and queue.parent != "root":
                 self._warn(f"Queue {queue.name}: parent queue {queue.parent!r} does not exist")
@@ -499,7 +504,9 @@ def cluster_queue_facts(queues: Iterable[QueueInfo], default_queue: str = "defau
 
 
 def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
-    obj = default_queue(obj)
+    # A Queue read from a cluster (a dump, a watch) is stored: the schema's rules hold, Volcano's
+    # mutating webhook has already run (or did not, as with a stand-in server), and the scheduler
+    # takes it as it is.
     validate_queue(obj, ref, created=False)
     meta = f.mapping(obj.get("metadata"), ref, "metadata")
     spec = f.mapping(obj.get("spec"), ref, "spec")

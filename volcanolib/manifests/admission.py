@@ -691,8 +691,11 @@ def validate_queue(
         known = ", ".join(s for s in allowed if s)
         ref.fail(f"unknown queue state {state!r} (expected one of {known})", "status.state")
     weight = f.integer(spec.get("weight"), ref, "spec.weight", 1)
-    if not 1 <= weight <= _MAX_WEIGHT:
-        ref.fail(f"must be from 1 to {_MAX_WEIGHT}, got {weight}", "spec.weight")
+    # The schema's minimum is 1, but a stored weight of 0 (a server without Volcano's CRD and
+    # webhooks) reaches the scheduler, which gives such a queue nothing: it is read, and warned of.
+    lowest = 1 if created else 0
+    if not lowest <= weight <= _MAX_WEIGHT:
+        ref.fail(f"must be from {lowest} to {_MAX_WEIGHT}, got {weight}", "spec.weight")
     capability = f.optional_resources(spec.get("capability"), ref, "spec.capability")
     deserved = f.optional_resources(spec.get("deserved"), ref, "spec.deserved")
     guarantee_spec = f.mapping(spec.get("guarantee"), ref, "spec.guarantee")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
-from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status, Vote
@@ -50,8 +50,6 @@ SCHEDULED_REASON: Final = "tasks in gang are ready to be scheduled"
 _SCHEDULED: Final = PodGroupCondition(ConditionType.SCHEDULED, "True", SCHEDULED_REASON, "")
 
 _PENDING = TaskStatus.PENDING
-_PIPELINED = TaskStatus.PIPELINED
-_RELEASING = TaskStatus.RELEASING
 
 
 def _schedulable_task_num(job: JobInfo) -> int:
@@ -62,18 +60,6 @@ def _schedulable_task_num(job: JobInfo) -> int:
         if in_statuses(status, ALLOCATED_STATUSES):
             placed += 1
     return placed + job.ready_task_num()
-
-
-def _only_releasing_missing(job: JobInfo) -> bool:
-    """Whether the gang is complete once scheduled tasks still being released on their nodes count.
-
-    Such a job has nothing to place (no Pending or Pipelined task); it is
-    waiting for graceful terminations, not for resources.
-    """
-    if job.task_status_index.get(_PENDING) or job.task_status_index.get(_PIPELINED):
-        return False
-    releasing = sum(1 for t in job.task_status_index.get(_RELEASING, {}).values() if t.node_name)
-    return job.count(SCHEDULED_STATUSES) + releasing >= job.min_available
 
 
 class GangPlugin:
@@ -209,9 +195,10 @@ class GangPlugin:
         :attr:`JobInfo.job_fit_errors`; ``<missing>`` counts pending tasks
         whose placement was discarded this session as schedulable. A ready
         job gets ``Scheduled``, kept as it is (its transition time included)
-        while the job stays ready. Jobs without tasks are skipped, and so are
-        jobs whose only missing members are scheduled tasks still being
-        released (nothing is left to place).
+        while the job stays ready. Jobs without tasks are skipped. A failed
+        or releasing task is not ready, so a job whose running and finished
+        tasks are too few gets ``Unschedulable`` however many of its tasks
+        were scheduled once (Volcano v1.14.1 has no exception for them).
         """
         for job in ssn.unsettled_jobs():  # a settled job is ready and keeps its Scheduled condition
             if not job.tasks:
@@ -220,8 +207,6 @@ class GangPlugin:
                 # A job that stays scheduled keeps its condition, transition id and time included.
                 if not any(c.same_as(_SCHEDULED) for c in job.pod_group.conditions):
                     ssn.update_pod_group_condition(job, _SCHEDULED.copy())
-                continue
-            if _only_releasing_missing(job):
                 continue
             unready = job.min_available - _schedulable_task_num(job)
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"

@@ -37,9 +37,11 @@ __all__ = [
     "completion_times",
     "FAILED_PHASES",
     "JOB_COLUMNS",
+    "JOB_HISTORY_KEYS",
     "POD_COLUMNS",
     "STATISTICS",
     "deserved_shares",
+    "job_histories",
     "job_rows",
     "percentile",
     "pod_rows",
@@ -63,8 +65,8 @@ STATISTICS: Final = ("mean", "p50", "p95", "p99", "max")
 COMPLETED_PHASES: Final = frozenset({"Completed"})
 #: Job phases counted as ``failed``: the job ended without completing.
 FAILED_PHASES: Final = frozenset({"Failed", "Aborted", "Terminated"})
-#: Job phases counted as ``cancelled``: deleted before it started (its patience ran out).
-CANCELLED_PHASES: Final = frozenset({"Cancelled"})
+#: Job phases counted as ``cancelled``: deleted before it started (its patience ran out), or by the timeline.
+CANCELLED_PHASES: Final = frozenset({"Cancelled", "Deleted"})
 #: The keys of each entry of ``jobs``, in order (the columns of ``jobs.csv``).
 JOB_COLUMNS: Final = (
     "name",
@@ -77,9 +79,25 @@ JOB_COLUMNS: Final = (
     "jct",
     "restarts",
     "evicted_pods",
+    "version",
+    "kept_pods",
 )
 #: The keys of each entry of ``pods``, in order (the first columns of ``pods.csv``).
-POD_COLUMNS: Final = ("name", "job", "node", "submitted", "bound", "started", "finished", "phase", "attempt")
+POD_COLUMNS: Final = (
+    "name",
+    "job",
+    "node",
+    "submitted",
+    "bound",
+    "started",
+    "finished",
+    "phase",
+    "attempt",
+    "restarts",
+    "deleted",
+)
+#: The keys each entry of ``jobs`` of the document adds to :data:`JOB_COLUMNS`: lists of ``[time, phase]``.
+JOB_HISTORY_KEYS: Final = ("phases", "pod_group_phases")
 _TIMING_ORDER: Final = ("wall", "sessions", "snapshots", "events")
 
 
@@ -355,6 +373,8 @@ def job_rows(record: ReplayRecord) -> list[dict[str, Any]]:
                     _opt(_jct(job)),
                     job.restarts,
                     job.evicted_pods,
+                    job.version,
+                    job.kept_pods,
                 ),
                 strict=True,
             )
@@ -388,6 +408,8 @@ def pod_rows(record: ReplayRecord, *, requests: bool = False) -> list[dict[str, 
                     _opt(pod.finished),
                     pod.phase,
                     pod.attempt,
+                    pod.restarts,
+                    _opt(pod.deleted),
                 ),
                 strict=True,
             )
@@ -397,6 +419,20 @@ def pod_rows(record: ReplayRecord, *, requests: bool = False) -> list[dict[str, 
             row["request"] = {name: _round(pod.request[name]) for name in sorted(pod.request)}
         rows.append(row)
     return rows
+
+
+def job_histories(record: ReplayRecord) -> list[dict[str, Any]]:
+    """Per job, in the order of :func:`job_rows`: its phases and its PodGroup's, as ``[time, phase]`` pairs.
+
+    .. versionadded:: 0.2
+    """
+    return [
+        {
+            "phases": [[_round(t), phase] for t, phase in job.phases],
+            "pod_group_phases": [[_round(t), phase] for t, phase in job.pod_group_phases],
+        }
+        for job in sorted(record.jobs, key=lambda j: (j.submitted, j.name))
+    ]
 
 
 def _series(timeline: _Timeline, *, capacity: bool) -> dict[str, Any]:
@@ -504,7 +540,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "simulated_seconds": _round(record.end - record.start),
         },
         "queues": queues,
-        "jobs": job_rows(record),
+        "jobs": [row | history for row, history in zip(job_rows(record), job_histories(record), strict=True)],
         "pods": pod_rows(record),
         "series": _series(timeline, capacity=False),
         "timings": _timings(record.timings),
@@ -522,10 +558,17 @@ def _flat(value: object) -> bool:
     return not isinstance(value, list)
 
 
+def _pairs(value: object) -> bool:
+    """A list of scalars or of short lists of scalars (a job's phases with their times)."""
+    return isinstance(value, list) and all(
+        _scalar(item) or (isinstance(item, list) and all(map(_scalar, item))) for item in value
+    )
+
+
 def _row(value: object) -> bool:
-    """A scalar, or a mapping of flat values (a job, a pod, a queue): one line of JSON inside a list."""
+    """A scalar, or a mapping of flat values or pairs (a job, a pod, a queue): one line of JSON inside a list."""
     if isinstance(value, dict):
-        return all(map(_flat, value.values()))
+        return all(_flat(item) or _pairs(item) for item in value.values())
     return _scalar(value)
 
 

@@ -23,7 +23,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 	"volcano.sh/apis/pkg/apis/scheduling"
 	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
@@ -246,8 +250,23 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 
 	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
-	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, nil)
+	// The events the scheduler records go nowhere (a recorder without a channel): the default one
+	// holds 100 and then blocks the session.
+	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, &record.FakeRecorder{})
 	rec.SchedulerCache = sc
+	// The fake API loses what is written before an informer's watch starts: the cache must
+	// watch pods before the first change between sessions is written.
+	podsWatched := make(chan struct{})
+	var watchOnce sync.Once
+	if fakeClient, ok := sc.Client().(*kubefake.Clientset); ok {
+		fakeClient.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+			w, err := fakeClient.Tracker().Watch(action.GetResource(), action.GetNamespace())
+			watchOnce.Do(func() { close(podsWatched) })
+			return true, w, err
+		})
+	} else {
+		close(podsWatched)
+	}
 
 	// The objects, through the cache's own event handlers, as the informers deliver them.
 	for _, pc := range scn.PriorityClasses {
@@ -310,6 +329,11 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	}
 	if err := waitUntil(func() bool { return allInCache(sc, accepted) }); err != nil {
 		return nil, fmt.Errorf("the scheduler cache did not take the pods: %v", err)
+	}
+	select {
+	case <-podsWatched:
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("the scheduler cache did not watch the pods")
 	}
 
 	result = &Result{

@@ -636,7 +636,7 @@ def test_s4_2_rule_3_a_job_submitted_again_waits_for_the_old_pods_and_ignores_th
 def test_job_status_changes_are_reported_with_the_retry_count() -> None:
     h = running_tf()
     h.evict("tf-worker-1")
-    assert JobStatus(NS, "tf", "Restarting", 1) in h.statuses
+    assert JobStatus(NS, "tf", "Restarting", 1, version=1) in h.statuses  # the kill of the restart bumps the version
 
 
 @pytest.mark.parametrize("phase", ["Inqueue", "Running"])

@@ -442,12 +442,12 @@ def test_queue_fields_and_zero_entries_are_kept() -> None:
 
 def test_queue_defaults_and_the_default_queue_always_exists() -> None:
     (q,) = load(queue("q1")).queues
-    # Volcano's mutating webhook makes an unset reclaimable true
+    # A stored queue is read as it is: an unset reclaimable stays unset (the scheduler takes it as true)
     assert (q.weight, q.capability, q.deserved, q.reclaimable, q.state, q.parent) == (
         1,
         None,
         None,
-        True,
+        None,
         QueueState.OPEN,
         None,
     )

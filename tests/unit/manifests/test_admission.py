@@ -299,8 +299,8 @@ def test_queue_defaults() -> None:
 @pytest.mark.parametrize(
     ("raw", "message", "created"),
     [
-        (queue("q", weight=-1), "spec.weight: must be from 1 to 65535, got -1", False),
-        (queue("q", weight=70000), "spec.weight: must be from 1 to 65535", False),
+        (queue("q", weight=-1), "spec.weight: must be from 0 to 65535, got -1", False),
+        (queue("q", weight=70000), "spec.weight: must be from 0 to 65535", False),
         ({**queue("q"), "status": {"state": "Closing"}}, "status.state: unknown queue state 'Closing'", True),
         ({**queue("q"), "status": {"state": "Sleeping"}}, "status.state: unknown queue state 'Sleeping'", False),
         (queue("q", capability={"cpu": "2"}, deserved={"cpu": "4"}), "spec.deserved: deserved must not exceed", True),
@@ -349,14 +349,16 @@ def test_a_stored_queue_is_not_judged_by_the_create_time_rules() -> None:
     validate_queue(raw, created=False)  # as a stored object: fine
 
 
-def test_the_loader_applies_the_queue_defaults_and_schema() -> None:
+def test_the_loader_reads_a_stored_queue_as_it_is_and_applies_the_schema() -> None:
     loader = ManifestLoader()
     loader.add(queue("q", weight=0), source="s.yaml")
-    (q,) = loader.load().queues
-    assert q.weight == 1
+    cluster = loader.load()
+    (q,) = cluster.queues
+    assert q.weight == 0  # the webhook's default is for a queue being created, not for one stored
+    assert any("spec.weight is 0" in w for w in cluster.warnings)
     loader = ManifestLoader()
     loader.add(queue("q", weight=-2), source="s.yaml")
-    with pytest.raises(ManifestError, match=re.escape("s.yaml: Queue q: spec.weight: must be from 1 to 65535, got -2")):
+    with pytest.raises(ManifestError, match=re.escape("s.yaml: Queue q: spec.weight: must be from 0 to 65535, got -2")):
         loader.load()
 
 

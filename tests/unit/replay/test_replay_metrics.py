@@ -9,6 +9,7 @@ from replay_records import sample, two_queues, with_pods
 
 from volcanolib.replay.metrics import (
     JOB_COLUMNS,
+    JOB_HISTORY_KEYS,
     POD_COLUMNS,
     deserved_shares,
     percentile,
@@ -118,8 +119,8 @@ def test_per_queue_distributions() -> None:
 def test_jobs_by_arrival_with_wait_and_jct() -> None:
     jobs = summarise(two_queues())["jobs"]
     assert [j["name"] for j in jobs] == ["ns/j1", "ns/j2", "ns/j3", "ns/j4"]
-    assert all(tuple(j) == JOB_COLUMNS for j in jobs)
-    assert jobs[1] == {
+    assert all(tuple(j) == JOB_COLUMNS + JOB_HISTORY_KEYS for j in jobs)
+    assert {k: jobs[1][k] for k in JOB_COLUMNS} == {
         "name": "ns/j2",
         "queue": "q2",
         "submitted": 5.0,
@@ -130,6 +131,8 @@ def test_jobs_by_arrival_with_wait_and_jct() -> None:
         "jct": 25.0,
         "restarts": 0,
         "evicted_pods": 0,
+        "version": None,
+        "kept_pods": 0,
     }
     assert jobs[2]["wait"] is None and jobs[2]["jct"] == 12.0  # the cancelled job's own record keeps its times
     assert jobs[3]["started"] is None and jobs[3]["jct"] is None
@@ -151,6 +154,8 @@ def test_one_pod_record_per_attempt() -> None:
         "finished": None,
         "phase": "Pending",
         "attempt": 0,
+        "restarts": 0,
+        "deleted": None,
     }
 
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 
-from volcanolib.api.job import ConditionType
 from volcanolib.api.queue import QueueFigures
 from volcanolib.api.resource import INFINITE, Resource
 from volcanolib.api.task import TaskStatus
@@ -251,13 +250,12 @@ class SchedulerMetrics:
         unschedulable: set[str] = set()
         pending = 0
         for job in session.unsettled_jobs():  # a settled job is ready: it has no such condition
-            for cond in job.pod_group.conditions:
-                if cond.type is ConditionType.UNSCHEDULABLE and cond.transition_id == session.uid:
-                    name = job.pod_group.name
-                    unschedulable.add(name)
-                    self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
-                    self._retries[name] = self._retries.get(name, 0.0) + 1
-                    pending += len(job.task_status_index.get(TaskStatus.PENDING) or ())
+            if job.pod_group.unschedulable_in(session.uid):
+                name = job.pod_group.name
+                unschedulable.add(name)
+                self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
+                self._retries[name] = self._retries.get(name, 0.0) + 1
+                pending += len(job.task_status_index.get(TaskStatus.PENDING) or ())
         for gone in self._unschedulable - unschedulable:
             self.unschedule_tasks.remove(gone)
         self._unschedulable = unschedulable

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
+from volcanolib.api.outcomes import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from volcanolib.errors import TraceError
 from volcanolib.kube import read_documents, source_name
 from volcanolib.replay.traces._table import header_of, read_table
@@ -36,10 +37,9 @@ __all__ = [
     "rfc3339",
 ]
 
-#: How long a pod runs once started (spec/replay.md).
-DURATION: Final = "volcanolib.io/duration"
-#: A non-zero exit code makes the pod end Failed after its runtime.
-EXIT_CODE: Final = "volcanolib.io/exit-code"
+#: How long a pod runs once started, and the exit code it then ends with (non-zero: Failed).
+DURATION: Final = DURATION_ANNOTATION
+EXIT_CODE: Final = EXIT_CODE_ANNOTATION
 #: How long the user waits for the job to start before deleting it.
 CANCEL_AFTER: Final = "volcanolib.io/cancel-after"
 #: The extended resource GPUs are requested and offered as.
