@@ -70,10 +70,12 @@ class Outcome(NamedTuple):
 
 
 class Report(NamedTuple):
-    """The outcomes in seed order, and the seconds each side spent."""
+    """The outcomes in seed order, the seconds each side spent, and the job phases volcanolib's runs reached."""
 
     outcomes: list[Outcome]
     seconds: dict[str, float]
+    #: Job phase -> how many sequences reached it at some step (on volcanolib's side).
+    phases: Counter[str]
 
     @property
     def agreeing(self) -> int:
@@ -91,7 +93,9 @@ class Report(NamedTuple):
         return [o for o in self.outcomes if o.disagrees]
 
 
-def run_oracle_jobs(paths: Sequence[Path], oracle: Sequence[str], *, timeout: float = 1800) -> dict[str, dict[str, Any]]:
+def run_oracle_jobs(
+    paths: Sequence[Path], oracle: Sequence[str], *, timeout: float = 1800
+) -> dict[str, dict[str, Any]]:
     """``oracle jobs`` on the files, in batches: file -> its line (``records`` or ``error``)."""
     lines: dict[str, dict[str, Any]] = {}
     for start in range(0, len(paths), BATCH):
@@ -108,13 +112,18 @@ def run_oracle_jobs(paths: Sequence[Path], oracle: Sequence[str], *, timeout: fl
     return lines
 
 
-def compare_file(path: Path, line: dict[str, Any]) -> Outcome:
-    """volcanolib on one sequence file, against the oracle's line for it."""
+def compare_file(path: Path, line: dict[str, Any], phases: Counter[str] | None = None) -> Outcome:
+    """volcanolib on one sequence file, against the oracle's line for it.
+
+    :param phases: counts the job phases volcanolib's run reached.
+    """
     seq = load_sequence(path)
     try:
         ours = run_sequence(seq)
     except ManifestError as exc:
         return Outcome(path, volcano_refused=line.get("error"), ours_refused=str(exc))
+    if phases is not None:
+        phases.update({r["phase"] for r in ours})
     if "error" in line:
         return Outcome(path, volcano_refused=line["error"])
     differences = tuple(compare_records(ours, line["records"]))
@@ -151,10 +160,11 @@ def _run(count: int, oracle: Sequence[str], directory: Path, first_seed: int) ->
     generated = time.perf_counter()
     lines = run_oracle_jobs(paths, oracle)
     volcano = time.perf_counter()
-    outcomes = [compare_file(path, lines[str(path)]) for path in paths]
+    phases: Counter[str] = Counter()
+    outcomes = [compare_file(path, lines[str(path)], phases) for path in paths]
     ours = time.perf_counter()
     seconds = {"generate": generated - start, "volcano": volcano - generated, "volcanolib": ours - volcano}
-    return Report(outcomes, seconds)
+    return Report(outcomes, seconds, phases)
 
 
 def format_report(report: Report, examples: int = 10) -> str:
@@ -175,8 +185,11 @@ def format_report(report: Report, examples: int = 10) -> str:
     )
     if refused:
         lines.append(f"  refused: {dict(refused)}")
+    reached = ", ".join(f"{phase} {count}" for phase, count in report.phases.most_common())
+    lines.append(f"  sequences reaching each job phase: {reached}")
     for outcome in report.disagreeing[:examples]:
-        first = outcome.differences[0] if outcome.differences else f"refused: {outcome.volcano_refused or outcome.ours_refused}"
+        refusal = outcome.volcano_refused or outcome.ours_refused
+        first = outcome.differences[0] if outcome.differences else f"refused: {refusal}"
         lines.append(f"  {outcome.path}: {first}")
     return "\n".join(lines)
 

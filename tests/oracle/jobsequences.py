@@ -37,7 +37,7 @@ __all__ = [
     "COMPARED",
     "SETTLE",
     "Difference",
-    "Sequence",
+    "JobSequence",
     "SequenceError",
     "Step",
     "can_move",
@@ -47,6 +47,7 @@ __all__ = [
     "parse_sequence",
     "resolve",
     "run_sequence",
+    "unmet",
 ]
 
 #: Seconds each write of the driver takes (the oracle's jobsim.Settle).
@@ -58,6 +59,7 @@ DEFAULT_EXIT_CODE: Final = 1
 #: The queue that always exists, Open.
 DEFAULT_QUEUE: Final = "default"
 SCHEDULER_NAME: Final = "volcano"
+TOP_FIELDS: Final = ("job", "queues", "steps", "succeededReady", "expect", "volcano")
 STEP_KINDS: Final = ("podGroup", "running", "succeeded", "failed", "evict", "wait", "command")
 POD_GROUP_PHASES: Final = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
 #: The pod phase each pod step sets.
@@ -65,6 +67,8 @@ STEP_PHASE: Final = {"running": "Running", "succeeded": "Succeeded", "failed": "
 #: The facts of a record compared step by step (``version`` and ``pods`` are reported, not compared:
 #: volcanolib's job version can be lower than Volcano's, docs/job-controller.md).
 COMPARED: Final = ("phase", "retryCount", "created", "deleted", "podGroup")
+#: The facts of a record.
+RECORD_FACTS: Final = ("phase", "retryCount", "version", "created", "deleted", "podGroup", "pods")
 
 
 class SequenceError(ValueError):
@@ -88,7 +92,7 @@ class Step:
 
 
 @attrs.frozen
-class Sequence:
+class JobSequence:
     """A Job, the queues it may name, and the steps."""
 
     job: Mapping[str, Any]
@@ -96,9 +100,13 @@ class Sequence:
     steps: tuple[Step, ...]
     #: Succeeded pods' containers report Ready (for the oracle only: volcanolib's pods have no container statuses).
     succeeded_ready: bool = False
+    #: Facts expected after some steps: partial records, each with its ``step``.
+    expect: tuple[Mapping[str, Any], ...] = ()
+    #: Volcano's facts where they differ from ``expect`` on purpose (docs/differences.md); empty otherwise.
+    volcano: tuple[Mapping[str, Any], ...] = ()
 
 
-def load_sequence(path: str | Path) -> Sequence:
+def load_sequence(path: str | Path) -> JobSequence:
     """Read a sequence file (YAML).
 
     :raises SequenceError: naming the file and the field.
@@ -110,16 +118,16 @@ def load_sequence(path: str | Path) -> Sequence:
     return parse_sequence(doc, str(path))
 
 
-def parse_sequence(doc: Any, where: str = "<sequence>") -> Sequence:
+def parse_sequence(doc: Any, where: str = "<sequence>") -> JobSequence:
     """Read a sequence from its parsed YAML document.
 
     :raises SequenceError: naming ``where`` and the field.
     """
     if not isinstance(doc, dict):
-        raise SequenceError(f"{where}: expected a mapping of job, queues, steps and succeededReady")
-    unknown = sorted(set(doc) - {"job", "queues", "steps", "succeededReady"})
+        raise SequenceError(f"{where}: expected a mapping of {', '.join(TOP_FIELDS)}")
+    unknown = sorted(set(doc) - set(TOP_FIELDS))
     if unknown:
-        raise SequenceError(f"{where}: {unknown[0]}: unknown field (expected job, queues, steps, succeededReady)")
+        raise SequenceError(f"{where}: {unknown[0]}: unknown field (expected {', '.join(TOP_FIELDS)})")
     if not isinstance(doc.get("succeededReady", False), bool):
         raise SequenceError(f"{where}: succeededReady: expected true or false")
     job = doc.get("job")
@@ -139,7 +147,36 @@ def parse_sequence(doc: Any, where: str = "<sequence>") -> Sequence:
     if not isinstance(steps, list):
         raise SequenceError(f"{where}: steps: expected a list")
     parsed = tuple(_step(raw, f"{where}: steps[{i}]") for i, raw in enumerate(steps))
-    return Sequence(job, tuple(queues), parsed, bool(doc.get("succeededReady", False)))
+    expect = _expectations(doc.get("expect"), len(parsed), f"{where}: expect")
+    volcano = _expectations(doc.get("volcano"), len(parsed), f"{where}: volcano")
+    return JobSequence(job, tuple(queues), parsed, bool(doc.get("succeededReady", False)), expect, volcano)
+
+
+def _expectations(raw: Any, steps: int, where: str) -> tuple[Mapping[str, Any], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SequenceError(f"{where}: expected a list of partial records, each with its step")
+    for i, record in enumerate(raw):
+        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+            raise SequenceError(f"{where}[{i}].step: expected the step number (0: after the Job is created)")
+        if not 0 <= record["step"] <= steps:
+            raise SequenceError(f"{where}[{i}].step: {record['step']} is not a step (0 to {steps})")
+        unknown = sorted(set(record) - {"step", *RECORD_FACTS})
+        if unknown:
+            raise SequenceError(f"{where}[{i}].{unknown[0]}: unknown fact (expected {', '.join(RECORD_FACTS)})")
+    return tuple(raw)
+
+
+def unmet(records: Sequence[Mapping[str, Any]], expected: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The expected facts the records do not meet, one line each."""
+    out: list[str] = []
+    for want in expected:
+        record = records[want["step"]]
+        for fact, value in want.items():
+            if fact != "step" and record.get(fact) != value:
+                out.append(f"step {want['step']}: {fact}: expected {value!r}, got {record.get(fact)!r}")
+    return out
 
 
 def _step(raw: Any, where: str) -> Step:
@@ -148,7 +185,8 @@ def _step(raw: Any, where: str) -> Step:
         raise SequenceError(f"{where}: expected a mapping with one of {kinds_text}")
     for key in raw:
         if key not in STEP_KINDS and key != "exitCode":
-            raise SequenceError(f"{where}.{key}: unknown field (expected one of {kinds_text}, and exitCode with failed)")
+            expected = f"expected one of {kinds_text}, and exitCode with failed"
+            raise SequenceError(f"{where}.{key}: unknown field ({expected})")
     kinds = [key for key in raw if key in STEP_KINDS]
     if len(kinds) != 1:
         raise SequenceError(f"{where}: expected exactly one of {kinds_text}, got {len(kinds)} ({', '.join(kinds)})")
@@ -199,7 +237,7 @@ def resolve(patterns: Iterable[str], existing: Iterable[str]) -> list[str]:
 
 
 def can_move(current: str, phase: str) -> bool:
-    """Whether a pod may move from ``current`` to ``phase``: it starts from Pending, finishes from Pending or Running."""
+    """Whether a pod may move from ``current`` to ``phase``: it starts from Pending, ends from Pending or Running."""
     if phase == "Running":
         return current == "Pending"
     return phase in ("Succeeded", "Failed") and current in ("Pending", "Running")
@@ -294,8 +332,8 @@ class _Driver:
         }
 
 
-def run_sequence(seq: Sequence) -> list[dict[str, Any]]:
-    """Drive volcanolib's job controller through ``seq``: a record after the Job is created (step 0) and after each step.
+def run_sequence(seq: JobSequence) -> list[dict[str, Any]]:
+    """Drive volcanolib's job controller through ``seq``: a record after the Job is made (step 0) and after each step.
 
     Each record: the Job's ``phase``, ``retryCount`` and ``version``; the pods
     the controller ``created`` and ``deleted`` during the step (sorted names);

@@ -95,11 +95,14 @@ func Parse(data []byte) (*Sequence, error) {
 		Queues         []json.RawMessage `json:"queues"`
 		Steps          []json.RawMessage `json:"steps"`
 		SucceededReady bool              `json:"succeededReady"`
+		// What the tests expect after some steps: read by the tests, not here.
+		Expect  json.RawMessage `json:"expect"`
+		Volcano json.RawMessage `json:"volcano"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("expected a mapping of job, queues, steps and succeededReady: %v", err)
+		return nil, fmt.Errorf("expected a mapping of job, queues, steps, succeededReady, expect and volcano: %v", err)
 	}
 	if len(doc.Job) == 0 || string(doc.Job) == "null" {
 		return nil, fmt.Errorf("job: missing (a batch.volcano.sh/v1alpha1 Job manifest)")
