@@ -824,7 +824,7 @@ class JobController:
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
     def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
-        """KillTarget: delete the pods of one task or one pod (finished ones too), then the PodGroup; the version stays."""
+        """KillTarget: delete one task's pods or one pod (finished ones too), then the PodGroup; the version stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
