@@ -5,10 +5,10 @@
   difference, its ``expect`` block otherwise) and volcanolib agrees with it
   step by step unless the difference is documented.
 * Random sequences (tests/oracle/jobgen.py), ``VOLCANOLIB_JOB_SEQUENCES`` of
-  them (default 1,000; CI runs at least 500), compared step by step: job
-  phase, retry count, pods created and deleted, the PodGroup. A difference
-  that starts where several policy timeouts fell due at one instant is
-  Volcano's order, counted apart (docs/job-sequences.md).
+  them (default 2,000, some 20 to 60 seconds; CI compares at least 500),
+  compared step by step: job phase, retry count, pods created and deleted,
+  the PodGroup. A difference that starts where several policy timeouts fell
+  due at one instant is Volcano's order, counted apart (docs/job-sequences.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.go
 
 PINNED = sorted((Path(__file__).parent / "job_sequences").glob("*.yaml"))
 #: How many random sequences the differential compares (CI: at least 500).
-RANDOM = int(os.environ.get("VOLCANOLIB_JOB_SEQUENCES", "1000"))
+RANDOM = int(os.environ.get("VOLCANOLIB_JOB_SEQUENCES", "2000"))
 #: The share of random sequences that may differ only after coincident timeouts (Volcano's order).
 ORDER_UNDEFINED_AT_MOST = 0.01
 
