@@ -636,7 +636,8 @@ def test_pods_asking_alike_share_one_request_object() -> None:
 
 def _with_token(name: str, token: str, *, extra_volume: str = "") -> dict[str, Any]:
     """A pod as a real API server stores it: its ServiceAccount token volume (a per-pod name) mounted."""
-    volumes: list[dict[str, Any]] = [{"name": token, "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]
+    projected = {"sources": [{"serviceAccountToken": {"path": "token"}}]}
+    volumes: list[dict[str, Any]] = [{"name": token, "projected": projected}]
     mounts = [{"name": token, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}]
     if extra_volume:
         volumes.append({"name": extra_volume, "emptyDir": {}})
