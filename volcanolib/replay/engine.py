@@ -258,13 +258,24 @@ def _resource_dict(res: Resource | None) -> dict[str, float] | None:
 
 
 class _Statuses:
-    """The cache's status updater: notes the PodGroups whose status a session wrote."""
+    """The cache's status updater: notes the PodGroups whose status a session changed.
+
+    A change counts when the phase or a condition's type, status or reason
+    differs from what was last written, not a message alone: a message may
+    name figures of other jobs (a queue's shortfall), which change without a
+    session, so counting it would make skipped sessions matter.
+    """
 
     def __init__(self) -> None:
         self.groups: dict[str, PodGroupPhase] = {}
+        self.written: dict[str, tuple[object, ...]] = {}
 
     def update_pod_group(self, job: JobInfo) -> None:
-        self.groups[job.uid] = job.pod_group.phase
+        pod_group = job.pod_group
+        status = (pod_group.phase, tuple((c.type, c.status, c.reason) for c in pod_group.conditions))
+        if self.written.get(job.uid) != status:
+            self.written[job.uid] = status
+            self.groups[job.uid] = pod_group.phase
 
     def update_queue(self, queue: QueueInfo) -> None:
         """Queue status plays no part in a replay."""
@@ -653,6 +664,7 @@ class _Replay:
             self.groups[key] = job
             job.record.note_pod_group_phase(pg.phase.value, self.now)
         self.group_phase.pop(key, None)
+        self.statuses.written.pop(key, None)
         self.cache.add_pod_group(pg)
 
     def _update_group(self, manifest: dict[str, Any]) -> None:
@@ -728,6 +740,7 @@ class _Replay:
                     namespace, _, name = key.partition("/")
                     self.cache.delete_pod_group(namespace, name)
                     self.group_phase.pop(key, None)
+                    self.statuses.written.pop(key, None)
                     del self.groups[key]
 
     # ------------------------------------------------------------------ the simulated kubelet
