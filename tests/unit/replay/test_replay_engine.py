@@ -610,3 +610,27 @@ def test_the_python_example_of_the_docs_runs(
     exec(compile(blocks[0], "docs/replay.md", "exec"), {})
     simulated, pods, sessions = capsys.readouterr().out.split()
     assert float(simulated) > 3600 and int(pods) > 16 and float(sessions) > 0
+
+
+def test_a_status_write_counts_as_a_change_unless_only_a_message_moved() -> None:
+    """Sessions that change only a condition's message (figures of other jobs) do not seed the next differently."""
+    from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
+    from volcanolib.replay.engine import _Statuses
+    from volcanolib.testing import build_pod_group
+
+    statuses = _Statuses()
+    job = JobInfo.from_pod_group(build_pod_group("pg", min_member=2, phase=PodGroupPhase.INQUEUE))
+
+    def write(reason: str, message: str) -> bool:
+        statuses.groups = {}
+        job.pod_group.conditions = [PodGroupCondition(ConditionType.UNSCHEDULABLE, "True", reason, message)]
+        statuses.update_pod_group(job)
+        return bool(statuses.groups)
+
+    assert write("NotEnoughResources", "queue q is short of cpu 2")
+    assert not write("NotEnoughResources", "queue q is short of cpu 1")
+    assert write("NotEnoughPods", "queue q is short of cpu 1")
+    job.pod_group.phase = PodGroupPhase.RUNNING
+    assert write("NotEnoughPods", "queue q is short of cpu 1")
+    statuses.written.pop(job.uid)  # the PodGroup made again: its first status is a change
+    assert write("NotEnoughPods", "queue q is short of cpu 1")
