@@ -282,11 +282,12 @@ def pod_object(
 ) -> Obj:
     """A pod of the scheduler with one container asking for ``request`` (none for a best-effort pod)."""
     resources: Obj = {}
-    requests = request.requests()
+    # Extended resources are asked for in the limits; the API server copies them to the requests.
+    limits = {GPU: str(request.gpu)} if request.gpu else {}
+    limits.update(request.device_limits())
+    requests = {**request.requests(), **limits}
     if requests:
         resources["requests"] = requests
-    limits = {GPU: requests[GPU]} if GPU in requests else {}
-    limits.update(request.device_limits())
     if limits:
         resources["limits"] = limits
     metadata: Obj = {
