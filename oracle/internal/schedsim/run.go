@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 	"volcano.sh/apis/pkg/apis/scheduling"
 	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
@@ -246,7 +247,9 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 
 	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
-	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, nil)
+	// Events are dropped: the mock cache's default recorder holds 100 and then blocks the
+	// scheduler for good (a few sessions of binds and PodGroup events reach that).
+	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, &record.FakeRecorder{})
 	rec.SchedulerCache = sc
 
 	// The objects, through the cache's own event handlers, as the informers deliver them.
