@@ -30,16 +30,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tests.oracle.generator import AREAS, generate
-from volcanolib.sim.oracle import Disagreement, OracleRun, compare, run_oracle_each
+from volcanolib.sim.oracle import Disagreement, OracleRun, compare, find_oracle, run_oracle_each
 from volcanolib.sim.runner import load_scenario, run_scenario
 
 __all__ = ["AreaAgreement", "Example", "format_report", "run_differential"]
 
-#: Files per oracle process, at most.
-BATCH = 400
-#: Oracle processes at once. A run of the oracle mostly waits (its informers' cache sync polls every
-#: 100 ms), so several processes share one core well.
-JOBS = 4
+#: Files per oracle process, at most: its memory grows with every run (several hundred MB for a few
+#: hundred runs), so a process takes a few files and the next batch starts afresh.
+BATCH = 20
+#: Oracle processes at once.
+JOBS = 2
+#: The oracle's Go heap limit: it collects garbage sooner rather than growing to twice its live heap.
+MEMORY_LIMIT = "GOMEMLIMIT=1GiB"
 
 
 class Example(NamedTuple):
@@ -131,10 +133,11 @@ def _run(
 
     start = time.perf_counter()
     theirs: dict[str, OracleRun | str] = {}
+    command = ["env", MEMORY_LIMIT, *(oracle if oracle is not None else find_oracle())]
     size = max(1, min(BATCH, math.ceil(len(files) / max(jobs, 1))))
     with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
         for answer in pool.map(
-            lambda batch: run_oracle_each(batch, runs=runs, oracle=oracle), _batches(list(files), size)
+            lambda batch: run_oracle_each(batch, runs=runs, oracle=command), _batches(list(files), size)
         ):
             theirs.update(answer)
     clock["oracle"] = time.perf_counter() - start
@@ -211,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--areas", help="comma-separated areas (default: all)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=JOBS, help="oracle processes at once")
+    parser.add_argument("--oracle", help="the oracle's command (default: tools/oracle, built when needed)")
     args = parser.parse_args(argv)
     # The loader's warnings (gangs that cannot start, ...) are expected of random scenarios.
     logging.getLogger("volcanolib").setLevel(logging.ERROR)
