@@ -23,7 +23,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 	"volcano.sh/apis/pkg/apis/scheduling"
@@ -474,6 +477,27 @@ func goneFromCache(sc *cache.SchedulerCache, pods []*v1.Pod) bool {
 // (Cache.Run) waits for its informers in steps of 100 ms, which would be
 // most of the time of a small scenario.
 func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
+	// The fake API sends a change only to the watches open at that moment, and an informer
+	// has synced once it has listed, maybe before its watch is open: a pod written between
+	// the two would never reach the cache. So the pods' watch is waited for too.
+	watching := make(chan struct{})
+	if client, ok := sc.Client().(*fake.Clientset); ok {
+		var once sync.Once
+		client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+			var opts metav1.ListOptions
+			if watchAction, ok := action.(clienttesting.WatchActionImpl); ok {
+				opts = watchAction.ListOptions
+			}
+			w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+			if err != nil {
+				return false, nil, err
+			}
+			once.Do(func() { close(watching) })
+			return true, w, nil
+		})
+	} else {
+		close(watching)
+	}
 	factory := sc.SharedInformerFactory()
 	factory.Start(stop)
 	// The other informers list empty fake collections: only the pods' must have arrived.
@@ -481,6 +505,7 @@ func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
 	for !pods.HasSynced() {
 		time.Sleep(100 * time.Microsecond)
 	}
+	<-watching
 	go func() {
 		for {
 			select {
