@@ -33,7 +33,7 @@ from tests.oracle.generator import AREAS, generate
 from volcanolib.sim.oracle import Disagreement, OracleRun, compare, find_oracle, run_oracle_each
 from volcanolib.sim.runner import load_scenario, run_scenario
 
-__all__ = ["AreaAgreement", "Example", "format_report", "run_differential"]
+__all__ = ["AreaAgreement", "Example", "disagreements_by_file", "format_report", "run_differential"]
 
 #: Files per oracle process, at most: its memory grows with every run (several hundred MB for a few
 #: hundred runs), so a process takes a few files and the next batch starts afresh.
@@ -95,7 +95,8 @@ def run_differential(
     """Compare volcanolib with Volcano on ``count_per_area`` random scenarios of each area.
 
     :param runs: how many times the oracle runs each scenario (facts that vary are not compared).
-    :param out_dir: where the scenarios are written (kept); a temporary directory by default.
+    :param out_dir: where the scenarios are written (kept), with ``disagreements.json``
+        (:func:`disagreements_by_file`); a temporary directory by default.
     :param first_seed: the seeds are ``first_seed`` to ``first_seed + count_per_area - 1``.
     :param oracle: the oracle's command (found as :func:`volcanolib.sim.oracle.find_oracle` does by default).
     :param jobs: how many oracle processes run at once.
@@ -109,7 +110,9 @@ def run_differential(
             return _run(count_per_area, runs, Path(tmp), areas, first_seed, oracle, jobs, clock)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    return _run(count_per_area, runs, directory, areas, first_seed, oracle, jobs, clock)
+    results = _run(count_per_area, runs, directory, areas, first_seed, oracle, jobs, clock)
+    (directory / "disagreements.json").write_text(json.dumps(disagreements_by_file(results), indent=1))
+    return results
 
 
 def _run(
@@ -161,6 +164,20 @@ def _run(
             examples.append(Example(area, seed, path, tuple(differences)))
         out[area] = AreaAgreement(agreeing + (not differences), total + 1, examples)
     clock["volcanolib"] = time.perf_counter() - start
+    return out
+
+
+def disagreements_by_file(results: dict[str, AreaAgreement]) -> dict[str, list[str]]:
+    """Each scenario file that did not agree -> its disagreements (or why it was refused or failed), as text."""
+    out: dict[str, list[str]] = {}
+    for r in results.values():
+        for e in r.examples:
+            if e.refused is not None:
+                out[e.path.name] = [f"refused: {e.refused}"]
+            elif e.failed is not None:
+                out[e.path.name] = [f"volcanolib failed: {e.failed}"]
+            else:
+                out[e.path.name] = [str(d) for d in e.disagreements]
     return out
 
 

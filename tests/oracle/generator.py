@@ -665,7 +665,7 @@ def flat_queues(b: Builder, count: int, *, capacity_fields: bool = False) -> lis
 def queue_tree(b: Builder) -> list[str]:
     """A queue hierarchy under ``root`` (via ``spec.parent``); returns its leaves."""
     total = sum(n.free.cpu for n in b.nodes) // 1000
-    if b.rng.random() < 0.5:
+    if b.rng.random() < 0.7:
         b.add_queue("root", capability={"cpu": str(total), "memory": f"{total * 4}Gi"})
     leaves: list[str] = []
     for p in range(b.rng.randint(1, 3)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -42,15 +43,15 @@ def test_volcanolib_agrees_with_itself(tmp_path: Path) -> None:
         "gang": (3, 3, []),
         "preempt": (3, 3, []),
     }
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        f"{a}-{s}.json" for a in ("gang", "preempt") for s in range(3)
-    ]
+    written = [f"{a}-{s}.json" for a in ("gang", "preempt") for s in range(3)]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*written, "disagreements.json"])
+    assert json.loads((tmp_path / "out" / "disagreements.json").read_text()) == {}
     assert set(timings) == {"generate", "oracle", "volcanolib"}
 
 
 def test_refusals_count_apart_and_disagreements_are_examples(tmp_path: Path) -> None:
     oracle = _fake_oracle(tmp_path, refused="sla", differ="binpack")
-    results = run_differential(2, 2, areas=["sla", "binpack"], oracle=oracle, first_seed=10)
+    results = run_differential(2, 2, tmp_path / "out", areas=["sla", "binpack"], oracle=oracle, first_seed=10)
     sla, binpack = results["sla"], results["binpack"]
     assert (sla.agreeing, sla.total) == (0, 0)
     assert [(e.seed, e.refused == f"{e.path}: invalid scheduler configuration") for e in sla.refused] == [
@@ -64,3 +65,6 @@ def test_refusals_count_apart_and_disagreements_are_examples(tmp_path: Path) -> 
     assert "| sla | 0 | 0 | - | 2 | 0 |" in report
     assert "| binpack | 0 | 2 | 0% | 0 | 0 |" in report
     assert "- bind: 2 scenarios, e.g." in report
+    written = json.loads((tmp_path / "out" / "disagreements.json").read_text())
+    assert written["sla-11.json"] == [f"refused: {tmp_path / 'out' / 'sla-11.json'}: invalid scheduler configuration"]
+    assert written["binpack-10.json"][0].startswith("session 1: bind ")
