@@ -728,12 +728,14 @@ def area_capacity(b: Builder) -> Obj:
 
 
 def area_capacity_hierarchy(b: Builder) -> Obj:
-    """The capacity plugin with enableHierarchy over a queue tree (some jobs in non-leaf queues)."""
+    """The capacity plugin with enableHierarchy over a queue tree (now and then a job in a non-leaf queue)."""
     b.add_nodes()
     leaves = queue_tree(b)
+    random_jobs(b, b.rng.randint(3, 9), queues=leaves, running=0.4)
     others = [q for q in b.queues if q not in leaves and q != "root"]
-    queues = leaves * 4 + others
-    random_jobs(b, b.rng.randint(3, 9), queues=queues, running=0.4)
+    if others and b.rng.random() < 0.15:
+        # A job in a queue with children makes the whole tree unschedulable, in Volcano as in volcanolib.
+        random_jobs(b, 1, queues=others)
     actions = b.rng.choice(["enqueue, allocate", "enqueue, allocate, reclaim", "allocate, reclaim"])
     fairness = plugin("capacity", enableHierarchy=True)
     return conf(actions, base_tier1(), [plugin("drf"), plugin("predicates"), fairness, plugin("nodeorder")])
@@ -963,7 +965,7 @@ def area_predicates(b: Builder) -> Obj:
 
 def full_cluster_jobs(b: Builder, queues: list[str], classes: list[str], *, low: str = "low") -> None:
     """Running low-priority jobs that fill much of the cluster, and pending ones above them."""
-    for _ in range(b.rng.randint(2, 5)):
+    for _ in range(b.rng.randint(3, 7)):
         size = b.rng.randint(1, 4)
         b.add_job(
             Job(

@@ -11,7 +11,7 @@ import pytest
 
 from tests.oracle.generator import AREAS, PRIORITIES, generate
 from volcanolib.api.quantity import parse_quantity
-from volcanolib.sim.runner import load_scenario, run_scenario
+from volcanolib.sim.runner import SimulationResult, load_scenario, run_scenario
 
 SEEDS = range(20)
 
@@ -20,8 +20,37 @@ def _objects(scenario: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [o for o in scenario["objects"] if o["kind"] == kind]
 
 
+#: What the seeds of an area must make volcanolib do at least once besides binding a pod and
+#: leaving one pending, so that the area's feature is exercised.
+EXERCISES: dict[str, set[str]] = {
+    "preempt": {"evict", "pipelined"},
+    "preempt-topology": {"evict", "pipelined"},
+    "reclaim": {"evict", "pipelined"},
+    "priority": {"evict"},
+    "drf": {"evict"},
+    "capacity": {"evict"},
+    "multi-session": {"evict", "pipelined", "bind after the first session"},
+}
+
+
+def _signs(result: SimulationResult) -> set[str]:
+    signs = set()
+    if result.binds:
+        signs.add("bind")
+    if result.unschedulable:
+        signs.add("pending")
+    if result.evictions:
+        signs.add("evict")
+    if any(session["pipelined"] for session in result.per_session):
+        signs.add("pipelined")
+    if any(session["binds"] for session in result.per_session[1:]):
+        signs.add("bind after the first session")
+    return signs
+
+
 @pytest.mark.parametrize("area", AREAS)
 def test_each_seed_loads_and_runs_in_volcanolib(area: str, tmp_path: Path) -> None:
+    seen: set[str] = set()
     for seed in SEEDS:
         path = tmp_path / f"{area}-{seed}.json"
         path.write_text(json.dumps(generate(seed, area)))
@@ -32,6 +61,8 @@ def test_each_seed_loads_and_runs_in_volcanolib(area: str, tmp_path: Path) -> No
         result = run_scenario(scenario, per_session=True)
         assert result.plugin_errors == [], f"{area} seed {seed}"
         assert len(result.per_session) == scenario.sessions
+        seen |= _signs(result)
+    assert {"bind", "pending", *EXERCISES.get(area, ())} <= seen
 
 
 @pytest.mark.parametrize("area", AREAS)
