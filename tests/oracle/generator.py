@@ -145,6 +145,11 @@ def timestamp(seconds: int) -> str:
 # ---------------------------------------------------------------------- objects
 
 
+def given(**fields: Any) -> Obj:
+    """The fields that have a value: ``None`` and empty mappings and lists are left out (``False`` and 0 stay)."""
+    return {k: v for k, v in fields.items() if v is not None and not (isinstance(v, (dict, list)) and not v)}
+
+
 def node_object(
     name: str,
     allocatable: dict[str, str],
@@ -155,19 +160,11 @@ def node_object(
     unschedulable: bool = False,
 ) -> Obj:
     """A Ready node whose capacity is its allocatable."""
-    metadata: Obj = {"name": name, "labels": dict(labels)}
-    if annotations:
-        metadata["annotations"] = annotations
-    spec: Obj = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": metadata,
-        "spec": spec,
+        "metadata": given(name=name, labels=dict(labels), annotations=annotations),
+        "spec": given(taints=taints, unschedulable=unschedulable or None),
         "status": {
             "allocatable": dict(allocatable),
             "capacity": dict(allocatable),
@@ -178,15 +175,11 @@ def node_object(
 
 def priority_class_object(name: str, value: int, *, preemption_policy: str | None = None) -> Obj:
     """A PriorityClass."""
-    obj: Obj = {
+    return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
+        **given(metadata={"name": name}, value=value, preemptionPolicy=preemption_policy),
     }
-    if preemption_policy:
-        obj["preemptionPolicy"] = preemption_policy
-    return obj
 
 
 def queue_object(
@@ -203,26 +196,19 @@ def queue_object(
     annotations: dict[str, str] | None = None,
 ) -> Obj:
     """A Volcano Queue."""
-    spec: Obj = {"weight": weight}
-    if capability is not None:
-        spec["capability"] = capability
-    if deserved is not None:
-        spec["deserved"] = deserved
-    if guarantee is not None:
-        spec["guarantee"] = {"resource": guarantee}
-    if reclaimable is not None:
-        spec["reclaimable"] = reclaimable
-    if priority is not None:
-        spec["priority"] = priority
-    if parent is not None:
-        spec["parent"] = parent
-    metadata: Obj = {"name": name}
-    if annotations:
-        metadata["annotations"] = annotations
+    spec = given(
+        weight=weight,
+        capability=capability,
+        deserved=deserved,
+        guarantee={"resource": guarantee} if guarantee is not None else None,
+        reclaimable=reclaimable,
+        priority=priority,
+        parent=parent,
+    )
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
-        "metadata": metadata,
+        "metadata": given(name=name, annotations=annotations),
         "spec": spec,
         "status": {"state": state},
     }
@@ -243,24 +229,18 @@ def pod_group_object(
     created: str | None = None,
 ) -> Obj:
     """A Volcano PodGroup."""
-    spec: Obj = {"minMember": min_member, "queue": queue}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if min_resources:
-        spec["minResources"] = min_resources
-    if min_task_member:
-        spec["minTaskMember"] = min_task_member
-    if network_topology:
-        spec["networkTopology"] = network_topology
-    metadata: Obj = {"name": name, "namespace": namespace}
-    if annotations:
-        metadata["annotations"] = annotations
-    if created:
-        metadata["creationTimestamp"] = created
+    spec = given(
+        minMember=min_member,
+        queue=queue,
+        priorityClassName=priority_class,
+        minResources=min_resources,
+        minTaskMember=min_task_member,
+        networkTopology=network_topology,
+    )
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": metadata,
+        "metadata": given(name=name, namespace=namespace, annotations=annotations, creationTimestamp=created),
         "spec": spec,
         "status": {"phase": phase},
     }
@@ -281,34 +261,24 @@ def pod_object(
     deleted: str | None = None,
 ) -> Obj:
     """A pod of the scheduler with one container asking for ``request`` (none for a best-effort pod)."""
-    resources: Obj = {}
     # Extended resources are asked for in the limits; the API server copies them to the requests.
     limits = {GPU: str(request.gpu)} if request.gpu else {}
     limits.update(request.device_limits())
-    requests = {**request.requests(), **limits}
-    if requests:
-        resources["requests"] = requests
-    if limits:
-        resources["limits"] = limits
-    metadata: Obj = {
-        "name": name,
-        "namespace": namespace,
-        "annotations": {GROUP_ANNOTATION: group, **(annotations or {})},
-    }
-    if labels:
-        metadata["labels"] = labels
-    if created:
-        metadata["creationTimestamp"] = created
-    if deleted:
-        metadata["deletionTimestamp"] = deleted
-    spec: Obj = {
-        "schedulerName": SCHEDULER,
-        "containers": [{"name": "main", "image": "busybox", "resources": resources}],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if node:
-        spec["nodeName"] = node
+    resources = given(requests={**request.requests(), **limits}, limits=limits)
+    metadata = given(
+        name=name,
+        namespace=namespace,
+        annotations={GROUP_ANNOTATION: group, **(annotations or {})},
+        labels=labels,
+        creationTimestamp=created,
+        deletionTimestamp=deleted,
+    )
+    spec = given(
+        schedulerName=SCHEDULER,
+        containers=[{"name": "main", "image": "busybox", "resources": resources}],
+        priorityClassName=priority_class,
+        nodeName=node,
+    )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": phase}}
 
 
@@ -324,18 +294,12 @@ def hyper_node_object(name: str, tier: int, members: list[Obj]) -> Obj:
 
 def plugin(name: str, arguments: Obj | None = None, **options: bool) -> Obj:
     """A plugin entry of a tier; ``options`` are its switches (``enableHierarchy=True``)."""
-    out: Obj = {"name": name, **options}
-    if arguments:
-        out["arguments"] = arguments
-    return out
+    return {"name": name, **options, **given(arguments=arguments)}
 
 
 def conf(actions: str, *tiers: list[Obj], configurations: list[Obj] | None = None) -> Obj:
     """A volcano-scheduler.conf as a mapping."""
-    out: Obj = {"actions": actions, "tiers": [{"plugins": list(t)} for t in tiers]}
-    if configurations:
-        out["configurations"] = configurations
-    return out
+    return {"actions": actions, "tiers": [{"plugins": list(t)} for t in tiers], **given(configurations=configurations)}
 
 
 # ---------------------------------------------------------------------- the cluster being built
