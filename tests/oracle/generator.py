@@ -560,6 +560,33 @@ def random_resources(rng: random.Random, low: int, high: int) -> dict[str, str]:
     return out
 
 
+def random_job(
+    b: Builder,
+    largest: int,
+    *,
+    request: Request | None = None,
+    runs: bool = False,
+    releasing: bool = False,
+    gang: bool = True,
+    **fields: Any,
+) -> str:
+    """Add a job of 1 to ``largest`` pods of one random request and a random minMember (1 unless ``gang``).
+
+    :param runs: its pods already run (those that fit somewhere).
+    :param releasing: some of its running pods are being deleted.
+    """
+    size = b.rng.randint(1, largest)
+    job = Job(
+        request=request or random_request(b.rng),
+        size=size,
+        min_member=b.rng.randint(1, size) if gang else 1,
+        running=size if runs else 0,
+        releasing=b.rng.randint(0, size) if releasing else 0,
+        **fields,
+    )
+    return b.add_job(job)
+
+
 def random_jobs(
     b: Builder,
     count: int,
@@ -572,23 +599,21 @@ def random_jobs(
     **fields: Any,
 ) -> list[str]:
     """Add ``count`` random jobs over ``queues``; ``running`` is the chance that a job already runs."""
-    names = []
-    for _ in range(count):
-        size = b.rng.randint(1, 5)
-        runs = b.rng.random() < running
-        job = Job(
+    return [
+        random_job(
+            b,
+            5,
             request=random_request(b.rng, gpus=gpus),
-            size=size,
-            min_member=b.rng.randint(1, size) if gang else 1,
+            runs=b.rng.random() < running,
+            gang=gang,
             queue=b.rng.choice(queues or b.queues),
             namespace=b.rng.choice(["ns1", "ns1", "ns2"]),
             priority_class=b.rng.choice(priorities) if priorities else None,
-            running=size if runs else 0,
             min_resources=b.rng.random() < 0.4,
             **fields,
         )
-        names.append(b.add_job(job))
-    return names
+        for _ in range(count)
+    ]
 
 
 # ---------------------------------------------------------------------- configurations
@@ -930,30 +955,22 @@ def area_predicates(b: Builder) -> Obj:
 def full_cluster_jobs(b: Builder, queues: list[str], classes: list[str], *, low: str = "low") -> None:
     """Running low-priority jobs that fill much of the cluster, and pending ones above them."""
     for _ in range(b.rng.randint(3, 7)):
-        size = b.rng.randint(1, 4)
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                queue=b.rng.choice(queues),
-                priority_class=low,
-                running=size,
-                pod_annotations={"volcano.sh/preemptable": "false"} if b.rng.random() < 0.15 else {},
-            )
+        random_job(
+            b,
+            4,
+            runs=True,
+            queue=b.rng.choice(queues),
+            priority_class=low,
+            pod_annotations={"volcano.sh/preemptable": "false"} if b.rng.random() < 0.15 else {},
         )
     for _ in range(b.rng.randint(1, 4)):
-        size = b.rng.randint(1, 4)
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                queue=b.rng.choice(queues),
-                priority_class=b.rng.choice(classes),
-                phase=b.rng.choice(["Inqueue", "Inqueue", "Pending"]),
-                running=size if b.rng.random() < 0.2 else 0,
-            )
+        random_job(
+            b,
+            4,
+            runs=b.rng.random() < 0.2,
+            queue=b.rng.choice(queues),
+            priority_class=b.rng.choice(classes),
+            phase=b.rng.choice(["Inqueue", "Inqueue", "Pending"]),
         )
 
 
@@ -1014,17 +1031,7 @@ def area_reclaim(b: Builder) -> Obj:
     queues = flat_queues(b, b.rng.randint(2, 3), capacity_fields=fairness == "capacity")
     hog = queues[0]
     for _ in range(b.rng.randint(2, 4)):
-        size = b.rng.randint(1, 4)
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                queue=hog,
-                priority_class=b.rng.choice(classes),
-                running=size,
-            )
-        )
+        random_job(b, 4, runs=True, queue=hog, priority_class=b.rng.choice(classes))
     random_jobs(b, b.rng.randint(2, 5), queues=queues[1:], priorities=classes, running=0.2)
     actions = b.rng.choice(
         ["enqueue, allocate, reclaim", "enqueue, reclaim, allocate", "enqueue, allocate, preempt, reclaim"]
@@ -1038,16 +1045,13 @@ def area_backfill(b: Builder) -> Obj:
     random_jobs(b, b.rng.randint(1, 4), running=0.5)
     decorate = constraint_decorator(b, required=True, ports=False)
     for _ in range(b.rng.randint(1, 6)):
-        size = b.rng.randint(1, 3)
-        b.add_job(
-            Job(
-                request=Request(),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                namespace=b.rng.choice(["ns1", "ns2"]),
-                phase=b.rng.choice(["Pending", "Inqueue"]),
-                decorate=decorate if b.rng.random() < 0.4 else None,
-            )
+        random_job(
+            b,
+            3,
+            request=Request(),
+            namespace=b.rng.choice(["ns1", "ns2"]),
+            phase=b.rng.choice(["Pending", "Inqueue"]),
+            decorate=decorate if b.rng.random() < 0.4 else None,
         )
     actions = b.rng.choice(["enqueue, allocate, backfill", "enqueue, backfill", "allocate, backfill"])
     return conf(actions, base_tier1(), base_tier2())
@@ -1058,18 +1062,14 @@ def area_enqueue_overcommit(b: Builder) -> Obj:
     b.add_nodes(2, 5)
     queues = [*flat_queues(b, b.rng.randint(0, 2)), "default"]
     for _ in range(b.rng.randint(2, 7)):
-        size = b.rng.randint(1, 6)
         runs = b.rng.random() < 0.3
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                queue=b.rng.choice(queues),
-                running=size if runs else 0,
-                phase=None if runs else b.rng.choice(["Pending", "Pending", "Inqueue"]),
-                min_resources=b.rng.random() < 0.8,
-            )
+        random_job(
+            b,
+            6,
+            runs=runs,
+            queue=b.rng.choice(queues),
+            phase=None if runs else b.rng.choice(["Pending", "Pending", "Inqueue"]),
+            min_resources=b.rng.random() < 0.8,
         )
     factor = b.rng.choice([1.0, 1.2, 1.5, 2.0, 3.0])
     overcommit = plugin("overcommit", {"overcommit-factor": factor} if b.rng.random() < 0.8 else None)
@@ -1084,20 +1084,16 @@ def area_sla(b: Builder) -> Obj:
     b.timestamps = True
     b.add_nodes(2, 5)
     for _ in range(b.rng.randint(2, 7)):
-        size = b.rng.randint(1, 5)
         annotations: dict[str, str] = {}
         if b.rng.random() < 0.5:
             key = b.rng.choice(["sla-waiting-time", "volcano.sh/sla-waiting-time"])
             annotations[key] = f"{b.rng.randint(5, 200)}s"
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                phase=b.rng.choice(["Pending", "Pending", "Inqueue"]),
-                min_resources=b.rng.random() < 0.6,
-                group_annotations=annotations,
-            )
+        random_job(
+            b,
+            5,
+            phase=b.rng.choice(["Pending", "Pending", "Inqueue"]),
+            min_resources=b.rng.random() < 0.6,
+            group_annotations=annotations,
         )
     sla = plugin("sla", {"sla-waiting-time": f"{b.rng.randint(5, 200)}s"} if b.rng.random() < 0.6 else None)
     tier1 = [plugin("priority"), plugin("gang"), sla]
@@ -1120,12 +1116,11 @@ def area_deviceshare(b: Builder) -> Obj:
             annotations=annotations,
         )
     for _ in range(b.rng.randint(2, 7)):
-        size = b.rng.randint(1, 4)
         if sharing == (b.rng.random() < 0.8):
             request = Request(1000, 1024, gpu_memory=b.rng.choice([1000, 3000, 4000, 8000, 12000]))
         else:
             request = Request(1000, 1024, gpu_number=b.rng.randint(1, 2))
-        b.add_job(Job(request=request, size=size, min_member=b.rng.randint(1, size), phase="Inqueue"))
+        random_job(b, 4, request=request, phase="Inqueue")
     placed_cards(b)
     arguments = {"deviceshare.GPUSharingEnable": sharing, "deviceshare.GPUNumberEnable": not sharing}
     return conf(
@@ -1184,21 +1179,11 @@ def area_network_topology(b: Builder) -> Obj:
         b.add_node(Request(cores * 1000, cores * 2048))
     hyper_nodes(b)
     for _ in range(b.rng.randint(2, 5)):
-        size = b.rng.randint(1, 5)
         topology: Obj | None = None
         if b.rng.random() < 0.8:
             topology = {"mode": b.rng.choice(["hard", "soft"]), "highestTierAllowed": b.rng.randint(1, 2)}
         runs = b.rng.random() < 0.2
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                running=size if runs else 0,
-                phase=None if runs else "Inqueue",
-                network_topology=topology,
-            )
-        )
+        random_job(b, 5, runs=runs, phase=None if runs else "Inqueue", network_topology=topology)
     weight = {"weight": b.rng.randint(1, 10)} if b.rng.random() < 0.5 else None
     tier2 = [plugin("predicates"), plugin("proportion"), plugin("nodeorder"), plugin("network-topology-aware", weight)]
     if b.rng.random() < 0.5:
@@ -1212,18 +1197,7 @@ def area_multi_session(b: Builder) -> Obj:
     classes = b.add_priority_classes()
     queues = [*flat_queues(b, b.rng.randint(0, 2)), "default"]
     for _ in range(b.rng.randint(1, 4)):
-        size = b.rng.randint(1, 4)
-        b.add_job(
-            Job(
-                request=random_request(b.rng),
-                size=size,
-                min_member=b.rng.randint(1, size),
-                queue=b.rng.choice(queues),
-                priority_class=b.rng.choice(classes),
-                running=size,
-                releasing=b.rng.randint(0, size),
-            )
-        )
+        random_job(b, 4, runs=True, releasing=True, queue=b.rng.choice(queues), priority_class=b.rng.choice(classes))
     random_jobs(b, b.rng.randint(2, 6), queues=queues, priorities=classes, running=0.2)
     actions = b.rng.choice(
         [
