@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.oracle.generator import AREAS, PRIORITIES, generate
+from tests.oracle.generator import AREAS, generate
 from volcanolib.api.quantity import parse_quantity
 from volcanolib.sim.runner import SimulationResult, load_scenario, run_scenario
 
@@ -88,7 +88,8 @@ def test_objects_are_complete_and_refer_to_what_exists(area: str) -> None:
         classes = {c["metadata"]["name"] for c in _objects(scenario, "PriorityClass")}
         for group in _objects(scenario, "PodGroup"):
             assert group["spec"]["queue"] in queues
-            assert group["spec"].get("priorityClassName", "low") in classes | set(PRIORITIES)
+            if "priorityClassName" in group["spec"]:
+                assert group["spec"]["priorityClassName"] in classes
         for pod in pods:
             meta, spec = pod["metadata"], pod["spec"]
             assert (meta["namespace"], meta["annotations"]["scheduling.k8s.io/group-name"]) in groups
