@@ -83,3 +83,16 @@ def differential(session: nox.Session) -> None:
     session.install(*INSTALL)
     args = session.posargs or ["--count", "1000", "--runs", "8"]
     session.run("python", "-m", "tests.oracle.differential", *args)
+
+
+@nox.session
+def job_differential(session: nox.Session) -> None:
+    """Random job event sequences through Volcano's job controller (the oracle, built with Go) and volcanolib's.
+
+    Prints the agreement rate, the speed of each side and the disagreements; fails on a disagreement.
+    Arguments after ``--`` go to tests/oracle/jobdiff.py (default here: 20,000 sequences; e.g.
+    ``nox -s job_differential -- --count 2000 --out DIR``).
+    """
+    session.install(*INSTALL)
+    args = session.posargs or ["--count", "20000"]
+    session.run("python", "-m", "tests.oracle.jobdiff", *args)

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Generate performance-workload scenario files (scenario-format.md).
+"""Generate performance-workload scenario files (docs/scenario-format.md): test clusters of 100 to 5,000 nodes.
 
 Deterministic for a given (workload, size, seed). Needs only volcanolib
 (for its default tiers); the YAML is written directly, in flow style, so
-that 50,000-pod files stay small and fast to write.
+that 50,000-pod files stay small and fast to write. A file named *.json (or
+--format json) gets the same scenario as JSON, which volcanolib reads
+faster than YAML (benchmarks/README.md, "Loading manifests").
 
-Workloads (see research/perf-anchor.md for the rationale):
+Workloads (benchmarks/README.md says what each measures and Volcano's times):
   W1  gang-homogeneous   nodes 32 cpu / 128Gi / 110 pods; jobs of T=100
                          pods (1 cpu, 2Gi), minMember = T, queue default,
                          all Pending; default conf + binpack.
@@ -29,21 +31,26 @@ Workloads (see research/perf-anchor.md for the rationale):
                          cluster; actions enqueue, allocate, reclaim. Sizes S, M.
 
 Usage:
-  gen_workload.py W1 S [--seed 1] [-o FILE]
-  gen_workload.py --all [--seed 1] --outdir DIR      (every workload/size)
+  gen_workload.py W1 S [--seed 1] [-o FILE]          (FILE.json: JSON; default W1-S.yaml)
+  gen_workload.py W1 L -o w1l.json                   (the 5,000-node, 50,000-pod cluster, as JSON)
+  gen_workload.py --all [--seed 1] [--format json] --outdir DIR   (every workload/size)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import textwrap
 from collections.abc import Callable
+from typing import Any
 
 from volcanolib.framework.config import DEFAULT_CONFIG_TEXT
 
 SIZES = {"S": 100, "M": 1000, "L": 5000}
+#: What ``write`` can write: the flow-style YAML, or the same scenario as JSON.
+FORMATS = ("yaml", "json")
 WORKLOAD_SIZES = {"W1": "SML", "W2": "SML", "W3": "SM", "W4": "SM"}
 
 #: The tiers of the library's default configuration, indented under the scenario's ``scheduler:`` key.
@@ -277,39 +284,63 @@ GEN: dict[str, Callable[[str, random.Random], tuple[str, Out]]] = {
 }
 
 
-def write(workload: str, size: str, seed: int, path: str | os.PathLike[str]) -> None:
-    """Write one workload at one size to ``path``."""
+def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The format a file is written in: ``fmt`` when given, else JSON for a name ending in ``.json``, else YAML."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise SystemExit(f"unknown format {fmt!r} (expected {' or '.join(FORMATS)})")
+        return fmt
+    return "json" if os.fspath(path).lower().endswith(".json") else "yaml"
+
+
+def write_json(scenario: Any, path: str | os.PathLike[str]) -> None:
+    """Write a scenario (as read from its YAML) as JSON, on one line."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(scenario, f)
+        f.write("\n")
+
+
+def write(workload: str, size: str, seed: int, path: str | os.PathLike[str], fmt: str | None = None) -> None:
+    """Write one workload at one size to ``path``: flow-style YAML, or JSON (:func:`format_of`)."""
     if size not in WORKLOAD_SIZES[workload]:
         raise SystemExit(f"{workload} has no size {size} (sizes: {WORKLOAD_SIZES[workload]})")
     rng = random.Random(f"{workload}-{size}-{seed}")
     head, o = GEN[workload](size, rng)
-    with open(path, "w") as f:
-        f.write(head)
-        f.write("\n".join(o.lines))
-        f.write("\n")
+    text = head + "\n".join(o.lines) + "\n"
+    if format_of(path, fmt) == "json":
+        from volcanolib.kube import parse_documents
+
+        (scenario,) = parse_documents(text, source=f"{workload}-{size}")
+        write_json(scenario, path)
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """The command line (see the usage above)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("workload", nargs="?", choices=sorted(GEN))
     ap.add_argument("size", nargs="?", choices=sorted(SIZES))
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("-o", "--out")
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--outdir", default=".")
-    a = ap.parse_args()
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
+    ap.add_argument("-o", "--out", help="the file to write (default WORKLOAD-SIZE.yaml; a .json name writes JSON)")
+    ap.add_argument("--format", choices=FORMATS, help="yaml or json (default: by the file name's suffix)")
+    ap.add_argument("--all", action="store_true", help="every workload at every size, into --outdir")
+    ap.add_argument("--outdir", default=".", help="where --all writes (default .)")
+    a = ap.parse_args(argv)
     if a.all:
         os.makedirs(a.outdir, exist_ok=True)
+        suffix = "json" if a.format == "json" else "yaml"
         for w, sizes in sorted(WORKLOAD_SIZES.items()):
             for s in sizes:
-                p = os.path.join(a.outdir, f"{w}-{s}.yaml")
-                write(w, s, a.seed, p)
+                p = os.path.join(a.outdir, f"{w}-{s}.{suffix}")
+                write(w, s, a.seed, p, a.format)
                 print(p)
         return
     if not a.workload or not a.size:
         ap.error("give WORKLOAD SIZE or --all")
-    write(a.workload, a.size, a.seed, a.out or f"{a.workload}-{a.size}.yaml")
+    suffix = "json" if a.format == "json" else "yaml"
+    write(a.workload, a.size, a.seed, a.out or f"{a.workload}-{a.size}.{suffix}", a.format)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ Examples::
     python -m benchmarks serve-startup              # list 5,000 nodes and 50,000 pods, ready to schedule
     python -m benchmarks serve-bind                 # bind 10,000 pending pods
     python -m benchmarks serve-steady               # 50,000 running pods, 500 new per period
-    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --repeat 3
+    python -m benchmarks serve-steady --nodes 500 --running 5000 --new 50 --cycles 20
     python -m benchmarks serve-steady --metrics     # the same, each cycle's metrics recorded and timed
     python -m benchmarks serve-failover             # SIGKILL the leader: time until the other binds
+    python -m benchmarks serve-inspect              # /explain, /dryrun and explain --kubeconfig on 1,000 nodes
 
 The stand-in (tests/kube_api) runs in a child process, as an API server would,
 with the cluster loaded there without HTTP; the adapter (KubernetesCache, the
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("serve-startup", "serve-bind", "serve-steady", "serve-failover")
+SUITES = ("serve-startup", "serve-bind", "serve-steady", "serve-failover", "serve-inspect")
 
 
 # ---------------------------------------------------------------------- the stand-in, in a child process
@@ -70,6 +71,8 @@ def _standin(conn: Connection, nodes: int, running: int, pending: int, group_siz
             conn.send(len(server.requests(arg)))
         elif command == "cpu":
             conn.send(time.process_time())
+        elif command == "create":  # arg (resource, objects)
+            conn.send(server.create_many(arg[0], arg[1]))
     server.stop()
     conn.send("stopped")
 
@@ -418,6 +421,95 @@ def failover(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     return {"suite": "serve-failover", "nodes": args.nodes, "trials": args.trials, "by_lease": results}
 
 
+def _median_range(values: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(values), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def inspect(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """``/explain`` and ``/dryrun`` of a running ``volcanolib serve``, and ``explain --kubeconfig``, timed.
+
+    The cluster: ``--nodes`` nodes of 64 cpu, ``--running`` running pods, and one gang (``wait``, 10
+    pods of 100 cpu) that no node can hold. Each request is sent ``--repeat`` times, one at a time,
+    while serve schedules every period.
+    """
+    import threading
+    import urllib.request
+
+    import yaml
+
+    from volcanolib.kube.live import load_api
+    from volcanolib.kube.live.inspect import Inspector
+    from volcanolib.kube.live.serve import Server
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_api import make_pod, make_podgroup
+
+    standin = StandIn(args.nodes, args.running, 0, args.group_size)
+    try:
+        standin.call("create", ("podgroups", [make_podgroup("wait", min_member=10)]))
+        standin.call("create", ("pods", [make_pod(f"wait-{i}", cpu="100", group="wait") for i in range(10)]))
+        kubeconfig = standin.kubeconfig(workdir / "kubeconfig")
+        serve = Server(load_api(str(kubeconfig)), conf=str(args.conf) if args.conf else None, period=1.0,
+                       metrics_address=("127.0.0.1", 0))  # fmt: skip
+        stop = threading.Event()
+        thread = threading.Thread(target=serve.run, args=(stop,), daemon=True)
+        thread.start()
+        while serve.cycles < 2:
+            time.sleep(0.1)
+        host, port = serve.http.server_address[:2]
+
+        def call(method: str, path: str, body: bytes | None = None) -> tuple[float, dict[str, Any]]:
+            request = urllib.request.Request(f"http://{host}:{port}{path}", data=body, method=method)
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(request, timeout=600) as answer:
+                data = json.loads(answer.read())
+            return time.perf_counter() - t0, data
+
+        def job(name: str, replicas: int, cpu: str) -> bytes:
+            template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+            task = {"name": "t", "replicas": replicas, "template": template}
+            spec = {"minAvailable": replicas, "tasks": [task]}
+            manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}}
+            manifest["spec"] = spec
+            return yaml.safe_dump(manifest).encode()
+
+        record: dict[str, Any] = {"suite": "serve-inspect", "nodes": args.nodes, "running": args.running}
+        copies = []
+        for _ in range(args.repeat):  # what each answer starts with: a private copy of the cluster
+            t0 = time.perf_counter()
+            serve.cache.full_snapshot()
+            copies.append(time.perf_counter() - t0)
+        record["copy_seconds"] = _median_range(copies)
+        explain = [call("GET", "/explain/default/wait")[0] for _ in range(args.repeat)]
+        record["explain_seconds"] = _median_range(explain)
+        for label, body in (("dryrun_fits", job("fits", 10, "1")), ("dryrun_does_not_fit", job("big", 10, "100"))):
+            runs = [call("POST", "/dryrun", body) for _ in range(args.repeat)]
+            record[f"{label}_seconds"] = _median_range([seconds for seconds, _ in runs])
+            last = runs[-1][1]
+            record[f"{label}_outcome"] = last["outcome"]
+            record[f"{label}_parts"] = last["cycle"]["seconds"]
+        stop.set()
+        thread.join(30)
+        # explain --kubeconfig: a cache listed once, then one explanation.
+        cli = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            cache = _cache(kubeconfig, may_write=lambda: False)
+            cache.list_once()
+            config = serve.scheduler.config
+            Inspector(cache, lambda: config).explain("default/wait")  # noqa: B023
+            cache.stop(1.0)
+            cli.append(time.perf_counter() - t0)
+        record["explain_kubeconfig_seconds"] = _median_range(cli)
+        return record
+    finally:
+        standin.stop()
+
+
 def main(argv: list[str]) -> int:
     """Run one serve suite; print its record as JSON."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
@@ -444,15 +536,17 @@ def main(argv: list[str]) -> int:
         "(repeatable; default 15s/10s/2s, 8s/5s/1s, 4s/2500ms/500ms, 2s/1500ms/200ms)",
     )
     parser.add_argument("--trials", type=int, default=3, help="serve-failover: kills per setting (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="serve-inspect: requests of each kind (default 5)")
     args = parser.parse_args(argv)
     if args.nodes is None:
-        args.nodes = {"serve-bind": 1000, "serve-failover": 100}.get(args.suite, 5000)
+        args.nodes = {"serve-bind": 1000, "serve-failover": 100, "serve-inspect": 1000}.get(args.suite, 5000)
     if args.lease is None:
         args.lease = ["15s/10s/2s", "8s/5s/1s", "4s/2500ms/500ms", "2s/1500ms/200ms"]
     logging.basicConfig(level=logging.WARNING)
     workdir = ROOT / "bench-results"
     workdir.mkdir(exist_ok=True)
-    run = {"serve-startup": startup, "serve-bind": bind, "serve-steady": steady, "serve-failover": failover}[args.suite]
+    suites = {"serve-startup": startup, "serve-bind": bind, "serve-steady": steady, "serve-failover": failover}
+    run = {**suites, "serve-inspect": inspect}[args.suite]
     record = run(args, workdir)
     text = json.dumps(record, indent=2, sort_keys=True)
     print(text)

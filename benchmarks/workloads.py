@@ -152,14 +152,13 @@ def ensure_workload(workload: str, size: str, *, seed: int = 1, fmt: str = "yaml
         (doc,) = read_documents(yaml_path)
 
         def dump(tmp: str) -> None:
+            if fmt == "json":
+                gen_workload.write_json(doc, tmp)
+                return
             with open(tmp, "w", encoding="utf-8") as out:
-                if fmt == "json":
-                    json.dump(doc, out)
-                    out.write("\n")
-                else:
-                    import yaml
+                import yaml
 
-                    yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+                yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 
         _atomic_write(copy_path, dump)
     return copy_path

@@ -4,7 +4,8 @@
 
     volcanolib simulate FILE... [--conf FILE] [--sessions N] [--seed N] [--json] [--timings] [--per-session]
     volcanolib check FILE... [--seed N] [--quiet]
-    volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N]
+    volcanolib explain FILE... NAMESPACE/PODGROUP [--conf FILE] [--sessions N] [--seed N] [--max-nodes N] [--json]
+    volcanolib explain --kubeconfig FILE NAMESPACE/PODGROUP [--conf FILE] [--scheduler-name NAME] ...  (extra 'kube')
     volcanolib plugins [--json]
     volcanolib replay FILE... [--conf FILE] [--format F --nodes FILE] [--json FILE] [--csv DIR] [--plot FILE] ...
     volcanolib compare --conf A --conf B FILE... [--json FILE] [--plot FILE] ...
@@ -131,16 +132,35 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser(
         "explain",
+        usage="%(prog)s [options] FILE... NAMESPACE/PODGROUP\n"
+        "       %(prog)s [options] --kubeconfig FILE NAMESPACE/PODGROUP",
         help="explain why a PodGroup is pending",
-        description="Run a scenario, then show why a PodGroup still has pending pods: "
-        "per pod, per node, per plugin, and its queue as the plugins see it.",
+        description="Run a scenario (or read a live cluster with --kubeconfig), then show why a PodGroup "
+        "has pending pods: what it is short of, per pod, per node, per plugin, and its queue as the plugins see it.",
     )
-    explain.add_argument("files", nargs="+", metavar="FILE", help="scenario or manifest files; - reads standard input")
-    explain.add_argument("pod_group", metavar="NAMESPACE/PODGROUP", help="the PodGroup to explain")
+    explain.add_argument(
+        "targets",
+        nargs="+",
+        metavar="[FILE...] NAMESPACE/PODGROUP",
+        help="scenario or manifest files (- reads standard input; none with --kubeconfig), then the PodGroup",
+    )
     run_options(explain)
+    explain.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="explain from the live cluster of this kubeconfig instead of FILEs (extra 'kube'; nothing is written)",
+    )
+    explain.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        action="append",
+        dest="scheduler_names",
+        help="with --kubeconfig: pods with this spec.schedulerName are the scheduler's (repeatable; default volcano)",
+    )
     explain.add_argument(
         "--max-nodes", type=_natural, default=20, metavar="N", help="nodes shown per pod (default 20, 0 = all)"
     )
+    explain.add_argument("--json", action="store_true", help="print the explanation as JSON (as serve's /explain)")
 
     plugins = sub.add_parser(
         "plugins",
@@ -158,6 +178,9 @@ def _parser() -> argparse.ArgumentParser:
     from volcanolib.kube.live.controllers.manager import add_parser as add_controllers
 
     add_controllers(sub)
+    from volcanolib.kube.live.kubelet import add_parser as add_kubelet_sim
+
+    add_kubelet_sim(sub)
     from volcanolib.sweep.cli import add_parser as add_sweep_command
 
     add_sweep_command(sub)
@@ -227,15 +250,60 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
 def _explain(args: argparse.Namespace, out: TextIO) -> int:
     from volcanolib._console import require_rich, write
-    from volcanolib.sim.explain import explain
+    from volcanolib.errors import ConfigError
+    from volcanolib.sim.explain import Explanation, explain
     from volcanolib.sim.report import explanation_blocks
     from volcanolib.sim.runner import load_scenario, run_scenario
 
-    require_rich()  # before the run, not after it
-    scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
-    result = run_scenario(scenario, seed=args.seed)
-    write(out, explanation_blocks(explain(result, args.pod_group), max_nodes=args.max_nodes))
+    *args.files, args.pod_group = args.targets
+    if args.kubeconfig is not None and args.files:
+        raise ConfigError("give scenario FILEs or --kubeconfig, not both")
+    if args.kubeconfig is None and not args.files:
+        raise ConfigError("give scenario FILEs, or --kubeconfig to explain from a live cluster")
+    if args.kubeconfig is None and args.scheduler_names:
+        raise ConfigError("--scheduler-name goes with --kubeconfig (a scenario names its scheduler)")
+    if args.kubeconfig is not None and args.sessions is not None:
+        raise ConfigError("--sessions goes with scenario FILEs (a live cluster is explained as it is now)")
+    if not args.json:
+        require_rich()  # before the run, not after it
+    exp: Explanation
+    if args.kubeconfig is not None:
+        exp = _explain_live(args)
+    else:
+        scenario = load_scenario(args.files, conf=args.conf, sessions=args.sessions)
+        exp = explain(run_scenario(scenario, seed=args.seed), args.pod_group)
+    if args.json:
+        out.write(json.dumps(exp.to_dict(max_nodes=args.max_nodes), indent=2) + "\n")
+    else:
+        write(out, explanation_blocks(exp, max_nodes=args.max_nodes))
     return 0
+
+
+def _explain_live(args: argparse.Namespace) -> Any:
+    """The explanation of a PodGroup of the live cluster of ``--kubeconfig``, listed once, nothing written."""
+    from pathlib import Path
+
+    from volcanolib.errors import ConfigError
+    from volcanolib.kube.live._client import load_api
+    from volcanolib.kube.live.cache import KubernetesCache
+    from volcanolib.kube.live.inspect import InspectionError, Inspector
+    from volcanolib.scheduler import Scheduler
+
+    if args.conf and not Path(args.conf).is_file():
+        raise ConfigError("no such file", source=args.conf)
+    api = load_api(args.kubeconfig)
+    names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
+    cache = KubernetesCache(api, scheduler_names=names, may_write=lambda: False)
+    try:
+        # The configuration is checked (and its plugins loaded) before the cluster is read.
+        config = Scheduler(cache, Path(args.conf) if args.conf else None, seed=args.seed).config
+        cache.list_once()
+        try:
+            return Inspector(cache, lambda: config, seed=args.seed).explain(args.pod_group)
+        except InspectionError as exc:
+            raise ConfigError(exc.message) from None
+    finally:
+        cache.stop(1.0)
 
 
 def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -305,7 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     # The whole command, as the person running it waits for it (imports included), for --timings.
     started = (_process_started() if argv is None else None) or time.perf_counter()
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command == "explain" and not any(arg.startswith("-") for arg in extra):
+            args.targets += extra  # FILE... and NAMESPACE/PODGROUP with options between them
+        else:
+            parser.parse_args(argv)  # says which arguments are not known, and exits 2
     args.started = started
     if argv is None and args.command in _ONE_SCENARIO:
         # The process is this command, and the scenario's objects live until it ends: the

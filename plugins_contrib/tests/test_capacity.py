@@ -169,6 +169,26 @@ def test_flat_enqueue_checks_minimum_and_reserves_when_permitting() -> None:
     assert ssn.plugins["capacity"].queue_attrs["q"].inqueue.milli_cpu == 2000
 
 
+def test_queue_shortfall_names_the_limit_each_step_checks() -> None:
+    cache = new_cache()
+    cache.add_queue(build_queue("q", capability=res("4")))
+    add_job(cache, "running", "q", running=3, min_member=3, min_resources=res("3"))
+    add_job(cache, "waiting", "q", phase=PodGroupPhase.PENDING, min_resources=res("2"))
+    add_job(cache, "admitted", "q", pending=2, min_member=2)
+    add_job(cache, "small", "q", phase=PodGroupPhase.PENDING, min_resources=res("1"))
+    ssn = open_session(cache, FLAT)
+    plugin = ssn.plugins["capacity"]
+    enqueue = plugin.queue_shortfall(ssn, ssn.jobs["default/waiting"])
+    assert (enqueue.step, enqueue.queue, enqueue.limit_name) == ("enqueue", "q", "capability")
+    assert enqueue.held.milli_cpu == 3000 and enqueue.need.milli_cpu == 2000
+    assert enqueue.short.milli_cpu == 1000, "3 held + 2 asked - 4"
+    allocate = plugin.queue_shortfall(ssn, ssn.jobs["default/admitted"])
+    assert allocate.step == "allocate" and allocate.need.milli_cpu == 2000, "the two pods the gang needs"
+    assert allocate.short.milli_cpu == 1000
+    assert plugin.queue_shortfall(ssn, ssn.jobs["default/small"]) is None, "3 + 1 <= 4"
+    assert plugin.queue_shortfall(ssn, ssn.jobs["default/running"]) is None, "nothing pending"
+
+
 def test_flat_enqueue_elastic_resources_count_as_free() -> None:
     cache = new_cache()
     cache.add_queue(build_queue("q", capability=res("4")))

@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from volcanolib.api.node import Node, Taint
+from volcanolib.api.node import Node, Taint, tolerated, tolerates
+from volcanolib.api.nodeselector import (
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    match_requirement,
+    parse_requirement,
+    required_node_affinity,
+)
 from volcanolib.api.task import TaskInfo
 
 __all__ = [
@@ -36,6 +44,7 @@ __all__ = [
     "parse_spread_constraints",
     "ports_conflict",
     "required_node_affinity",
+    "tolerated",
     "tolerates",
 ]
 
@@ -50,9 +59,6 @@ NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 _DO_NOT_SCHEDULE: Final = frozenset({"NoSchedule", "NoExecute"})
 
-# A requirement is (key, operator, values); values is a frozenset (or an int for Gt/Lt).
-_Req = tuple[str, str, Any]
-
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
@@ -65,27 +71,6 @@ def _as_map(value: Any) -> Mapping[str, Any]:
 # ---------------------------------------------------------------------------- label selectors
 
 
-def _match_req(labels: Mapping[str, str], req: _Req) -> bool:
-    key, op, values = req
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    raw = labels.get(key)
-    if raw is None:
-        return False
-    try:
-        have = int(raw)
-    except ValueError:
-        return False
-    bound: int = values
-    return have > bound if op == "Gt" else have < bound
-
-
 class LabelSelector:
     """A compiled ``metav1.LabelSelector``.
 
@@ -95,8 +80,8 @@ class LabelSelector:
 
     __slots__ = ("empty", "nothing", "reqs")
 
-    def __init__(self, reqs: Sequence[_Req] = (), *, nothing: bool = False) -> None:
-        self.reqs: tuple[_Req, ...] = tuple(reqs)
+    def __init__(self, reqs: Sequence[Requirement] = (), *, nothing: bool = False) -> None:
+        self.reqs: tuple[Requirement, ...] = tuple(reqs)
         self.nothing = nothing
         self.empty = not nothing and not self.reqs
 
@@ -105,7 +90,7 @@ class LabelSelector:
         """Compile a selector; ``None`` gives the selector that matches nothing."""
         if raw is None or not isinstance(raw, Mapping):
             return cls(nothing=True)
-        reqs: list[_Req] = []
+        reqs: list[Requirement] = []
         for key, value in _as_map(raw.get("matchLabels")).items():
             reqs.append((str(key), "In", frozenset({str(value)})))
         for expr in _as_list(raw.get("matchExpressions")):
@@ -125,22 +110,11 @@ class LabelSelector:
         """Whether a label set satisfies every requirement."""
         if self.nothing:
             return False
-        return all(_match_req(labels, req) for req in self.reqs)
+        return all(match_requirement(labels, req) for req in self.reqs)
 
 
-def _selector_requirement(expr: Any) -> _Req | None:
-    if not isinstance(expr, Mapping):
-        return None
-    key = expr.get("key")
-    op = expr.get("operator")
-    values = [str(v) for v in _as_list(expr.get("values"))]
-    if not isinstance(key, str) or not key:
-        return None
-    if op in ("In", "NotIn"):
-        return (key, op, frozenset(values)) if values else None
-    if op in ("Exists", "DoesNotExist"):
-        return (key, op, frozenset()) if not values else None
-    return None
+def _selector_requirement(expr: Any) -> Requirement | None:
+    return parse_requirement(expr, numeric=False)
 
 
 def namespace_labels(namespace: str) -> dict[str, str]:
@@ -151,101 +125,6 @@ def namespace_labels(namespace: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------- node selectors
 
 
-def _node_requirement(expr: Any) -> _Req | None:
-    if not isinstance(expr, Mapping):
-        return None
-    key = expr.get("key")
-    op = expr.get("operator")
-    values = [str(v) for v in _as_list(expr.get("values"))]
-    if not isinstance(key, str) or not key:
-        return None
-    if op in ("In", "NotIn"):
-        return (key, op, frozenset(values)) if values else None
-    if op in ("Exists", "DoesNotExist"):
-        return (key, op, frozenset()) if not values else None
-    if op in ("Gt", "Lt"):
-        if len(values) != 1:
-            return None
-        try:
-            return (key, op, int(values[0]))
-        except ValueError:
-            return None
-    return None
-
-
-class _Term:
-    """One node selector term: label requirements and ``metadata.name`` field requirements, ANDed."""
-
-    __slots__ = ("fields", "labels", "valid")
-
-    def __init__(self, raw: Any) -> None:
-        raw = _as_map(raw)
-        self.labels: list[_Req] = []
-        self.fields: list[tuple[bool, str]] = []
-        self.valid = True
-        for expr in _as_list(raw.get("matchExpressions")):
-            req = _node_requirement(expr)
-            if req is None:
-                self.valid = False
-            else:
-                self.labels.append(req)
-        for expr in _as_list(raw.get("matchFields")):
-            expr = _as_map(expr)
-            values = _as_list(expr.get("values"))
-            op = expr.get("operator")
-            if expr.get("key") != "metadata.name" or len(values) != 1 or op not in ("In", "NotIn"):
-                self.valid = False
-            else:
-                self.fields.append((op == "In", str(values[0])))
-        if not self.labels and not self.fields:
-            self.valid = False
-
-    def matches(self, node: Node) -> bool:
-        if not self.valid:
-            return False
-        labels = node.labels
-        for req in self.labels:
-            if not _match_req(labels, req):
-                return False
-        return all((node.name == value) is equal for equal, value in self.fields)
-
-
-class NodeSelector:
-    """The required node constraints of a pod: ``nodeSelector`` AND any of the required terms."""
-
-    __slots__ = ("labels", "terms")
-
-    def __init__(self, labels: Mapping[str, str], terms: list[_Term] | None) -> None:
-        self.labels = dict(labels)
-        #: ``None`` when the pod has no required node affinity.
-        self.terms = terms
-
-    @property
-    def trivial(self) -> bool:
-        """Whether every node matches."""
-        return not self.labels and self.terms is None
-
-    def matches(self, node: Node) -> bool:
-        """Whether the node satisfies the selector and one of the terms."""
-        node_labels = node.labels
-        for key, value in self.labels.items():
-            if node_labels.get(key) != value:
-                return False
-        if self.terms is None:
-            return True
-        return any(term.matches(node) for term in self.terms)
-
-
-def required_node_affinity(node_selector: Mapping[str, str], affinity: Mapping[str, Any] | None) -> NodeSelector:
-    """The pod's ``nodeSelector`` and ``requiredDuringSchedulingIgnoredDuringExecution`` node affinity."""
-    terms: list[_Term] | None = None
-    node_affinity = _as_map(_as_map(affinity).get("nodeAffinity"))
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if isinstance(required, Mapping):
-        terms = [_Term(t) for t in _as_list(required.get("nodeSelectorTerms"))]
-    return NodeSelector(node_selector, terms)
-
-
 class PreferredTerms:
     """The pod's preferred node affinity terms, each with its weight."""
 
@@ -253,11 +132,11 @@ class PreferredTerms:
 
     def __init__(self, affinity: Mapping[str, Any] | None) -> None:
         node_affinity = _as_map(_as_map(affinity).get("nodeAffinity"))
-        self.terms: list[tuple[int, _Term]] = []
+        self.terms: list[tuple[int, NodeSelectorTerm]] = []
         for raw in _as_list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")):
             raw = _as_map(raw)
             weight = raw.get("weight")
-            term = _Term(raw.get("preference"))
+            term = NodeSelectorTerm(raw.get("preference"))
             if isinstance(weight, int) and weight != 0 and term.valid:
                 self.terms.append((weight, term))
 
@@ -267,27 +146,6 @@ class PreferredTerms:
 
 
 # ---------------------------------------------------------------------------- taints and tolerations
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    """Whether one toleration tolerates one taint (Kubernetes' ``ToleratesTaint``)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.key:
-        return False
-    op = toleration.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    if op == "Equal":
-        return str(toleration.get("value") or "") == taint.value
-    return False
-
-
-def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
-    """Whether any of the tolerations tolerates the taint."""
-    return any(tolerates(t, taint) for t in tolerations)
 
 
 def find_untolerated_taint(

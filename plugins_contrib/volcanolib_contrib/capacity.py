@@ -49,6 +49,7 @@ from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.shortfall import ALLOCATE, ENQUEUE, QueueShortfall, needed_request
 from volcanolib.framework.status import Vote
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib_contrib._resources import (
@@ -406,6 +407,48 @@ class CapacityPlugin:
         plugin sets it only while reclaiming); see :class:`~volcanolib.api.queue.QueueFigures`.
         """
         return [QueueFigures.of(attr, capability=attr.capability) for attr in self.queue_attrs.values()]
+
+    def queue_shortfall(self, ssn: Session, job: JobInfo) -> QueueShortfall | None:
+        """By how much the job's queue (or an ancestor) is short of room for it, by this plugin's rules, or ``None``.
+
+        A PodGroup still Pending with ``minResources``: as :meth:`job_enqueueable`
+        checks it, ``minResources + allocated + inqueue - elastic`` against
+        each level's real capability. An admitted job with pending pods: as
+        :meth:`allocatable` checks each pod, ``allocated`` plus the pods the
+        gang still needs against each level's real capability. The first
+        level short is named (see :mod:`volcanolib.framework.shortfall`).
+
+        .. versionadded:: 0.2
+        """
+        attr = self.queue_attrs.get(job.queue)
+        queue = ssn.queues.get(job.queue)
+        if not self.ready or attr is None or queue is None or not queue.is_open():
+            return None
+        min_resources = job.pod_group.min_resources
+        enqueue = job.pod_group.phase is PodGroupPhase.PENDING
+        if enqueue and min_resources is None:
+            return None
+        if not enqueue and not job.task_status_index.get(_PENDING):
+            return None
+        need = min_resources if enqueue and min_resources is not None else needed_request(job)
+        for level in self._chain(attr):
+            held = level.allocated.clone()
+            if enqueue:
+                held.add(level.inqueue).sub_unchecked(level.elastic)
+            real = level.real_capability
+            same = all(real.get(n) == level.capability.get(n) for n in need.names())
+            short = QueueShortfall.check(
+                self.name,
+                level.name,
+                ENQUEUE if enqueue else ALLOCATE,
+                "capability" if same else "realCapability",
+                real,
+                held,
+                need,
+            )
+            if short is not None:
+                return short
+        return None
 
     def queue_view(self, queue_name: str) -> dict[str, object] | None:
         """What this plugin thinks of a queue, for explanations; ``None`` when it has no state.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,29 @@ def test_generated_workloads_use_the_default_tiers() -> None:
     config = parse_config(scenario["scheduler"])
     assert config.actions == ("enqueue", "allocate", "preempt")
     assert config.tiers == DEFAULT_CONFIG.tiers
+
+
+def test_the_generator_writes_json_for_a_json_name_and_the_same_scenario(tmp_path: Path) -> None:
+    from benchmarks import gen_workload
+
+    gen_workload.main(["W1", "S", "-o", str(tmp_path / "w1s.yaml")])
+    gen_workload.main(["W1", "S", "-o", str(tmp_path / "w1s.json")])
+    gen_workload.main(["W1", "S", "-o", str(tmp_path / "w1s.txt"), "--format", "json"])
+    (scenario,) = read_documents(tmp_path / "w1s.yaml")
+    assert json.loads((tmp_path / "w1s.json").read_text()) == scenario
+    assert json.loads((tmp_path / "w1s.txt").read_text()) == scenario
+    assert len([o for o in scenario["objects"] if o["kind"] == "Pod"]) == 1000
+
+
+def test_the_generators_help_names_only_files_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import gen_workload
+
+    with pytest.raises(SystemExit):
+        gen_workload.main(["--help"])
+    text = capsys.readouterr().out
+    named = set(re.findall(r"[\w./-]+\.md\b", text))  # the pages it sends the reader to
+    assert named, text
+    assert [name for name in sorted(named) if not (ROOT / name).exists()] == []
 
 
 # ---------------------------------------------------------------- W5, the steady state

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import EXAMPLES, command, run
 
+from volcanolib import cli
+
 NODE = "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4', pods: '10'}}}\n"
 POD = (
     "- apiVersion: v1\n  kind: Pod\n  metadata: {name: p1, namespace: ns}\n"
@@ -145,6 +147,27 @@ def test_explain_unknown_group() -> None:
     _assert_one_line_error(proc, "no PodGroup 'research/hp-sweeep' in the scenario; did you mean research/hp-sweep?")
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--kubeconfig", "kc", str(EXAMPLES / "cluster-dump.yaml")], "give scenario FILEs or --kubeconfig, not both"),
+        ([], "give scenario FILEs, or --kubeconfig to explain from a live cluster"),
+        ([str(EXAMPLES / "cluster-dump.yaml"), "--scheduler-name", "x"], "--scheduler-name goes with --kubeconfig"),
+        (["--kubeconfig", "kc", "--sessions", "2"], "--sessions goes with scenario FILEs"),
+    ],
+    ids=["both", "neither", "scheduler name offline", "sessions live"],
+)
+def test_explain_takes_files_or_a_kubeconfig(args: list[str], says: str) -> None:
+    proc = run("explain", *args, "research/hp-sweep")
+    _assert_one_line_error(proc, says)
+
+
+def test_explain_with_a_missing_kubeconfig(tmp_path: Path) -> None:
+    proc = run("explain", "--kubeconfig", tmp_path / "nowhere", "ns/pg")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "nowhere" in proc.stderr
+
+
 def test_check_reports_bad_files_and_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("objects: [\n")
@@ -167,6 +190,26 @@ def test_an_empty_file_is_no_objects_passed(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     proc = run("simulate", path)
     _assert_one_line_error(proc, f"{path}: no objects passed")
+
+
+@pytest.mark.parametrize("command", ["simulate", "replay"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nkind: List\nitems: []\n",  # what kubectl prints for an empty namespace
+        "apiVersion: v1\nkind: List\nitems: null\n",
+        '{"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": []}',
+        "kind: List\nitems:\n- {kind: List, items: []}\n",
+    ],
+)
+def test_a_list_without_items_is_no_objects_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str
+) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    assert cli.main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"volcanolib: error: {path}: no objects passed: the file's List has no items\n"
 
 
 def test_simulate_reads_standard_input(tmp_path: Path) -> None:
@@ -197,3 +240,15 @@ def test_a_plugin_failure_is_a_warning_and_the_run_succeeds(tmp_path: Path) -> N
     assert "volcanolib: error:" not in proc.stderr
     assert all(line.startswith("volcanolib: warning:") for line in proc.stderr.splitlines())
     assert "Plugin errors" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["simulate", "replay"])
+def test_a_cluster_file_given_as_conf_is_not_a_configuration(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    workload = EXAMPLES / ("quickstart.yaml" if command == "simulate" else "replay/workload.yaml")
+    cluster = EXAMPLES / "topology" / "cluster.yaml"  # several documents: HyperNodes, Nodes, Pods, ...
+    assert cli.main([command, str(workload), "--conf", str(cluster)]) == 2
+    assert capsys.readouterr().err == (
+        f"volcanolib: error: {cluster}: 17 YAML documents of Kubernetes objects (HyperNode, Job, Node, Pod, "
+        "PodGroup), not a scheduler configuration: a configuration is one mapping with 'actions' and 'tiers' "
+        "(cluster files are given as FILE arguments)\n"
+    )

@@ -164,6 +164,10 @@ class KubeApiServer:
         status = {**pod.get("status", {}), "phase": phase, "conditions": [*conds, ready]}
         return self.patch("pods", name, {"status": status}, namespace, subresource="status")
 
+    def bind(self, name: str, node: str, namespace: str = "default") -> None:
+        """Bind a pod to a node, as another scheduler would (``pods/binding``)."""
+        self.store.bind(namespace, name, {"target": {"name": node}})
+
     def pdb_status(self, name: str, namespace: str = "default") -> dict[str, int]:
         """A PodDisruptionBudget's status as the disruption controller would compute it now."""
         return self.store.pdb_status(namespace, name)

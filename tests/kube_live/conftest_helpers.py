@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from kube_api import KubeApiServer
+import pytest
+from kube_api import KubeApiServer, make_queue
 
 from volcanolib.kube.live.cache import KubernetesCache
 from volcanolib.scheduler import CycleResult, Scheduler
@@ -36,6 +37,13 @@ class ApiServer(Protocol):
         ...
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path: ...
+
+    def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str, int]]:
+        """The requests answered so far, oldest first, as ``(method, path with query, status code)``, filtered.
+
+        A real server gives them from its audit log; tests read it to show what a client did (or did not) send.
+        """
+        ...
 
 
 def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
@@ -69,3 +77,29 @@ def settle(server: KubeApiServer, cache: KubernetesCache, timeout: float = 10.0)
             return all((p["spec"].get("nodeName") or "") == tasks[uid].node_name for uid, p in pods.items())
 
     eventually(same, timeout, "the cache to match the server")
+
+
+def api_server(request: pytest.FixtureRequest, *, kubelet: bool = True, **standin_options: Any) -> Iterator[Any]:
+    """The ``server`` and ``api_server`` fixtures' body: the stand-in (with these options) or the real server emptied.
+
+    :param kubelet: on the real server, remove deleted pods as their kubelets
+        would (the stand-in does by itself, unless ``pod_deletion_delay=None``).
+    """
+    if request.param == "standin":
+        srv = KubeApiServer(**standin_options).start()
+        srv.create("queues", make_queue("default"))
+        yield srv
+        srv.stop()
+        return
+    from realcluster import RealServer
+
+    cluster = request.getfixturevalue("real_cluster")
+    cluster.reset()
+    handle = RealServer(cluster)
+    handle.create("queues", make_queue("default"))
+    if kubelet:
+        handle.finalize_deleted_pods()
+    try:
+        yield handle
+    finally:
+        handle.close()

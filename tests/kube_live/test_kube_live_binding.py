@@ -88,7 +88,7 @@ def test_a_pod_bound_elsewhere_meanwhile_is_never_bound_twice(
     # Another binder wins the race: the cache still holds the pod Pending when the cycle runs.
     server.delay(0.5, 1, method="GET", resource="pods")
     with cache.lock:
-        server.store.bind("default", "p", {"target": {"name": "n1"}})
+        server.bind("p", "n1")
         result = Scheduler(cache).run_once()
     assert cache.flush(10)
     assert len(result.binds) == 1
@@ -121,7 +121,7 @@ def test_another_schedulers_pod_counts_only_once_bound(
     server.create("pods", make_pod("theirs", cpu="2", scheduler_name="default-scheduler"))
     cache = make_cache()
     assert cache.tasks() == []
-    server.store.bind("default", "theirs", {"target": {"name": "n0"}})
+    server.bind("theirs", "n0")
     eventually(lambda: cache.tasks(), what="the bound foreign pod")
     (task,) = cache.tasks()
     assert task.job == "" and task.node_name == "n0"

@@ -14,6 +14,12 @@ from volcanolib.kube.live import load_api
 from volcanolib.kube.live.serve import Server
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+#: With network-topology-aware, serve also watches HyperNodes.
+CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}, {name: network-topology-aware}]
+"""
 
 
 def granted(path: Path = RBAC) -> set[tuple[str, str, str]]:
@@ -47,7 +53,11 @@ def needed(method: str, url: str) -> tuple[str, str, str]:
     return group, resource, verb
 
 
-def test_the_cluster_role_grants_exactly_what_serve_uses(server: KubeApiServer, kubeconfig: Path) -> None:
+def test_the_cluster_role_grants_exactly_what_serve_uses(
+    server: KubeApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
     server.create("nodes", make_node("n0", cpu="4"))
     server.create("podgroups", make_podgroup("gang", min_member=2))
     for i in range(2):
@@ -55,7 +65,7 @@ def test_the_cluster_role_grants_exactly_what_serve_uses(server: KubeApiServer, 
     for name in ("victim-a", "victim-b"):
         server.create("pods", make_pod(name, cpu="1", node_name="n0", phase="Running"))
     server.fail_next_binds(1, 500)  # a failed bind re-reads its pod and writes its condition
-    serve = Server(load_api(str(kubeconfig)), period=0.05, leader_elect=True, lock_namespace="default",
+    serve = Server(load_api(str(kubeconfig)), conf=str(conf), period=0.05, leader_elect=True, lock_namespace="default",
                    lease=(4.0, 2.5, 0.2))  # fmt: skip
     stop = threading.Event()
     thread = threading.Thread(target=serve.run, args=(stop,), daemon=True)

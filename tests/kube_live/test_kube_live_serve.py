@@ -215,6 +215,37 @@ def test_serve_refuses_a_missing_kubeconfig_in_one_line(tmp_path: Path, capsys: 
     assert err == [f"volcanolib: error: {tmp_path / 'nope'}: no such file"]
 
 
+@pytest.mark.parametrize(
+    ("listed", "expected"),
+    [
+        (
+            None,
+            "{home}/.kube/config: no such file (the default kubeconfig, read outside a cluster without "
+            "--kubeconfig or KUBECONFIG)",
+        ),
+        (["a.conf"], "{tmp}/a.conf: no such file (named by KUBECONFIG)"),
+        (["a.conf", "b.conf"], "{tmp}/a.conf, {tmp}/b.conf: no such files (named by KUBECONFIG)"),
+    ],
+)
+def test_serve_names_a_missing_default_kubeconfig(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    listed: list[str] | None,
+    expected: str,
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # not in a cluster
+    if listed is None:
+        monkeypatch.delenv("KUBECONFIG", raising=False)
+    else:
+        monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(tmp_path / name) for name in listed))
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["volcanolib: error: " + expected.format(home=home, tmp=tmp_path)]
+
+
 def test_without_the_kube_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     with pytest.raises(Exception, match=r"pip install 'volcanolib\[kube\]'"):

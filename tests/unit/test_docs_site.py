@@ -9,7 +9,9 @@ installed (the ``docs`` extra), the site is also built with ``--strict``.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -142,6 +144,54 @@ def test_quickstart_output_in_the_docs_is_what_the_command_prints(
     page = (DOCS / "cli.md").read_text(encoding="utf-8")
     sample = re.search(r"^\$ volcanolib simulate examples/quickstart.yaml\n(.*?)^```", page, re.S | re.M)
     assert sample is not None and sample.group(1) == printed
+
+
+#: The distributions the README's quick start installs: their plugins and actions are the only ones there.
+QUICK_START_DISTRIBUTIONS = frozenset({"volcanolib", "volcanolib-contrib"})
+
+
+def test_the_check_example_prints_what_the_page_shows_in_the_quick_start_environment() -> None:
+    from importlib import metadata
+
+    from volcanolib.framework.registry import ACTION_GROUP, DISABLE_ENV, PLUGIN_GROUP
+
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    example = re.search(r"^```console\n\$ (volcanolib check [^\n]*)\n(.*?)^```", page, re.S | re.M)
+    assert example is not None, "cli.md shows a volcanolib check example"
+    command, shown = example.groups()
+    # What the test environment has beyond the quick start's (plugins and actions installed only for the
+    # tests or the examples) is blocked, so the example runs as it would there.
+    extra = sorted(
+        ep.name
+        for group in (PLUGIN_GROUP, ACTION_GROUP)
+        for ep in metadata.entry_points(group=group)
+        if ep.dist is None or ep.dist.name not in QUICK_START_DISTRIBUTIONS
+    )
+    assert extra, "the test environment installs plugins the quick start does not"
+    env = {**os.environ, DISABLE_ENV: ",".join(extra), "LC_ALL": "C"}
+    script = Path(sys.executable).parent / "volcanolib"
+    program = shlex.quote(str(script)) if script.exists() else f"{shlex.quote(sys.executable)} -m volcanolib"
+    run = subprocess.run(
+        ["bash", "-c", program + command.removeprefix("volcanolib")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout == shown
+
+
+def test_users_are_sent_to_the_real_api_server_and_the_stand_in_stays_the_tests() -> None:
+    usage = "`tools/cluster --kubeconfig PATH`"
+    serve = " ".join((DOCS / "serve.md").read_text(encoding="utf-8").split())
+    assert usage in serve and "prints `ready`" in serve and "stops on SIGTERM" in serve
+    stand_in = " ".join((ROOT / "tests" / "kube_api" / "README.md").read_text(encoding="utf-8").split())
+    assert usage in stand_in
+    # No user page tells people to run the stand-in.
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        assert "python -m kube_api" not in page.read_text(encoding="utf-8"), page.name
 
 
 def test_slugs_follow_python_markdown() -> None:

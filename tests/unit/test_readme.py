@@ -90,6 +90,106 @@ def test_no_page_installs_test_plugins_into_the_quick_start_environment(page: Pa
             assert quick_venv not in environments, command
 
 
+#: Distributions of this repository: no package index serves them, so a page installs them from the checkout.
+OWN_DISTRIBUTIONS = ("volcanolib", "volcanolib-contrib")
+PAGES_WITH_COMMANDS = [
+    README,
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "examples").rglob("README.md")),
+    ROOT / "benchmarks" / "README.md",
+]
+
+
+def pip_requirements(command: str) -> list[str]:
+    """What each ``pip install`` step of a command line names, options left out (``-e PATH`` gives PATH)."""
+    named = []
+    for step in re.split(r"&&|;|\|\|", command):
+        if "install" not in step:
+            continue
+        try:
+            words = shlex.split(step)
+        except ValueError:  # not a command: a line of output
+            continue
+        if words[:3] in (["python", "-m", "pip"], ["python3", "-m", "pip"]):
+            words = words[2:]
+        # A step that runs pip (not a line of output that quotes a pip command).
+        if len(words) > 1 and words[0].split("/")[-1] in ("pip", "pip3") and words[1] == "install":
+            named += [w for w in words[2:] if not w.startswith("-")]
+    return named
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_installs_this_repositorys_distributions_from_an_index(page: Path) -> None:
+    for command in console_commands(page):
+        for requirement in pip_requirements(command):
+            name = re.split(r"[\[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+            assert name not in OWN_DISTRIBUTIONS, f"{page.name}: {command!r} asks an index for {requirement!r}"
+
+
+def test_pip_requirements_reads_the_install_steps() -> None:
+    quick = readme_command("volcanolib simulate")
+    assert pip_requirements(quick) == [".[cli,plot]", "./plugins_contrib"]
+    assert pip_requirements("pip install 'volcanolib[kube]' volcanolib-contrib") == [
+        "volcanolib[kube]",
+        "volcanolib-contrib",
+    ]
+
+
+# ---------------------------------------------------------------------- performance
+
+
+def performance_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"^## Performance\n(.*?)^## ", text, re.S | re.M)
+    assert match is not None, "the README has a Performance section"
+    return match.group(1)
+
+
+BENCHMARK_COMMAND = re.compile(r"python -m benchmarks [^`\n]*")
+
+
+def test_every_performance_figure_comes_with_its_command_and_date() -> None:
+    section = performance_section()
+    assert "2026-11-28" in section, "the figures are dated"
+    blocks = re.findall(r"^```console\n(.*?)^```", section, re.S | re.M)
+    assert any(BENCHMARK_COMMAND.search(block) for block in blocks), "the table's command"
+    assert any("volcanolib simulate" in block and "--timings" in block for block in blocks), "the split's command"
+    bullets = re.findall(r"^- (.*?)(?=^- |^\n)", section, re.S | re.M)
+    assert bullets, "the figures over time"
+    for bullet in bullets:
+        assert BENCHMARK_COMMAND.search(bullet), bullet
+
+
+class _Parsed(Exception):
+    """Raised once a command line parsed: nothing runs."""
+
+
+@pytest.mark.parametrize("page", [README, ROOT / "benchmarks" / "README.md"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_benchmark_commands_given_parse(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks package lives beside volcanolib, uninstalled
+    from benchmarks.__main__ import main
+
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_only(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> object:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+    commands = {" ".join(c.split()) for c in BENCHMARK_COMMAND.findall(page.read_text(encoding="utf-8"))}
+    assert commands
+    for command in sorted(commands):
+        words = shlex.split(command.split(" #")[0])[3:]
+        if any(w.startswith("[") or w in ("N", "FILE", "DIR", "...") for w in words):
+            continue  # a synopsis with placeholders, not a command to run
+        monkeypatch.setattr(sys, "argv", ["python -m benchmarks", *words])
+        with pytest.raises(_Parsed):
+            main(words)
+
+
 # ---------------------------------------------------------------------- embedding
 
 

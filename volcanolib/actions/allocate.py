@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, ClassVar
 import attrs
 
 from volcanolib.api.fiterrors import FitError, FitErrors
-from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeInfo, HyperNodeTree
+from volcanolib.api.hypernode import (
+    JOB_ALLOCATED_HYPER_NODE,
+    HyperNodeInfo,
+    HyperNodeTree,
+    set_allocated_hyper_node,
+)
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.task import TaskInfo, TaskStatus
@@ -38,7 +43,7 @@ log = logging.getLogger(__name__)
 class _Run:
     """The state of one execution of the action."""
 
-    __slots__ = ("cache_enabled", "failed_roles", "hyper_scores", "node_classes", "placement", "ssn", "tasks")
+    __slots__ = ("cache_enabled", "failed_roles", "node_classes", "placement", "ssn", "tasks")
 
     def __init__(self, ssn: Session, cache_enabled: bool, node_classes: bool) -> None:
         self.ssn = ssn
@@ -49,8 +54,6 @@ class _Run:
         self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         #: Per job uid: roles of its tasks that fit no node this session.
         self.failed_roles: dict[str, set[str]] = {}
-        #: Per job uid (hard network topology): per HyperNode, the scores of the nodes chosen in it, summed.
-        self.hyper_scores: dict[str, dict[str, float]] = {}
 
     def roles_failed(self, job: JobInfo) -> set[str]:
         roles = self.failed_roles.get(job.uid)
@@ -79,9 +82,13 @@ class _Run:
     ) -> bool:
         """Place tasks of ``job`` into ``stmt`` until it is ready.
 
+        For a job with a network topology, the HyperNode its placed tasks
+        share is kept in :attr:`Session.hyper_node_hints` while it is placed
+        (the scoring plugins compare nodes with it); a soft-mode job that
+        becomes ready records it in its PodGroup annotation.
+
         :param hyper_node: place only on the nodes under this HyperNode
-            (a hard network-topology constraint), summing the chosen nodes'
-            scores for it.
+            (a hard network-topology constraint).
         :returns: whether the statement is kept (the job is ready or
             pipelined); otherwise it has been discarded.
         """
@@ -90,7 +97,7 @@ class _Run:
         total = len(placement.nodes) if hyper_node is None else len(hyper_node.nodes)
         cache = PredicateCache(self.cache_enabled)
         topology = job.pod_group.network_topology
-        soft = topology is not None and not topology.hard and bool(ssn.hyper_nodes)
+        tree = ssn.hyper_nodes
         placed_under = job.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "")
         while tasks:
             task = tasks.pop()
@@ -111,15 +118,12 @@ class _Run:
                     errors.set_node_error(FitError(task.key, node.name, reasons))
                 self.record_failure(job, task, errors)
                 break
-            if soft:
+            if topology is not None:
                 ssn.hyper_node_hints[job.uid] = placed_under
             if hyper_node is None:
                 chosen = placement.choose(task, cache, node_classes=self.node_classes)
             else:
-                chosen, score = placement.choose_in(task, hyper_node.nodes, cache)
-                if not isinstance(chosen, FitErrors) and chosen is not None:
-                    sums = self.hyper_scores.setdefault(job.uid, {})
-                    sums[hyper_node.name] = sums.get(hyper_node.name, 0.0) + score
+                chosen, _ = placement.choose_in(task, hyper_node.nodes, cache)
             if isinstance(chosen, FitErrors):
                 self.record_failure(job, task, chosen)
                 if job.need_continue_allocating(self.roles_failed(job)):
@@ -137,15 +141,15 @@ class _Run:
             except ResourceError as exc:
                 log.error("placing task %s on node %s failed: %s", task.key, node.name, exc)
                 continue
-            if soft:
-                placed_under = _joined(ssn.hyper_nodes, placed_under, node.name)
+            if topology is not None:
+                placed_under = _joined(tree, placed_under, node.name)
             if ssn.job_ready(job):
                 break
-        if soft:
+        if topology is not None:
             ssn.hyper_node_hints.pop(job.uid, None)
         if ssn.job_ready(job):
-            if soft and placed_under:
-                _set_placed_under(job, placed_under)
+            if topology is not None and not topology.hard and placed_under:
+                set_allocated_hyper_node(job, placed_under)
             return True
         if ssn.job_pipelined(job):
             return True
@@ -154,53 +158,43 @@ class _Run:
 
     # ------------------------------------------------------------------ hard network topology
 
-    def place_in_hyper_node(self, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
-        """Place ``job`` under one HyperNode, as its hard network-topology constraint requires.
+    def place_in_hyper_node(
+        self, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> tuple[Statement, str] | None:
+        """Place ``job`` under one HyperNode, as its hard network-topology constraint requires (Volcano v1.14).
 
-        Tiers are searched from the lowest up to the job's highest allowed
-        tier; in the first tier where some HyperNode can make the job ready,
-        each HyperNode of that tier has been tried (and undone), and the job
-        is placed in the best one (``hyper_node_order`` plus the summed
-        scores of the nodes chosen there; ties drawn by the session's
-        generator). A job already placed under a HyperNode only considers
-        HyperNodes whose common ancestor with it stays within the allowed tier.
+        The groups of ``hyper_node_gradient`` under the cluster top are
+        searched in order (without an answer, the cluster top alone). In a
+        group, the job is placed in each HyperNode in turn and undone; the
+        first group where some HyperNode made the job ready or pipelined
+        decides, and the job goes to its HyperNode with the highest
+        ``hyper_node_order`` score (ties drawn by the session's generator).
 
-        :returns: the statement holding the placement (the job is ready), or
-            ``None`` when no HyperNode can take the job; ``tasks`` then keeps
-            the tasks left to place.
+        :returns: the statement holding the placement and the chosen
+            HyperNode, or ``None`` when no HyperNode can take the job;
+            ``tasks`` then keeps the tasks left to place.
         """
         ssn = self.ssn
         tree = ssn.hyper_nodes
-        topology = job.pod_group.network_topology
-        assert topology is not None
-        highest = topology.highest_tier_allowed
-        placed_under = job.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "")
-        found: dict[str, tuple[list[tuple[TaskInfo, str, bool]], PriorityQueue[TaskInfo]]] = {}
-        joined: dict[str, str] = {}
-        for tier in tree.tiers:
-            if tier > highest or found:
-                break
-            for name in tree.by_tier[tier]:
-                joined[name] = name
-                if placed_under:
-                    common = tree.lowest_common_ancestor(name, placed_under)
-                    common_tier = tree.tier_of(common) if common is not None else None
-                    if common is None or common_tier is None or common_tier > highest:
-                        continue
-                    joined[name] = common
+        groups = ssn.hyper_node_gradient(job, tree.top)
+        if groups is None:
+            groups = [[tree.top.name]]
+        for group in groups:
+            found: dict[str, tuple[list[tuple[TaskInfo, str, bool]], PriorityQueue[TaskInfo], float]] = {}
+            for name in group:
+                info = tree.infos.get(name)
+                if info is None:
+                    continue
                 trial = tasks.clone()
                 job.nodes_fit_errors.clear()
                 self.failed_roles.pop(job.uid, None)
                 stmt = ssn.statement()
                 try:
-                    kept = self.place_tasks(job, queue, trial, stmt, tree.infos[name])
+                    kept = self.place_tasks(job, queue, trial, stmt, info)
                 except PluginError:
                     stmt.discard_quietly(job)
                     raise
                 if not kept:
-                    continue
-                if not ssn.job_ready(job) or not len(stmt):
-                    stmt.discard()
                     continue
                 placed = [
                     (record.task, record.task.node_name, record.operation is Operation.ALLOCATE)
@@ -208,54 +202,36 @@ class _Run:
                     if record.operation in (Operation.ALLOCATE, Operation.PIPELINE)
                 ]
                 stmt.discard()
-                found[name] = (placed, trial)
-        if not found:
-            return None
-        best = self._best_hyper_node(job, sorted(found))
-        placed, left = found[best]
-        final = ssn.statement()
-        try:
-            for task, node_name, allocate in placed:
-                if allocate:
-                    final.allocate(task, ssn.nodes[node_name])
-                else:
-                    final.pipeline(task, node_name)
-        except PluginError:
-            final.discard_quietly(job)
-            raise
-        tasks.replace(left)
-        if joined[best] != placed_under:
-            _set_placed_under(job, joined[best])
-        return final
-
-    def _best_hyper_node(self, job: JobInfo, names: list[str]) -> str:
-        if len(names) == 1:
-            return names[0]
-        ssn = self.ssn
-        tree = ssn.hyper_nodes
-        scores = ssn.hyper_node_order(job, {name: tree.infos[name].nodes for name in names})
-        sums = self.hyper_scores.get(job.uid, {})
-        totals = {name: scores.get(name, 0.0) + sums.get(name, 0.0) for name in names}
-        top = max(totals.values())
-        best = [name for name in names if totals[name] == top]
-        return best[ssn.rng.randrange(len(best))] if len(best) > 1 else best[0]
+                if not placed:
+                    continue
+                # Scored with the tentative placement undone, as Volcano scores a sub-job's HyperNode.
+                score = ssn.hyper_node_order(job, {name: info.nodes}).get(name, 0.0)
+                found[name] = (placed, trial, score)
+            if not found:
+                continue
+            top = max(score for _, _, score in found.values())
+            best_names = sorted(name for name, (_, _, score) in found.items() if score == top)
+            best = best_names[ssn.rng.randrange(len(best_names))] if len(best_names) > 1 else best_names[0]
+            placed, left, _ = found[best]
+            final = ssn.statement()
+            try:
+                for task, node_name, allocate in placed:
+                    if allocate:
+                        final.allocate(task, ssn.nodes[node_name])
+                    else:
+                        final.pipeline(task, node_name)
+            except PluginError:
+                final.discard_quietly(job)
+                raise
+            tasks.replace(left)
+            return final, best
+        return None
 
 
 def _joined(tree: HyperNodeTree, placed_under: str, node: str) -> str:
-    """The HyperNode a job's tasks share once a task is placed on ``node`` (soft mode)."""
+    """The HyperNode a job's tasks share once a task is placed on ``node`` (Volcano's ``getNewAllocatedHyperNode``)."""
     own = tree.hyper_node_of(node)
-    if own is None:
-        return placed_under
-    if not placed_under:
-        return own
-    return tree.lowest_common_ancestor(own, placed_under) or placed_under
-
-
-def _set_placed_under(job: JobInfo, hyper_node: str) -> None:
-    """Record in the job's PodGroup annotation the HyperNode its placed tasks share."""
-    pg = job.pod_group
-    if pg.annotations.get(JOB_ALLOCATED_HYPER_NODE) != hyper_node:
-        pg.annotations = {**pg.annotations, JOB_ALLOCATED_HYPER_NODE: hyper_node}
+    return tree.join(own, placed_under) if own is not None else placed_under
 
 
 @attrs.frozen
@@ -299,14 +275,17 @@ class Allocate(BaseAction[AllocateArguments]):
       pipelined onto a node whose resources are being released.
 
     A job whose PodGroup sets a hard ``networkTopology`` is placed within
-    one HyperNode of the lowest tier that can take it (up to
-    ``highestTierAllowed``; never, on a cluster without HyperNodes), chosen by
-    ``hyper_node_order`` plus the scores of the nodes chosen there; a soft
-    one is placed as usual while the HyperNode its tasks share is tracked
-    for the scoring plugins (:attr:`Session.hyper_node_hints
-    <volcanolib.framework.session.Session.hyper_node_hints>`). The HyperNode
-    a job's tasks share is kept in its PodGroup annotation
-    ``volcano.sh/job-allocated-hypernode``.
+    one HyperNode, following Volcano v1.14: the groups of HyperNodes
+    ``hyper_node_gradient`` gives (by default the virtual cluster top alone)
+    are tried in order, and in the first group where some HyperNode can make
+    the job ready or pipelined, the one ``hyper_node_order`` scores highest
+    takes it. A job with a soft constraint is placed as usual. For either,
+    the HyperNode the job's placed tasks share is tracked for the scoring
+    plugins (:attr:`Session.hyper_node_hints
+    <volcanolib.framework.session.Session.hyper_node_hints>`) and kept in
+    its PodGroup annotation ``volcano.sh/job-allocated-hypernode``: a hard
+    job's becomes the common ancestor of the old one and the chosen
+    HyperNode, a soft job's the one its tasks share.
 
     The visit stops as soon as the job is ready. A ready job's statement is
     committed (its allocations are bound) and the job goes back in line if
@@ -360,8 +339,11 @@ class Allocate(BaseAction[AllocateArguments]):
             if topology is not None and topology.hard:
                 with ssn.guard(job):
                     placed = run.place_in_hyper_node(job, queue, tasks)
-                    if placed is not None:
-                        placed.commit()
+                    if placed is not None and ssn.job_ready(job):  # a pipelined job keeps its placements unbound
+                        stmt, hyper_node = placed
+                        stmt.commit()
+                        recorded = job.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "")
+                        set_allocated_hyper_node(job, ssn.hyper_nodes.join(recorded, hyper_node))
                         if tasks:
                             jobs.push(job)
                 queues.push(queue)

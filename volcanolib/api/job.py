@@ -140,6 +140,14 @@ class PodGroup:
         """The status without its conditions, for change detection."""
         return (self.phase, self.running, self.succeeded, self.failed)
 
+    def unschedulable_in(self, session_uid: str) -> bool:
+        """Whether the session ``session_uid`` found the gang unschedulable (its ``Unschedulable`` condition).
+
+        .. versionadded:: 0.2
+        """
+        unschedulable = ConditionType.UNSCHEDULABLE
+        return any(c.type is unschedulable and c.transition_id == session_uid for c in self.conditions)
+
 
 @attrs.define(eq=False)
 class JobInfo:
@@ -167,6 +175,10 @@ class JobInfo:
     #: Per pending task uid, why it fits no node (filled by the actions).
     nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
     job_fit_errors: str = ""
+    #: What the job is short of (queue or nodes, with the numbers), in volcanolib's words: set by
+    #: ``gang`` at session close for a job that is not ready, added to its pending pods' reasons.
+    #: A per-session note, as :attr:`nodes_fit_errors`. See :mod:`volcanolib.framework.shortfall`.
+    shortfall: str = ""
     #: Why this job cannot be scheduled at all (a missing queue, say), set by the loader.
     unschedulable_reason: str = ""
     schedule_start_timestamp: float | None = None
@@ -331,6 +343,7 @@ class JobInfo:
         self.creation_timestamp = job.creation_timestamp
         self.nodes_fit_errors = {}
         self.job_fit_errors = job.job_fit_errors
+        self.shortfall = ""
         self.unschedulable_reason = job.unschedulable_reason
         self.schedule_start_timestamp = job.schedule_start_timestamp
 
@@ -442,10 +455,27 @@ class JobInfo:
     # ------------------------------------------------------------------ phase
 
     def scheduled_task_num(self) -> int:
-        """Tasks on a node as a status update counts them: Running, Bound, finished, or Releasing from a node."""
-        releasing = self.task_status_index.get(TaskStatus.RELEASING)
-        on_node = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
-        return self.count(SCHEDULED_STATUSES) + on_node
+        """Tasks a status update counts as scheduled: Running, Bound, Succeeded or Failed.
+
+        A task Releasing from its node is not counted (nor one Binding or
+        Allocated), as in Volcano v1.14.1's PodGroup status.
+        """
+        return self.count(SCHEDULED_STATUSES)
+
+    def status_phase(self, unschedulable: bool) -> PodGroupPhase:
+        """The PodGroup phase a session's status update writes.
+
+        ``Unknown`` when a task is running and the session found the gang
+        unschedulable (see :meth:`PodGroup.unschedulable_in`); otherwise
+        :meth:`phase_from_tasks`.
+
+        :param unschedulable: whether the session wrote the ``Unschedulable`` condition.
+
+        .. versionadded:: 0.2
+        """
+        if unschedulable and self.task_status_index.get(TaskStatus.RUNNING):
+            return PodGroupPhase.UNKNOWN
+        return self.phase_from_tasks()
 
     def phase_from_tasks(self) -> PodGroupPhase:
         """The PodGroup phase a status update derives from the tasks.
@@ -477,7 +507,13 @@ class JobInfo:
     # ------------------------------------------------------------------ explanations
 
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str]:
-        """``(reason, message)`` describing where a task stands, for pod conditions."""
+        """``(reason, message)`` describing where a task stands, for pod conditions.
+
+        A pending task that fits no node gets Volcano's summary of why
+        (``0/3 nodes are available: 3 Insufficient cpu.``) followed by
+        :attr:`shortfall`; one never checked gets the gang's message
+        (:attr:`job_fit_errors`).
+        """
         node, status = task.last_transaction or (task.node_name, task.status)
         if in_statuses(status, _SCHEDULABLE_STATUSES):
             if status is _PIPELINED:
@@ -486,14 +522,19 @@ class JobInfo:
         if status is _PENDING:
             fit = self.nodes_fit_errors.get(task.uid)
             if fit is not None:
-                return "Unschedulable", fit.error()
+                return "Unschedulable", f"{fit.error()} {self.shortfall}" if self.shortfall else fit.error()
             if self.job_fit_errors:
                 return "Unschedulable", self.job_fit_errors
             return "Unschedulable", "all nodes are unavailable."
         return str(status), ""
 
     def fit_error(self) -> str:
-        """A one-line summary of why the gang is not ready."""
+        """A one-line summary of why the gang is not ready, as Volcano's ``FitError`` words it.
+
+        The counts of tasks by status and ``minAvailable``, the pending
+        tasks' reasons, then ``Origin reason is <task>: <why it fits no node>``
+        for the first task (by name) that fits no node.
+        """
         # Counted by status bucket, and the pending tasks' reasons without their messages: gang's
         # close writes this for every unready job.
         counts = {_status_text(status): len(bucket) for status, bucket in self.task_status_index.items() if bucket}
@@ -503,6 +544,14 @@ class JobInfo:
         pending = self.task_status_index.get(_PENDING)
         if pending:
             msg += f"; Pending: {', '.join(reason_histogram(map(_reason_word, pending.values())))}"
+        errors = self.nodes_fit_errors
+        if errors:
+            # Volcano names the first task of its (unordered) map that has one; here, the first by name.
+            tasks = self.tasks
+            named = [(tasks[uid].name, uid) for uid in errors if uid in tasks]
+            if named:
+                name, uid = min(named)
+                msg += f". Origin reason is {name}: {errors[uid].error()}"
         return msg
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from volcanolib.api.resource import CPU, MEMORY, PODS, Resource, tolerant_le
 from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.errors import ResourceError
 
-__all__ = ["DEFAULT_POD_CAPACITY", "Node", "NodeInfo", "Taint"]
+__all__ = ["DEFAULT_POD_CAPACITY", "Node", "NodeInfo", "Taint", "tolerated", "tolerates"]
 
 #: Pods a node may hold when its allocatable does not say (the kubelet default).
 DEFAULT_POD_CAPACITY = 110
@@ -46,6 +46,33 @@ class Taint:
 
     def __str__(self) -> str:
         return f"{{{self.key}: {self.value}}}" if self.value else f"{{{self.key}}}"
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    """Whether one toleration (as in a pod manifest) tolerates one taint (Kubernetes' ``ToleratesTaint``).
+
+    .. versionadded:: 0.2
+    """
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.effect:
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.key:
+        return False
+    op = toleration.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    if op == "Equal":
+        return str(toleration.get("value") or "") == taint.value
+    return False
+
+
+def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
+    """Whether any of the tolerations tolerates the taint.
+
+    .. versionadded:: 0.2
+    """
+    return any(tolerates(t, taint) for t in tolerations)
 
 
 @attrs.frozen

@@ -97,6 +97,7 @@ def _reset_session_notes(copy: JobInfo, job: JobInfo) -> None:
     if copy.nodes_fit_errors:
         copy.nodes_fit_errors = {}
     copy.job_fit_errors = job.job_fit_errors
+    copy.shortfall = ""
     copy.schedule_start_timestamp = job.schedule_start_timestamp
     theirs, ours = copy.pod_group.conditions, job.pod_group.conditions
     if len(theirs) == len(ours):
@@ -425,6 +426,14 @@ class InMemoryCache:
             self._global_default = None
         self._changed_all = True
 
+    @_locked
+    def job_priority(self, pg: PodGroup) -> int:
+        """The priority a job of this PodGroup would get here: its PriorityClass's value, else the global default's.
+
+        .. versionadded:: 0.2
+        """
+        return self._job_priority(pg)
+
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name in self._priority_classes:
             return self._priority_classes[pg.priority_class_name]
@@ -610,8 +619,8 @@ class InMemoryCache:
                 in_place=frozenset(in_place),
             )
         cluster.queues = {name: q.clone() for name, q in queues.items()}
-        if self._hyper_nodes:
-            cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
+        # Built without HyperNodes too: the virtual cluster top spans the ready nodes.
+        cluster.hyper_nodes = HyperNodeTree(self._hyper_nodes.values(), node_list)
         return cluster
 
     def _take_changed_jobs(
@@ -914,6 +923,7 @@ class InMemoryCache:
                 renewed = True
         if renewed or (
             job.nodes_fit_errors
+            or job.shortfall
             or job.job_fit_errors != own.job_fit_errors
             or job.schedule_start_timestamp != own.schedule_start_timestamp
         ):

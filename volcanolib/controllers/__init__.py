@@ -18,6 +18,7 @@ from volcanolib.controllers.job import (
     JobState,
     JobStatus,
     PodCounts,
+    UpdatePodGroup,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "JobState",
     "JobStatus",
     "PodCounts",
+    "UpdatePodGroup",
 ]

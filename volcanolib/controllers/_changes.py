@@ -22,6 +22,7 @@ __all__ = [
     "DeletePodGroup",
     "JobState",
     "JobStatus",
+    "UpdatePodGroup",
 ]
 
 
@@ -35,6 +36,16 @@ class CreatePodGroup:
 @attrs.frozen
 class CreatePod:
     """Create this pod (a ``v1`` Pod manifest in API form, with a fresh ``metadata.uid``)."""
+
+    manifest: dict[str, Any]
+
+
+@attrs.frozen
+class UpdatePodGroup:
+    """Update this PodGroup's spec (``minMember``, ``minTaskMember``, ``minResources``); its status stays.
+
+    .. versionadded:: 0.2
+    """
 
     manifest: dict[str, Any]
 
@@ -65,6 +76,8 @@ class JobStatus:
     name: str
     phase: str
     retry_count: int
+    #: ``status.version``: +1 on every kill of the whole job.
+    version: int = 0
 
 
 @attrs.frozen
@@ -93,7 +106,9 @@ class DeleteObject:
 
 
 #: One write of the job controller.
-Change = CreatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus | CreateObject | DeleteObject
+Change = (
+    CreatePodGroup | UpdatePodGroup | CreatePod | DeletePod | DeletePodGroup | JobStatus | CreateObject | DeleteObject
+)
 
 
 @attrs.frozen

@@ -40,6 +40,9 @@ class Lifecycle:
     ttl_after_finished: int | None = None
     #: The job plugins and their arguments, in the Job's order.
     plugins: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: Per task: its ``maxRetry``, the container restarts of its running and pending pods that raise
+    #: ``TaskFailed`` (3 when unset or 0).
+    task_max_retry: Mapping[str, int] = attrs.field(factory=dict)
 
 
 def read_lifecycle(js: JobSpec) -> Lifecycle:
@@ -71,4 +74,9 @@ def read_lifecycle(js: JobSpec) -> Lifecycle:
         min_success=min_success,
         ttl_after_finished=ttl,
         plugins=plugins,
+        task_max_retry={
+            t.name: f.integer(t.raw.get("maxRetry"), ref, f"spec.tasks[{t.index}].maxRetry", 0, minimum=0)
+            or DEFAULT_MAX_RETRY
+            for t in js.tasks
+        },
     )

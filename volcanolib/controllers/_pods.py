@@ -35,6 +35,8 @@ class PodEntry:
     deleting: bool = False
     #: Deleted by the controller itself (Volcano's out-of-sync marker): its events only sync.
     out_of_sync: bool = False
+    #: How many times its containers were restarted in place.
+    restarts: int = 0
 
 
 class PodIndex:
@@ -151,6 +153,20 @@ class PodIndex:
             if kept:
                 out[task] = kept
         return out
+
+    def resize(self, tasks: Sequence[tuple[str, int]]) -> None:
+        """The job's tasks now have these replicas (a scale): the missing slots follow."""
+        self._tasks = {name: (pos, replicas) for pos, (name, replicas) in enumerate(tasks)}
+        taken = {slot for pod in self._pods.values() if (slot := self._slot(pod)) is not None}
+        self._missing = {(pos, index) for pos, (_, replicas) in enumerate(tasks) for index in range(replicas)} - taken
+
+    def beyond(self) -> list[PodEntry]:
+        """The pods not being deleted whose index is past their task's replicas (after a scale down)."""
+        return [pod for pod in self._pods.values() if not pod.deleting and self._slot(pod) is None]
+
+    def restarts(self, task: str) -> int:
+        """Container restarts of the task's Running and Pending pods (being deleted or not)."""
+        return sum(p.restarts for p in self._pods.values() if p.task == task and p.phase in ("Running", "Pending"))
 
     def missing(self) -> list[tuple[int, int]]:
         """``(task position, index)`` of the expected pods that do not exist, in spec order."""

@@ -29,6 +29,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
+import attrs
+
 from volcanolib.controllers._changes import (
     Change,
     CreateObject,
@@ -39,6 +41,7 @@ from volcanolib.controllers._changes import (
     DeletePodGroup,
     JobState,
     JobStatus,
+    UpdatePodGroup,
 )
 from volcanolib.controllers._lifecycle import Policy, read_lifecycle
 from volcanolib.controllers._plugins import controlled_resources, job_objects, on_pod_create
@@ -82,6 +85,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "PodCounts",
+    "UpdatePodGroup",
 ]
 
 # Request events: the policy events plus the controller's internal ones.
@@ -90,6 +94,7 @@ POD_RUNNING: Final = "PodRunning"
 POD_FAILED: Final = "PodFailed"
 POD_EVICTED: Final = "PodEvicted"
 TASK_COMPLETED: Final = "TaskCompleted"
+TASK_FAILED: Final = "TaskFailed"
 UNKNOWN: Final = "Unknown"
 OUT_OF_SYNC: Final = "OutOfSync"
 COMMAND_ISSUED: Final = "CommandIssued"
@@ -347,8 +352,11 @@ class JobController:
         job.pods.set_phase(p, phase)
         event = OUT_OF_SYNC
         code = 0
-        if p.out_of_sync or old == phase:
+        if p.out_of_sync:
             pass
+        elif old == phase:
+            if phase in ("Running", "Pending") and self._task_failed(job, p.task):
+                event = TASK_FAILED
         elif phase == "Pending":
             event = POD_PENDING
         elif phase == "Running":
@@ -359,6 +367,76 @@ class JobController:
             event = TASK_COMPLETED
         request = Request(event, p.task, p.name, p.uid, p.version, code)
         return self._run(job, request, now)
+
+    def pod_restarted(self, namespace: str, pod: str, restarts: int, *, now: float) -> list[Change]:
+        """A pod's containers were restarted in place: their restart count (summed) is now ``restarts``.
+
+        The pod keeps its phase. Once the Running and Pending pods of its
+        task have restarted the task's ``maxRetry`` times (3 by default; -1:
+        never), the update raises ``TaskFailed``, as in Volcano.
+
+        .. versionadded:: 0.2
+
+        :returns: the writes; nothing for a pod this controller does not know.
+        """
+        found = self._pod(namespace, pod)
+        if found is None:
+            return []
+        job, p = found
+        p.restarts = restarts
+        event = OUT_OF_SYNC
+        if not p.out_of_sync and p.phase in ("Running", "Pending") and self._task_failed(job, p.task):
+            event = TASK_FAILED
+        return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
+
+    def update(self, job: Mapping[str, Any], *, now: float) -> list[Change]:
+        """The user changed a Job: its tasks' ``replicas`` or ``minAvailable`` (a scale), as Volcano's admission allows.
+
+        The webhook keeps the Job's ``minAvailable`` and ``priorityClassName``
+        as they were and refuses any other change of the spec, or a different
+        number of tasks. The PodGroup's ``minTaskMember`` and ``minResources``
+        follow; then a sync pass creates the missing pods (once the PodGroup is
+        admitted) and deletes those past the new replicas (their deletion is
+        not the controller's kill: once gone they raise ``PodEvicted``).
+
+        .. versionadded:: 0.2
+
+        :param job: the whole new Job manifest.
+        :returns: the writes.
+        :raises ManifestError: naming the field, when the webhook would refuse the update.
+        :raises KeyError: when no Job of that name was submitted.
+        """
+        new = parse_job(job, priority_classes=self.priority_classes, scheduler_name=self.scheduler_name)
+        state = self._jobs[(new.namespace, new.name)]
+        old = state.spec
+        if len(new.tasks) != len(old.tasks):
+            new.ref.fail("job updates may not add or remove tasks", "spec.tasks")
+        for before, after in zip(old.tasks, new.tasks, strict=True):
+            unchanged = (before.name, before.template_meta, before.template_spec, before.depends_on, before.iteration)
+            if unchanged != (after.name, after.template_meta, after.template_spec, after.depends_on, after.iteration):
+                new.ref.fail(
+                    "job updates may not change fields other than minAvailable and the tasks' replicas",
+                    f"spec.tasks[{after.index}]",
+                )
+        tasks = tuple(
+            attrs.evolve(before, replicas=after.replicas, min_available=after.min_available)
+            for before, after in zip(old.tasks, new.tasks, strict=True)
+        )
+        total = sum(t.replicas for t in tasks)
+        if old.min_available > total:
+            new.ref.fail(
+                f"the job's minAvailable {old.min_available} is more than the {total} replicas of its tasks",
+                "spec.tasks",
+            )
+        state.spec = attrs.evolve(old, tasks=tasks)
+        state.pods.resize([(t.name, t.replicas) for t in tasks])
+        if state.deleted:
+            return []
+        if state.pg_exists:
+            manifest = pod_group_manifest(state.spec)
+            del manifest["status"]
+            self._out.append(UpdatePodGroup(manifest))
+        return self._run(state, Request(OUT_OF_SYNC), now)
 
     def pod_terminating(self, namespace: str, pod: str, *, now: float) -> list[Change]:
         """A pod of a job is being deleted by someone else (an eviction with a grace period): it counts as terminating.
@@ -396,19 +474,28 @@ class JobController:
         return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
 
     def tick(self, *, now: float) -> list[Change]:
-        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first."""
+        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first.
+
+        Timeouts due at the same instant fire together, as Volcano's timers
+        do: each runs in the phase the ones before it left, none is cancelled
+        by another's clean-up, and the jobs react once all of them ran.
+        """
         out: list[Change] = []
         while self._timers and self._timers[0].due <= now:
-            timer = heapq.heappop(self._timers)
-            if timer.cancelled:
-                continue
-            job = timer.job
-            if job.delayed.get(timer.key) is timer:
-                del job.delayed[timer.key]
-            if job.deleted:
-                continue
-            self._execute(job, timer.action, timer.request, now)
-            self._cleanup_delayed(job, timer.action, timer.request)
+            due = self._timers[0].due
+            fired: list[Timer] = []
+            while self._timers and self._timers[0].due == due:
+                timer = heapq.heappop(self._timers)
+                if not timer.cancelled:
+                    fired.append(timer)
+            for timer in fired:
+                job = timer.job
+                if job.delayed.get(timer.key) is timer:
+                    del job.delayed[timer.key]
+                if job.deleted:
+                    continue
+                self._execute(job, timer.action, timer.request, now)
+                self._cleanup_delayed(job, timer.action, timer.request)
             out.extend(self._drain(now))
         return out
 
@@ -600,7 +687,7 @@ class JobController:
             return
         changed = new_phase != job.phase
         job.phase, job.retry_count = new_phase, new_retry
-        self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry))
+        self._out.append(JobStatus(job.spec.namespace, job.spec.name, new_phase, new_retry, job.version))
         if changed:
             self._enqueue(job, Request(OUT_OF_SYNC))
 
@@ -649,6 +736,9 @@ class JobController:
             self._apply_fn(job, fn)  # on the stored counters
             return
         tasks = job.spec.tasks
+        for pod in job.pods.beyond():  # past the replicas after a scale down: deleted, not killed
+            job.pods.mark_deleting(pod, out_of_sync=False)
+            self._out.append(DeletePod(job.spec.namespace, pod.name, "ScaleDown"))
         ready: dict[int, bool] = {}
         missing = job.pods.missing()
         stamp = f.format_timestamp(now) if missing else ""
@@ -698,6 +788,10 @@ class JobController:
         """At least ``minAvailable`` of the task's pods Succeeded or Running (a running pod counts as ready)."""
         return job.pods.task_count(task.name, "Succeeded", "Running") >= task.min_available
 
+    def _task_failed(self, job: JobData, task: str) -> bool:
+        """The container restarts of the task's Running and Pending pods reached its ``maxRetry``."""
+        return job.pods.restarts(task) >= job.life.task_max_retry.get(task, 3)
+
     def _task_completed(self, job: JobData, task: str) -> bool:
         """The cache holds at least ``replicas`` Succeeded pods of the task."""
         replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
@@ -720,13 +814,17 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
+
+    def _delete_pod_group(self, job: JobData) -> None:
+        """The last write of every kill, targeted ones too (Volcano v1.14.1): a new PodGroup must be admitted."""
         if job.pg_exists:
             job.pg_exists = False
             job.pg_phase = ""
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
     def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
-        """KillTarget: delete the pods of one task or one pod (finished ones too); the PodGroup stays."""
+        """KillTarget: delete one task's pods or one pod (finished ones too), then the PodGroup; the version stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
@@ -743,6 +841,7 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
 
 
 def _matches(policy: Policy, req: Request) -> bool:

@@ -33,6 +33,7 @@ from typing import Any, Final, TypeVar
 import attrs
 import yaml
 
+from volcanolib._yaml import yaml_error
 from volcanolib.errors import ConfigError
 from volcanolib.framework.arguments import parse_bool, parse_float, parse_int, parse_str
 from volcanolib.framework.hookspecs import SPECS
@@ -279,6 +280,41 @@ def _parse_plugin(raw: object, key: str, source: str | None, warnings: list[str]
     )
 
 
+#: Documents read, at most, to describe a text of several (a cluster file given as a configuration).
+_DOCUMENTS_SHOWN: Final = 1000
+
+
+def _several_documents(text: str) -> str | None:
+    """What a text of several YAML documents is, as an error; ``None`` when it is not that.
+
+    A configuration is one document; a file of several is most likely a
+    cluster (Kubernetes objects, one per document) given in its place.
+    """
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    count = 0
+    kinds: list[str] = []
+    try:
+        for doc in yaml.load_all(text, Loader=loader):
+            if doc is None:
+                continue
+            count += 1
+            kind = doc.get("kind") if isinstance(doc, dict) else None
+            if isinstance(kind, str) and kind not in kinds:
+                kinds.append(kind)
+            if count > _DOCUMENTS_SHOWN:
+                break
+    except yaml.YAMLError:
+        return None
+    if count < 2:
+        return None
+    shown = f"more than {_DOCUMENTS_SHOWN}" if count > _DOCUMENTS_SHOWN else str(count)
+    held = f" of Kubernetes objects ({', '.join(sorted(kinds))})" if kinds else ""
+    return (
+        f"{shown} YAML documents{held}, not a scheduler configuration: "
+        "a configuration is one mapping with 'actions' and 'tiers' (cluster files are given as FILE arguments)"
+    )
+
+
 def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) -> SchedulerConfig:
     """Parse a configuration given as YAML text or as an already-loaded mapping.
 
@@ -291,9 +327,8 @@ def parse_config(conf: str | Mapping[str, Any], *, source: str | None = None) ->
         try:
             data = yaml.safe_load(conf)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"not valid YAML{at}: {getattr(exc, 'problem', exc)}", source=source) from None
+            several = _several_documents(conf)
+            raise ConfigError(several or yaml_error(exc, conf), source=source) from None
     else:
         data = conf
     if data is None or data == {}:

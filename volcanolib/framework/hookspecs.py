@@ -40,6 +40,7 @@ from volcanolib.framework.combine import Rule
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
+    from volcanolib.api.hypernode import HyperNodeInfo
     from volcanolib.api.job import JobInfo
     from volcanolib.api.node import NodeInfo
     from volcanolib.api.queue import QueueInfo
@@ -391,17 +392,37 @@ def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
 def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]) -> Mapping[str, float]:
     """Score the HyperNodes a job with a hard network-topology constraint could be placed in.
 
-    Called by ``allocate`` once per visit of such a job, when more than one
-    HyperNode of the lowest feasible tier could take it (each was tried
-    with a placement that is then undone). The action adds to each
-    HyperNode's sum the scores of the nodes the tentative placement chose
-    and places the job in the HyperNode with the highest total.
+    Called by ``allocate`` once for each HyperNode of a group of
+    :func:`hyper_node_gradient` where a placement of the job (then undone)
+    made it ready or pipelined, with that HyperNode alone; the job goes to
+    the HyperNode with the highest score (ties drawn by the session's
+    seeded generator).
 
     :param job: the job being placed.
     :param hyper_nodes: the candidate HyperNodes by name, each with the
         ready nodes under it.
     :returns: scores by HyperNode name, already weighted; a HyperNode left
         out scores 0, and no opinion is an empty mapping.
+    """
+    raise NotImplementedError
+
+
+@_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enabledHyperNodeGradient")
+def hyper_node_gradient(ssn: Session, job: JobInfo, hyper_node: HyperNodeInfo) -> Sequence[Sequence[str]] | None:
+    """Group the HyperNodes under ``hyper_node`` that a job with a hard network-topology constraint may go to.
+
+    Called by ``allocate`` once per visit of such a job. The groups are
+    tried in order (the first group with a HyperNode that can take the job
+    decides); within a group each HyperNode is tried and the best one
+    (``hyper_node_order``) wins. Volcano's HyperNode gradient: usually one
+    group per tier, the lowest first, each HyperNode within the job's
+    highest allowed tier.
+
+    :param job: the job being placed.
+    :param hyper_node: the HyperNode to search under (the virtual cluster top,
+        :data:`~volcanolib.api.hypernode.CLUSTER_TOP`, for a whole job).
+    :returns: lists of HyperNode names; no opinion is ``None`` (then the
+        job is tried in ``hyper_node`` alone).
     """
     raise NotImplementedError
 

@@ -23,8 +23,13 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.fiterrors import FitError, FitErrors
-from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNodeTree
-from volcanolib.api.job import ConditionType, JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
+from volcanolib.api.hypernode import (
+    JOB_ALLOCATED_HYPER_NODE,
+    HyperNodeInfo,
+    HyperNodeTree,
+    set_allocated_hyper_node,
+)
+from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition, PodGroupPhase
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
@@ -168,6 +173,8 @@ class Session:
     node_scores: Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]
     #: ``hyper_node_order``: each candidate HyperNode's score for a job, summed over the plugins, by name.
     hyper_node_order: Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]
+    #: ``hyper_node_gradient``: the first plugin's groups of HyperNodes to try for a job, or ``None``.
+    hyper_node_gradient: Callable[[JobInfo, HyperNodeInfo], Sequence[Sequence[str]] | None]
     #: ``preemptable``: the victims the first deciding tier agrees on, or ``None``.
     preemptable: Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]
     #: ``reclaimable``: the victims the first deciding tier agrees on, or ``None``.
@@ -246,10 +253,10 @@ class Session:
         self.node_list: list[NodeInfo] = []
         #: Queues by name.
         self.queues: dict[str, QueueInfo] = {}
-        #: The HyperNode tree over the ready nodes (empty when the cluster has none).
+        #: The HyperNode tree over the ready nodes, under the virtual cluster top.
         self.hyper_nodes = HyperNodeTree((), ())
         #: Per job uid: the HyperNode the job's placed tasks share, while ``allocate`` places a job with a
-        #: soft network-topology constraint (what a scoring plugin compares nodes with).
+        #: network topology (what a scoring plugin compares nodes with).
         self.hyper_node_hints: dict[str, str] = {}
         #: Jobs left out of the snapshot, with the reason.
         self.skipped_jobs: dict[str, str] = {}
@@ -556,6 +563,12 @@ class Session:
             baseline[job.uid] = _status_signature(job.pod_group)
             if follows:
                 marks[job.uid] = _job_mark(job)
+        tree = self.hyper_nodes
+        for job in unsettled:
+            pg = job.pod_group
+            if pg.network_topology is not None or pg.annotations.get(JOB_ALLOCATED_HYPER_NODE):
+                # As Volcano's session opens: drop a stale allocated HyperNode, recover a missing one.
+                set_allocated_hyper_node(job, tree.allocated_hyper_node(job))
 
     def _total_allocatable(self) -> Resource:
         """The sum of the ready nodes' allocatable; with a carry, kept node by node from the previous session."""
@@ -706,12 +719,8 @@ class Session:
         pg = job.pod_group
         # Each index key is one status, so a bucket's size is that status's count (job.count, without the scan).
         index = job.task_status_index
-        running = len(index.get(TaskStatus.RUNNING, ()))
-        unschedulable_now = any(
-            c.type is ConditionType.UNSCHEDULABLE and c.transition_id == self.uid for c in pg.conditions
-        )
-        pg.phase = PodGroupPhase.UNKNOWN if running and unschedulable_now else job.phase_from_tasks()
-        pg.running = running
+        pg.phase = job.status_phase(pg.unschedulable_in(self.uid))
+        pg.running = len(index.get(TaskStatus.RUNNING, ()))
         pg.succeeded = len(index.get(TaskStatus.SUCCEEDED, ()))
         pg.failed = len(index.get(TaskStatus.FAILED, ()))
         return self._baseline.get(job.uid) != _status_signature(pg)

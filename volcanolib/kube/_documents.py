@@ -37,9 +37,10 @@ from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 from volcanolib._gc import gc_paused
+from volcanolib._yaml import yaml_error
 from volcanolib.errors import ManifestError
 
-__all__ = ["STDIN", "parse_documents", "read_documents", "source_name"]
+__all__ = ["STDIN", "parse_documents", "read_documents", "read_text", "source_name"]
 
 try:  # PyYAML built without libyaml has no yaml.cyaml
     from yaml import cyaml as _cyaml
@@ -66,6 +67,24 @@ def source_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIN and not isinstance(path, Path) else str(path)
 
 
+def read_text(path: str | Path) -> str:
+    """The text of a file, read once (so that a pipe such as ``<(kubectl get ...)`` reads like a file).
+
+    The name ``-`` reads standard input.
+
+    :raises ManifestError: naming the file when it cannot be read or is not UTF-8 text.
+    """
+    source = source_name(path)
+    if source == "<stdin>":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError:
+        raise ManifestError("cannot read: not UTF-8 text", source=source) from None
+
+
 def read_documents(path: str | Path) -> list[Any]:
     """Read a file and return its documents (empty documents left out).
 
@@ -73,16 +92,7 @@ def read_documents(path: str | Path) -> list[Any]:
 
     :raises ManifestError: naming the file when it cannot be read or parsed.
     """
-    source = source_name(path)
-    if source == "<stdin>":
-        return parse_documents(sys.stdin.read(), source=source)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ManifestError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    except UnicodeDecodeError:
-        raise ManifestError("cannot read: not UTF-8 text", source=source) from None
-    return parse_documents(text, source=source)
+    return parse_documents(read_text(path), source=source_name(path))
 
 
 def parse_documents(text: str, *, source: str | None = None) -> list[Any]:
@@ -114,10 +124,7 @@ def _parse(text: str, source: str | None) -> list[Any]:
     try:
         docs = list(_load_all(text))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ManifestError(f"not valid YAML{where}: {problem}", source=source) from None
+        raise ManifestError(yaml_error(exc, text), source=source) from None
     except (TypeError, ValueError) as exc:  # e.g. an unhashable mapping key, a bad timestamp
         raise ManifestError(f"not valid YAML: {exc}", source=source) from None
     except RecursionError:  # the pure-Python loader, without libyaml

@@ -6,7 +6,7 @@ import datetime as _dt
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from volcanolib.api.duration import seconds_or_duration
 from volcanolib.api.resource import Resource
@@ -57,6 +57,10 @@ class Ref:
         raise self.error(message, field)
 
 
+#: How many characters of a long string an error shows.
+_SHOWN: Final = 60
+
+
 def _type_name(value: object) -> str:
     if isinstance(value, dict):
         return "a mapping"
@@ -64,6 +68,9 @@ def _type_name(value: object) -> str:
         return "a list"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
+    if isinstance(value, str) and len(value) > _SHOWN:
+        # A file read as YAML that is not (a CSV table, prose) is one long string: show its start.
+        return f"the text {value[:_SHOWN]!r}... ({len(value)} characters)"
     return repr(value)
 
 

@@ -248,7 +248,9 @@ def expand_job(
     :param existing_pods: pods that exist, as ``(namespace, name)``.
     :param queues: the queues that exist, for admission's queue checks (skipped when ``None``).
     :raises ManifestError: naming the field, when the Job is malformed or
-        Volcano's admission would refuse it.
+        Volcano's admission would refuse it, its lifecycle fields
+        (policies, ``maxRetry``, ``minSuccess``, job plugins, ``dependsOn``)
+        included, exactly as the job controller refuses them.
     """
     js = parse_job(job, ref, priority_classes=priority_classes, scheduler_name=scheduler_name, queues=queues)
     name, namespace = js.name, js.namespace

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +40,7 @@ from volcanolib.api.queue import QueueInfo, QueueState
 from volcanolib.api.resource import PODS
 from volcanolib.api.task import VALID_STATUSES, TaskInfo, in_statuses
 from volcanolib.cache.memory import InMemoryCache
+from volcanolib.errors import ManifestError
 from volcanolib.kube import _fields as f
 from volcanolib.kube._documents import parse_documents, read_documents, source_name
 from volcanolib.kube._fields import Ref
@@ -48,7 +49,7 @@ from volcanolib.kube.jobs import expand_job
 from volcanolib.manifests.admission import QueueFacts, validate_queue
 from volcanolib.manifests.workloads import WORKLOAD_GROUPS, WORKLOAD_KINDS, Workloads
 
-__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests"]
+__all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests", "require_objects"]
 
 log = logging.getLogger("volcanolib.kube")
 
@@ -124,6 +125,37 @@ def _api_group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
+def _is_list(obj: Mapping[str, Any], kind: str) -> bool:
+    """Whether an object of ``kind`` is a list of objects (``kind: List``, or ``PodList`` and alike with ``items``)."""
+    return kind == "List" or (kind.endswith("List") and "items" in obj)
+
+
+def _holds_objects(doc: Any) -> bool:
+    """Whether a document holds an object: anything but a list of objects whose items hold none."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not _is_list(doc, doc["kind"]):
+        return True
+    items = doc.get("items")
+    if items is None:
+        return False
+    return not isinstance(items, list) or any(_holds_objects(item) for item in items)
+
+
+def require_objects(docs: Sequence[Any], *, source: str) -> None:
+    """Refuse a file of manifests that holds no object, as ``kubectl apply`` does.
+
+    A file without a document (empty, only comments) and a file whose
+    documents are lists without items (``kind: List`` with ``items: []`` or
+    ``items: null``, what ``kubectl get -o yaml`` prints for an empty
+    namespace) hold no object.
+
+    :raises ManifestError: "no objects passed", naming the file.
+    """
+    if not docs:
+        raise ManifestError("no objects passed: the file holds no document", source=source)
+    if not any(_holds_objects(doc) for doc in docs):
+        raise ManifestError("no objects passed: the file's List has no items", source=source)
+
+
 class ManifestLoader:
     """Collects manifests, then builds the model in one pass (:meth:`load`).
 
@@ -144,6 +176,23 @@ class ManifestLoader:
         self._seen: dict[tuple[str, str, str], Ref] = {}
         self._ignored: dict[str, int] = {}
         self._warnings: list[str] = []
+        #: Log each warning as well as listing it in :attr:`Cluster.warnings`.
+        self.log_warnings = True
+        self._known_queues: list[QueueInfo] = []
+        self._known_classes: list[PriorityClassInfo] = []
+
+    def know(self, *, queues: Iterable[QueueInfo] = (), priority_classes: Iterable[PriorityClassInfo] = ()) -> None:
+        """Name objects that exist where the manifests go (a live cluster), without loading them.
+
+        References see them (a PodGroup naming one of the queues, a pod one
+        of the PriorityClasses), and so does Volcano's admission of Jobs
+        (the queue exists and is Open); they are not part of the
+        :class:`Cluster` that :meth:`load` returns.
+
+        .. versionadded:: 0.2
+        """
+        self._known_queues.extend(queues)
+        self._known_classes.extend(priority_classes)
 
     # ------------------------------------------------------------------ input
 
@@ -181,7 +230,7 @@ class ManifestLoader:
         if not isinstance(kind, str) or not kind:
             ref.fail("missing required field: kind", "kind")
         ref.kind = kind
-        if kind == "List" or (kind.endswith("List") and "items" in obj):
+        if _is_list(obj, kind):
             items = f.seq(obj.get("items"), ref, "items")
             prefix = f"{where}.items" if where else "items"
             for i, item in enumerate(items):
@@ -211,7 +260,8 @@ class ManifestLoader:
 
     def _warn(self, message: str) -> None:
         self._warnings.append(message)
-        log.warning("%s", message)
+        if self.log_warnings:
+            log.warning("%s", message)
 
     def load(self) -> Cluster:
         """Read every object added and return the cluster they describe.
@@ -228,7 +278,7 @@ class ManifestLoader:
         for label, count in sorted(self._ignored.items()):
             self._warn(f"ignored {count} object(s) of kind {label}: volcanolib does not read this kind")
 
-        classes: dict[str, PriorityClassInfo] = {}
+        classes: dict[str, PriorityClassInfo] = {pc.name: pc for pc in self._known_classes}
         for obj, ref in self._objects["PriorityClass"]:
             pc = _priority_class(obj, ref)
             classes[pc.name] = pc
@@ -239,9 +289,9 @@ class ManifestLoader:
             for pc in cluster.priority_classes:
                 if pc.global_default and pc.name != defaults[0]:
                     classes[pc.name] = attrs.evolve(pc, global_default=False)
-            cluster.priority_classes = list(classes.values())
+            cluster.priority_classes = [classes[pc.name] for pc in cluster.priority_classes]
 
-        queue_names = {self.default_queue}
+        queue_names = {self.default_queue, *(q.name for q in self._known_queues)}
         for obj, ref in self._objects["Queue"]:
             queue = _queue(obj, ref)
             queue_names.add(queue.name)
@@ -295,7 +345,7 @@ class ManifestLoader:
         cluster.generated = {(ref.namespace, ref.name): (pod, ref) for pod, ref in generated}
         pod_names = {(ref.namespace, ref.name) for _, ref in pods}
         depends_on: list[str] = []
-        queue_facts = cluster_queue_facts(cluster.queues, self.default_queue)
+        queue_facts = cluster_queue_facts([*self._known_queues, *cluster.queues], self.default_queue)
         for obj, ref in self._objects["Job"]:
             expansion = expand_job(
                 obj,

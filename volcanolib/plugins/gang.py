@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition
-from volcanolib.api.task import ALLOCATED_STATUSES, SCHEDULED_STATUSES, TaskStatus, in_statuses
+from volcanolib.api.task import TaskStatus
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.shortfall import discarded_allocations, gang_shortfall
 from volcanolib.framework.status import Code, Status, Vote
 
 if TYPE_CHECKING:
@@ -50,30 +51,11 @@ SCHEDULED_REASON: Final = "tasks in gang are ready to be scheduled"
 _SCHEDULED: Final = PodGroupCondition(ConditionType.SCHEDULED, "True", SCHEDULED_REASON, "")
 
 _PENDING = TaskStatus.PENDING
-_PIPELINED = TaskStatus.PIPELINED
-_RELEASING = TaskStatus.RELEASING
 
 
 def _schedulable_task_num(job: JobInfo) -> int:
     """Ready tasks plus pending ones whose discarded placement was an allocation."""
-    placed = 0
-    for task in job.task_status_index.get(_PENDING, {}).values():
-        status = task.last_transaction[1] if task.last_transaction is not None else task.status
-        if in_statuses(status, ALLOCATED_STATUSES):
-            placed += 1
-    return placed + job.ready_task_num()
-
-
-def _only_releasing_missing(job: JobInfo) -> bool:
-    """Whether the gang is complete once scheduled tasks still being released on their nodes count.
-
-    Such a job has nothing to place (no Pending or Pipelined task); it is
-    waiting for graceful terminations, not for resources.
-    """
-    if job.task_status_index.get(_PENDING) or job.task_status_index.get(_PIPELINED):
-        return False
-    releasing = sum(1 for t in job.task_status_index.get(_RELEASING, {}).values() if t.node_name)
-    return job.count(SCHEDULED_STATUSES) + releasing >= job.min_available
+    return discarded_allocations(job) + job.ready_task_num()
 
 
 class GangPlugin:
@@ -204,14 +186,18 @@ class GangPlugin:
         """Write each job's gang condition and remember why an unready job waits.
 
         A job that is not ready gets ``Unschedulable`` (reason
-        ``NotEnoughResources``) with the message ``"<missing>/<tasks> tasks in
-        gang unschedulable: <fit error>"``, also stored in
-        :attr:`JobInfo.job_fit_errors`; ``<missing>`` counts pending tasks
+        ``NotEnoughResources``) with Volcano's message ``"<missing>/<tasks>
+        tasks in gang unschedulable: <fit error>"`` followed by what the job is
+        short of, queue or nodes, with the numbers
+        (:func:`~volcanolib.framework.shortfall.gang_shortfall`, also kept in
+        :attr:`JobInfo.shortfall`); the message is also stored in
+        :attr:`JobInfo.job_fit_errors`. ``<missing>`` counts pending tasks
         whose placement was discarded this session as schedulable. A ready
         job gets ``Scheduled``, kept as it is (its transition time included)
-        while the job stays ready. Jobs without tasks are skipped, and so are
-        jobs whose only missing members are scheduled tasks still being
-        released (nothing is left to place).
+        while the job stays ready. Jobs without tasks are skipped. A failed
+        or releasing task is not ready, so a job whose running and finished
+        tasks are too few gets ``Unschedulable`` however many of its tasks
+        were scheduled once (Volcano v1.14.1 has no exception for them).
         """
         for job in ssn.unsettled_jobs():  # a settled job is ready and keeps its Scheduled condition
             if not job.tasks:
@@ -221,10 +207,12 @@ class GangPlugin:
                 if not any(c.same_as(_SCHEDULED) for c in job.pod_group.conditions):
                     ssn.update_pod_group_condition(job, _SCHEDULED.copy())
                 continue
-            if _only_releasing_missing(job):
-                continue
             unready = job.min_available - _schedulable_task_num(job)
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+            short = gang_shortfall(ssn, job).text()
+            if short:
+                message = f"{message} {short}" if message.endswith(".") else f"{message}. {short}"
+            job.shortfall = short
             job.job_fit_errors = message
             ssn.update_pod_group_condition(
                 job, PodGroupCondition(ConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, message)

@@ -53,6 +53,7 @@ from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.shortfall import ALLOCATE, ENQUEUE, QueueShortfall, needed_request
 from volcanolib.framework.status import Vote
 
 if TYPE_CHECKING:
@@ -298,6 +299,37 @@ class ProportionPlugin:
             "share": attr.share,
             "overused": attr.deserved.less_equal(attr.allocated, _ZERO),
         }
+
+    def queue_shortfall(self, ssn: Session, job: JobInfo) -> QueueShortfall | None:
+        """By how much the job's queue is short of room for it, by this plugin's rules, or ``None``.
+
+        A PodGroup still Pending with ``minResources``: as :meth:`job_enqueueable`
+        checks it, ``minResources + allocated + inqueue - elastic`` against the
+        real capability (named ``capability`` where the two agree). An
+        admitted job with pending pods: as :meth:`allocatable` checks each
+        pod, ``allocated`` plus the pods the gang still needs against
+        ``deserved``. See :mod:`volcanolib.framework.shortfall`.
+
+        .. versionadded:: 0.2
+        """
+        attr = self.queue_attrs.get(job.queue)
+        queue = ssn.queues.get(job.queue)
+        if attr is None or queue is None or not queue.is_open():
+            return None
+        min_resources = job.pod_group.min_resources
+        if job.pod_group.phase is PodGroupPhase.PENDING:
+            if min_resources is None:
+                return None
+            held = attr.allocated.clone().add(attr.inqueue).sub_unchecked(attr.elastic)
+            real = attr.real_capability
+            capability = attr.capability
+            same = capability is not None and all(real.get(n) == capability.get(n) for n in min_resources.names())
+            limit = "capability" if same else "realCapability"
+            return QueueShortfall.check(self.name, job.queue, ENQUEUE, limit, real, held, min_resources)
+        if not job.task_status_index.get(_PENDING):
+            return None
+        need = needed_request(job)
+        return QueueShortfall.check(self.name, job.queue, ALLOCATE, "deserved", attr.deserved, attr.allocated, need)
 
     def queue_figures(self) -> list[QueueFigures]:
         """Every queue with jobs, as Volcano's proportion plugin reports it in its metrics (:class:`QueueFigures`)."""

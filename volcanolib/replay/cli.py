@@ -3,7 +3,7 @@
 ::
 
     volcanolib replay FILES... [--conf FILE] [--format F --nodes FILE] [--period S] [--pod-startup S]
-                      [--termination-grace S] [--until S] [--every-period] [--seed N]
+                      [--termination-grace S] [--until S] [--every-period] [--seed N] [--load FACTOR]
                       [--json FILE] [--csv DIR] [--plot FILE] [--export FILE]
     volcanolib compare --conf A --conf B [--conf C] FILES... [--json FILE] [--plot FILE] [...]
 
@@ -38,6 +38,15 @@ def _period(text: str) -> float:
     return value
 
 
+def _load_factor(text: str) -> float:
+    from volcanolib.replay.inputs import load_factor
+
+    try:
+        return load_factor(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="replay files (YAML or JSON), or trace files with --format")
     p.add_argument("--format", metavar="F", help="read the files as a trace of this format (e.g. openb)")
@@ -54,6 +63,13 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--every-period", action="store_true", help="run every session, even those that cannot change anything"
     )
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
+    p.add_argument(
+        "--load",
+        type=_load_factor,
+        default=1.0,
+        metavar="FACTOR",
+        help="arrivals FACTOR times as close together (2: twice the load; as a sweep's load; default 1)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the summary, jobs, pods and series as JSON (- for stdout)")
     p.add_argument("--plot", metavar="FILE", help="draw the replay (.png, .svg or .html; needs the plot extra)")
 
@@ -86,13 +102,18 @@ def add_commands(sub: Any, run: Callable[[str], Callable[[argparse.Namespace, Te
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from volcanolib.replay.inputs import load_workload
+    """The workload of the files (converted and written out first with ``--export``), under ``--load``."""
+    from volcanolib.replay.inputs import compress_arrivals, load_workload
 
-    if args.nodes is not None and args.format is None:
-        from volcanolib.errors import ManifestError
+    if getattr(args, "export", None):
+        workload = _export(args)
+    else:
+        if args.nodes is not None and args.format is None:
+            from volcanolib.errors import ManifestError
 
-        raise ManifestError("--nodes is for trace formats: give --format too")
-    return load_workload(args.files, format=args.format, nodes=args.nodes)
+            raise ManifestError("--nodes is for trace formats: give --format too")
+        workload = load_workload(args.files, format=args.format, nodes=args.nodes)
+    return compress_arrivals(workload, args.load)
 
 
 def _options(args: argparse.Namespace, workload: Any) -> Any:
@@ -172,10 +193,7 @@ def replay_command(args: argparse.Namespace, out: TextIO) -> int:
     from volcanolib.replay.metrics import summarise
 
     _check_extras(args)
-    if args.export:
-        workload = _export(args)
-    else:
-        workload = _load(args)
+    workload = _load(args)
     config = _config(args.conf)
     with console.progress("replay", sys.stderr) as report:
         record = run_replay(workload, config, _options(args, workload), progress=report)

@@ -10,13 +10,19 @@ within one kind:
 
 1. arrivals (Volcano Jobs, PodGroups, pods), with the job controller's
    immediate reactions (a PodGroup, later its pods);
-2. the job controller's timed reactions (``JobController.tick``);
-3. pods starting (Running ``podStartup`` after their bind);
-4. pods finishing (Succeeded, or Failed by their exit code, ``duration``
-   after they started; their resources are free from that moment);
-5. deleted or evicted pods going away (``terminationGrace`` after the
+2. the actions of the workload's timeline (:mod:`volcanolib.replay.timeline`);
+3. the job controller's timed reactions (``JobController.tick``);
+4. pods starting (Running ``podStartup`` after their bind; a pod whose
+   outcome is ``reject`` fails instead, its ``after`` later);
+5. container restarts in place (the outcome's ``restarts N every D``);
+6. pods finishing (Succeeded, or Failed by their exit code, as their
+   attempt's outcome says; their resources are free from that moment);
+7. deleted or evicted pods going away (``terminationGrace`` after the
    deletion), after which the job controller reacts (``PodEvicted``);
-6. cancellations (a job not started ``cancel-after`` after its arrival is deleted).
+8. cancellations (a job not started ``cancel-after`` after its arrival is deleted).
+
+Each pod attempt takes its outcome from :class:`~volcanolib.api.outcomes.PodOutcomes`
+(per attempt, and per replica where they differ).
 
 Events at the time of a session happen before it. Whatever an event or a
 session causes at once (the controller creating pods, a PodGroup admitted by
@@ -38,15 +44,27 @@ the last session), the sessions after pods finish elsewhere are skipped.
 Plugins the engine does not know to ignore
 the clock (for instance one admitting jobs that waited long enough) have
 every session run.
+
+**Pods no node can ever take.** A pending pod whose request exceeds the
+allocatable resources of every ready node, counting only the nodes its
+``nodeSelector`` and required node affinity admit when the configuration
+checks them (:data:`NODE_SELECTING_PLUGINS`), can never be placed: it is
+reported once (a warning naming it and its job, when it arrives or at load
+for bare pods), its job's record says why, and it no longer makes the
+sessions after other pods finish run: it stays in the cluster and every
+session that runs for another reason still tries it, so no decision about
+any other job changes. The nodes are read at the start (a replay does not
+change them).
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,6 +72,9 @@ import attrs
 
 from volcanolib._gc import gc_frozen, gc_paused
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupPhase
+from volcanolib.api.node import Node, NodeInfo, tolerated
+from volcanolib.api.nodeselector import NodeSelector, required_node_affinity
+from volcanolib.api.outcomes import Outcome
 from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import CPU, MEMORY, PODS, Resource
 from volcanolib.api.task import TaskInfo, TaskStatus
@@ -66,6 +87,7 @@ from volcanolib.controllers.job import (
     DeletePodGroup,
     JobController,
     JobStatus,
+    UpdatePodGroup,
 )
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config
@@ -75,9 +97,12 @@ from volcanolib.kube._pods import PodReader
 from volcanolib.kube.loader import _pod_group
 from volcanolib.replay.inputs import PodTiming, TimedJob, Workload, pod_timing
 from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayRecord, Sample
+from volcanolib.replay.timeline import Action
 from volcanolib.scheduler import Scheduler
 
-__all__ = ["CLOCK_FREE_PLUGINS", "ReplayOptions", "run_replay"]
+__all__ = ["CLOCK_FREE_PLUGINS", "NODE_SELECTING_PLUGINS", "ReplayOptions", "run_replay"]
+
+log = logging.getLogger("volcanolib.replay")
 
 #: Plugins whose decisions do not depend on the session clock (so unchanged sessions may be skipped).
 CLOCK_FREE_PLUGINS: Final = frozenset(
@@ -94,15 +119,22 @@ CLOCK_FREE_PLUGINS: Final = frozenset(
         "proportion",
     }
 )
+#: Plugins whose predicate refuses the nodes a pod's ``nodeSelector`` and required node affinity
+#: exclude, unless their ``predicate.NodeAffinityEnable`` argument or ``enablePredicate`` switch is off.
+NODE_SELECTING_PLUGINS: Final = frozenset({"predicates"})
 #: Actions whose decisions do not depend on the session clock.
 CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
 #: Actions that place a task only on a node whose future idle resources fit its request.
 FIT_BOUND_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue"})
-#: Job phases in which a Volcano Job is finished.
+#: Job phases in which a Volcano Job is finished (an Aborted one may be resumed).
 FINISHED_PHASES: Final = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
+#: The annotation a Job's pod carries with its index in its task.
+_TASK_INDEX: Final = "volcano.sh/task-index"
 
 # Event kinds, in the order events of one time happen.
-_ARRIVE, _TICK, _START, _FINISH, _GONE, _CANCEL = range(6)
+_ARRIVE, _ACTION, _TICK, _START, _RESTART, _FINISH, _GONE, _CANCEL = range(8)
+#: Jobs with a pod no node can take that are named in a warning; the others are counted once.
+_REPORTED: Final = 10
 #: Sessions between two passes of the cyclic garbage collector in a replay (see _run).
 _COLLECT_EVERY: Final = 2000
 # Pod states.
@@ -166,6 +198,7 @@ class _Job:
         "expected",
         "finished",
         "key",
+        "manifest",
         "pods",
         "queue",
         "record",
@@ -179,6 +212,7 @@ class _Job:
         self.queue = queue
         self.controlled = controlled
         self.record = JobRecord(key, queue, submitted, None, None, "Pending", 0, 0, min_available)
+        self.record.set_phase("Pending", submitted)
         self.pods: list[_Pod] = []
         self.running = 0
         #: Pods not finished nor gone.
@@ -189,18 +223,20 @@ class _Job:
         self.finished = False
         self.cancelled = False
         self.timed: TimedJob | None = None
+        #: A Volcano Job's manifest as it is now (a scale changes it; the workload's stays as read).
+        self.manifest: Mapping[str, Any] | None = None
 
 
 class _Pod:
-    __slots__ = ("duration", "ending", "exit_code", "job", "native", "record", "state", "task", "token", "uid")
+    __slots__ = ("ending", "job", "native", "outcome", "record", "state", "task", "token", "uid")
 
-    def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, timing: PodTiming) -> None:
+    def __init__(self, task: TaskInfo, job: _Job, record: PodRecord, outcome: Outcome) -> None:
         self.task = task
         self.uid = task.uid
         self.job = job
         self.record = record
-        self.duration = timing.duration
-        self.exit_code = timing.exit_code
+        #: What this attempt does once placed.
+        self.outcome = outcome
         self.native = _native(task.resreq)
         self.state = _PENDING
         #: Bumped when the pod's pending start or finish no longer applies.
@@ -246,6 +282,22 @@ class _Statuses:
         """Queue status plays no part in a replay."""
 
 
+def _selects_nodes(config: SchedulerConfig) -> bool:
+    """Whether the configuration refuses the nodes a pod's ``nodeSelector`` and required node affinity exclude."""
+    return any(
+        option.name in NODE_SELECTING_PLUGINS
+        and option.enabled("enablePredicate")
+        and option.arguments.get_bool("predicate.NodeAffinityEnable", True)
+        for option in config.plugin_options()
+    )
+
+
+def _request_text(task: TaskInfo) -> str:
+    """The resources a task asks for, as a person reads them (``cpu 6, nvidia.com/gpu 1``), ``pods`` left out."""
+    req = task.init_resreq
+    return ", ".join(f"{name} {amount}" for name, amount in req.to_readable().items() if name != PODS and req.get(name))
+
+
 def _clock_free(config: SchedulerConfig) -> bool:
     plugins = {option.name for option in config.plugin_options()}
     return plugins <= CLOCK_FREE_PLUGINS and set(config.actions) <= CLOCK_FREE_ACTIONS
@@ -267,6 +319,16 @@ class _Replay:
         #: Whether no pending pod fit any node when last checked; nodes given resources back since then.
         self.no_fit = False
         self.freed: set[str] = set()
+        #: Whether a node the pod's own constraints exclude counts as one it cannot go to.
+        self.selects_nodes = _selects_nodes(self.scheduler.config)
+        #: The ready nodes a pod could go to, as read at the start (see _read_nodes).
+        self.fit_nodes: list[NodeInfo] = []
+        #: Why no ready node can ever take a pod of that request and node constraints; ``None``: one can.
+        self.fit_answers: dict[Hashable, str | None] = {}
+        #: Pending pods (uids) no ready node can ever take: left out of _may_place.
+        self.unplaceable: set[str] = set()
+        #: Jobs already reported for a pod no node can take.
+        self.reported: set[str] = set()
         self.controller = JobController(scheduler_name=workload.scheduler_name)
         classes = {pc.name: pc for pc in workload.cluster.priority_classes}
         self.reader = PodReader(workload.scheduler_name, classes)
@@ -317,13 +379,9 @@ class _Replay:
             cache.add_priority_class(pc.name, pc.value, global_default=pc.global_default)
         for queue in cluster.queues:
             cache.add_queue(queue.clone())
-        capacity: dict[str, float] = {}
         for node in cluster.nodes:
             cache.add_node(node)
-            if node.ready:
-                for name, value in _native(node.allocatable).items():
-                    capacity[name] = capacity.get(name, 0) + value
-        self.capacity = _readable(capacity)
+        self._recount_capacity()
         for queue_name in sorted(q.name for q in cache.queues()):
             self.queue_allocated[queue_name] = {}
         times = list(wl.arrivals.values())
@@ -357,7 +415,82 @@ class _Replay:
         for job in list(self.job_list):
             if job.pods:  # a group whose pods had all finished before the start
                 self._check_bare(job)
+        for action in wl.timeline:
+            self.arrivals_left += 1  # the replay goes on until the timeline is done too
+            self.push(start + action.at if action.relative else action.at, _ACTION, action)
+        for task in cluster.tasks:  # bare pods arriving later are reported now, at load
+            if task.job and task.status is TaskStatus.PENDING:
+                reason = self._fits_no_node(task)
+                if reason is not None:
+                    self._report_unplaceable(task.job, task, reason)
         return start
+
+    # ------------------------------------------------------------------ pods no node can take
+
+    def _read_nodes(self) -> None:
+        """Take the ready nodes as they are now for :meth:`_fits_no_node`, and sort the pending pods again.
+
+        Called at the start; a change of nodes (added, removed, relabelled,
+        ready or not) must call it again, so that a pod a new node can take
+        counts as one that may fit.
+        """
+        self.fit_nodes = [node for node in self.cache.nodes() if node.ready]
+        self.fit_answers = {}
+        self.unplaceable = {uid for uid, pod in self.waiting.items() if self._fits_no_node(pod.task) is not None}
+        self.no_fit = False
+
+    def _fits_no_node(self, task: TaskInfo) -> str | None:
+        """Why no ready node can ever take the task; ``None`` when one can.
+
+        A node can never take it when the task's request exceeds the node's
+        allocatable resources (a pod is placed only where it fits the future
+        idle, which is never more), or when the configuration checks node
+        selection and the task's ``nodeSelector`` and required node affinity
+        exclude the node (node labels do not change in a replay).
+        """
+        pod = task.pod
+        selector: NodeSelector | None = None
+        token: Hashable = None
+        if self.selects_nodes and pod is not None and (pod.node_selector or pod.affinity):
+            selector = required_node_affinity(pod.node_selector, pod.affinity)
+            if selector.trivial:
+                selector = None
+            else:
+                node_affinity = (pod.affinity or {}).get("nodeAffinity") or {}
+                token = (
+                    tuple(sorted(pod.node_selector.items())),
+                    repr(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")),
+                )
+        req = task.init_resreq
+        key = (req.milli_cpu, req.memory, tuple(sorted(req.scalars.items())), token)
+        try:
+            return self.fit_answers[key]
+        except KeyError:
+            pass
+        admitted = self.fit_nodes if selector is None else [n for n in self.fit_nodes if selector.matches(n.node)]
+        answer: str | None = None
+        if not any(req.less_equal(node.allocatable) for node in admitted):
+            if selector is None:
+                answer = f"it requests {_request_text(task)}, more than any ready node has"
+            elif admitted:
+                answer = (
+                    f"it requests {_request_text(task)}, more than any of the {len(admitted)} ready node(s) "
+                    "its nodeSelector and node affinity admit has"
+                )
+            else:
+                answer = "no ready node matches its nodeSelector and node affinity"
+        self.fit_answers[key] = answer
+        return answer
+
+    def _report_unplaceable(self, job: str, task: TaskInfo, reason: str) -> None:
+        """Warn once per job (``namespace/podgroup``) of a pod no node can take, the first few jobs by name."""
+        if job in self.reported:
+            return
+        self.reported.add(job)
+        if len(self.reported) <= _REPORTED:
+            log.warning("job %s: pod %s fits no node: %s; it is left pending", job, task.key, reason)
+        elif len(self.reported) == _REPORTED + 1:
+            log.warning("more jobs have a pod that fits no node; --json lists them all under summary.unplaceable")
 
     # ------------------------------------------------------------------ jobs and pods
 
@@ -377,6 +510,7 @@ class _Replay:
             timing = self.workload.timings.get(key)
             if timing is not None and timing.cancel_after is not None:
                 self.push(self.now + timing.cancel_after, _CANCEL, job)
+        job.record.note_pod_group_phase(pg.phase.value, self.now)
         self.cache.add_pod_group(pg.clone())
 
     def _arrive_task(self, task: TaskInfo) -> None:
@@ -403,7 +537,9 @@ class _Replay:
             self.uid_counter += 1
             task.uid = f"{task.uid}#{attempt}"
         record = PodRecord(key, job.key, job.queue, None, self.now, None, None, None, "Pending", attempt, {})
-        pod = _Pod(task, job, record, timing)
+        raw_index = task.pod.annotations.get(_TASK_INDEX, "") if task.pod is not None else ""
+        index = int(raw_index) if raw_index.isdigit() else None
+        pod = _Pod(task, job, record, timing.outcomes.outcome(attempt, index))
         record.request = _readable(pod.native)
         self.records.append(record)
         self.pods[task.uid] = pod
@@ -439,7 +575,14 @@ class _Replay:
         else:
             self.pending += 1
             self.waiting[task.uid] = pod
-            self.no_fit = False
+            reason = self._fits_no_node(task)
+            if reason is None:
+                self.no_fit = False
+            else:  # no session can place it: it need not make one run
+                self.unplaceable.add(task.uid)
+                self._report_unplaceable(job.key, task, reason)
+                if job.record.unplaceable is None:
+                    job.record.unplaceable = f"pod {task.key} fits no node: {reason}"
         return pod
 
     def _hold(self, pod: _Pod, sign: int) -> None:
@@ -457,6 +600,7 @@ class _Replay:
         key = f"{timed.namespace}/{timed.name}"
         job = self._new_job(key, timed.queue, timed.min_available, True)
         job.timed = timed
+        job.manifest = timed.manifest
         if timed.timing.cancel_after is not None:
             self.push(self.now + timed.timing.cancel_after, _CANCEL, job)
         self.apply(self.controller.submit(timed.manifest, now=self.now), job)
@@ -464,18 +608,33 @@ class _Replay:
     # ------------------------------------------------------------------ the controller's changes
 
     def apply(self, changes: list[Change], context: _Job | None = None) -> None:
+        """Apply one answer of the job controller as one step, in order, then report what it caused.
+
+        A pod deleted while Pending or finished is gone at once, but the
+        controller hears of it only once every change of the answer is
+        applied: a kill's "delete the pods, then the PodGroup" must not be
+        interleaved with the controller's reaction to the first deletion
+        (which may make the PodGroup again).
+        """
+        gone: list[_Pod] = []
         for change in changes:
             if isinstance(change, CreatePod):
                 self._create_pod(change.manifest, context)
             elif isinstance(change, DeletePod):
-                self._delete_pod(f"{change.namespace}/{change.name}")
+                pod = self._delete_pod(f"{change.namespace}/{change.name}")
+                if pod is not None:
+                    gone.append(pod)
             elif isinstance(change, CreatePodGroup):
                 self._create_group(change.manifest, context)
+            elif isinstance(change, UpdatePodGroup):
+                self._update_group(change.manifest)
             elif isinstance(change, DeletePodGroup):
                 self.cache.delete_pod_group(change.namespace, change.name)
                 self.group_phase.pop(f"{change.namespace}/{change.name}", None)
             elif isinstance(change, JobStatus):
                 self._job_status(change)
+        for pod in gone:
+            self._gone_to_controller(pod, evicted=False)
         deadline = self.controller.next_deadline()
         if deadline is not None and deadline != self.tick_at:
             self.tick_at = deadline
@@ -499,8 +658,23 @@ class _Replay:
         job = self._owner(manifest, context)
         if job is not None:
             self.groups[key] = job
+            job.record.note_pod_group_phase(pg.phase.value, self.now)
         self.group_phase.pop(key, None)
         self.cache.add_pod_group(pg)
+
+    def _update_group(self, manifest: dict[str, Any]) -> None:
+        """A PodGroup's spec changed (a scaled Job): its status, as the sessions wrote it, stays."""
+        meta = manifest["metadata"]
+        ref = Ref("job controller", "", "PodGroup", str(meta["name"]), str(meta.get("namespace") or "default"))
+        pg = _pod_group(manifest, ref, self.cache.default_queue)
+        old = next((j.pod_group for j in self.cache.jobs() if j.uid == f"{pg.namespace}/{pg.name}"), None)
+        if old is not None:
+            pg.phase, pg.conditions = old.phase, [c.copy() for c in old.conditions]
+            pg.running, pg.succeeded, pg.failed = old.running, old.succeeded, old.failed
+            pg.annotations = {**pg.annotations, **old.annotations}
+            pg.creation_timestamp = old.creation_timestamp
+        self.touched.add(f"{pg.namespace}/{pg.name}")
+        self.cache.update_pod_group(pg)
 
     def _create_pod(self, manifest: dict[str, Any], context: _Job | None) -> None:
         meta = manifest["metadata"]
@@ -529,9 +703,14 @@ class _Replay:
         if job is None or job.cancelled:
             return
         job.record.restarts = change.retry_count
+        job.record.version = change.version
+        if job.finished and change.phase not in FINISHED_PHASES:  # an Aborted job resumed
+            job.finished = False
+            job.record.finished = None
+            self.unfinished += 1
         if job.finished:
             return
-        job.record.phase = change.phase
+        job.record.set_phase(change.phase, self.now)
         if change.phase in FINISHED_PHASES:
             self._finish_job(job)
 
@@ -561,6 +740,10 @@ class _Replay:
     # ------------------------------------------------------------------ the simulated kubelet
 
     def _start(self, pod: _Pod) -> None:
+        outcome = pod.outcome
+        if not outcome.runs:  # it fails before it runs: Failed, never Running
+            self.push(self.now + (outcome.after or 0.0), _FINISH, (pod, pod.token))
+            return
         pod.state = _RUNNING
         self.touched.add(pod.task.job)
         pod.record.started = self.now
@@ -572,31 +755,36 @@ class _Replay:
         if job.record.started is None and job.running >= job.record.min_available:
             job.record.started = self.now
             if not job.controlled:
-                job.record.phase = "Running"
-        if pod.duration is not None:
-            self.push(self.now + pod.duration, _FINISH, (pod, pod.token))
+                job.record.set_phase("Running", self.now)
+        if outcome.after is not None:
+            self.push(self.now + outcome.after, _FINISH, (pod, pod.token))
+        for after in outcome.restart_times():
+            self.push(self.now + after, _RESTART, (pod, pod.token))
         if job.controlled:
             self.apply(self.controller.pod_phase(pod.task.namespace, pod.task.name, "Running", now=self.now), job)
 
     def _finish(self, pod: _Pod) -> None:
-        failed = pod.exit_code != 0
+        outcome = pod.outcome
+        failed = outcome.phase == "Failed"
         phase = "Failed" if failed else "Succeeded"
+        ran = pod.state == _RUNNING
         pod.state = _DONE
         self.touched.add(pod.task.job)
         pod.record.finished = self.now
         pod.record.phase = phase
         self.cache.set_task_phase(pod.uid, TaskStatus.FAILED if failed else TaskStatus.SUCCEEDED)
         self._hold(pod, -1)
-        self.running -= 1
         self.alive -= 1
         job = pod.job
-        job.running -= 1
+        if ran:
+            self.running -= 1
+            job.running -= 1
         job.active -= 1
         if not failed:
             job.succeeded += 1
         if job.controlled:
             changes = self.controller.pod_phase(
-                pod.task.namespace, pod.task.name, phase, now=self.now, exit_code=pod.exit_code
+                pod.task.namespace, pod.task.name, phase, now=self.now, exit_code=outcome.exit_code
             )
             self.apply(changes, job)
         else:
@@ -604,15 +792,27 @@ class _Replay:
         if job.finished:
             self._retire(job)
 
+    def _restart(self, pod: _Pod) -> None:
+        """The pod's container exits and is restarted in place: it stays Running, its restart count grows."""
+        pod.record.restarts += 1
+        self.touched.add(pod.task.job)
+        if pod.job.controlled:
+            task = pod.task
+            self.apply(
+                self.controller.pod_restarted(task.namespace, task.name, pod.record.restarts, now=self.now), pod.job
+            )
+
     def _check_bare(self, job: _Job) -> None:
         """A job of bare pods finishes when none of its pods is left to run or arrive."""
         if job.controlled or job.finished or job.active or job.expected:
             return
-        job.record.phase = "Completed" if job.succeeded >= job.record.min_available else "Failed"
+        job.record.set_phase("Completed" if job.succeeded >= job.record.min_available else "Failed", self.now)
         self._finish_job(job)
 
     def _release(self, pod: _Pod) -> None:
         """A placed pod starts terminating: it goes away after the grace period."""
+        if pod.record.deleted is None:
+            pod.record.deleted = self.now
         if pod.state == _RUNNING:
             self.running -= 1
             pod.job.running -= 1
@@ -623,31 +823,39 @@ class _Replay:
         pod.token += 1
         self.push(self.now + self.options.termination_grace, _GONE, pod)
 
-    def _delete_pod(self, key: str) -> None:
+    def _delete_pod(self, key: str) -> _Pod | None:
+        """Delete the latest attempt of a pod: one on a node terminates; one Pending or finished is gone at once.
+
+        :returns: the pod when it is gone at once (the caller reports it to its job), else ``None``.
+        """
         pod = self.latest.get(key)
         if pod is None or pod.state in (_RELEASING, _GONE_STATE):
-            return
+            return None
         if pod.state in (_BOUND, _RUNNING):
             if pod.record.phase in ("Pending", "Running"):
                 pod.ending = "Deleted"
             self.cache.set_task_phase(pod.uid, TaskStatus.RELEASING)
             self._release(pod)
-            return
+            return None
         # Not on a node (Pending) or finished: gone at once.
         if pod.state == _PENDING:
             self.pending -= 1
             del self.waiting[pod.uid]
+            self.unplaceable.discard(pod.uid)
             self.alive -= 1
             pod.job.active -= 1
             pod.record.phase = "Deleted"
             pod.record.finished = self.now
         pod.state = _GONE_STATE
+        pod.record.deleted = self.now
         self.touched.add(pod.task.job)
         pod.token += 1
         self.cache.delete_task(pod.uid)
-        self._gone_to_controller(pod, evicted=False)
+        return pod
 
     def _gone(self, pod: _Pod) -> None:
+        if pod.state == _GONE_STATE:  # removed with its node before its grace period ended
+            return
         evicted = pod.ending == "Evicted"
         if pod.ending is not None:
             pod.record.phase = pod.ending
@@ -674,7 +882,7 @@ class _Replay:
         if job.finished or job.record.started is not None:
             return
         job.cancelled = True
-        job.record.phase = "Cancelled"
+        job.record.set_phase("Cancelled", self.now)
         job.expected = 0
         self._finish_job(job)
         if job.controlled:
@@ -682,7 +890,139 @@ class _Replay:
         else:
             for pod in list(job.pods):
                 if pod.state not in (_DONE, _RELEASING, _GONE_STATE):
-                    self._delete_pod(pod.task.key)
+                    gone = self._delete_pod(pod.task.key)
+                    if gone is not None:
+                        self._gone_to_controller(gone, evicted=False)
+
+    # ------------------------------------------------------------------ the timeline
+
+    def _act(self, action: Action) -> None:
+        """One action of the timeline (on an object that does not exist now: nothing)."""
+        kind = action.kind
+        if kind == "deletePod":
+            pod = self.latest.get(action.target)
+            if pod is not None:
+                self._remove_pod(pod, "Deleted")
+        elif kind in ("cordon", "uncordon", "drain", "taint", "untaint"):
+            node = self.cache.get_node(action.target)
+            if node is None:
+                return
+            spec = node.node or Node(node.name)
+            if kind in ("cordon", "drain"):
+                spec = attrs.evolve(spec, unschedulable=True)
+            elif kind == "uncordon":
+                spec = attrs.evolve(spec, unschedulable=False)
+            elif kind == "taint" and action.taint is not None:
+                spec = attrs.evolve(spec, taints=(*spec.taints, action.taint))
+            elif kind == "untaint" and action.taint is not None:
+                spec = attrs.evolve(spec, taints=tuple(t for t in spec.taints if t.key != action.taint.key))
+            self._replace_node(node, spec)
+            taint = action.taint
+            for pod in self._pods_on(action.target):
+                if kind == "drain" or (
+                    kind == "taint"
+                    and taint is not None
+                    and taint.effect == "NoExecute"
+                    and not tolerated(pod.task.pod.tolerations if pod.task.pod is not None else (), taint)
+                ):
+                    pod.job.record.evicted_pods += 1
+                    self._remove_pod(pod, "Evicted")
+        elif kind == "addNode" and action.node is not None:
+            self.cache.add_node(action.node)
+            self.no_fit = False
+            self._recount_capacity()
+        elif kind == "removeNode":
+            if self.cache.get_node(action.target) is None:
+                return
+            for pod in self._pods_on(action.target):
+                self._vanish(pod)
+            self.cache.delete_node(action.target)
+            self._recount_capacity()
+        elif kind in ("suspendJob", "resumeJob", "deleteJob", "scaleJob"):
+            self._act_on_job(action)
+
+    def _act_on_job(self, action: Action) -> None:
+        job = self.jobs.get(action.target)
+        if job is None or not job.controlled or job.timed is None:
+            return
+        namespace, _, name = action.target.partition("/")
+        kind = action.kind
+        if kind == "deleteJob":
+            if not job.finished:
+                job.record.set_phase("Deleted", self.now)
+                job.cancelled = True
+                self._finish_job(job)
+            self.apply(self.controller.delete(namespace, name, now=self.now), job)
+        elif kind in ("suspendJob", "resumeJob"):
+            if self.controller.job(namespace, name).deleted:
+                return
+            command = "AbortJob" if kind == "suspendJob" else "ResumeJob"
+            self.apply(self.controller.command(namespace, name, command, now=self.now), job)
+        else:  # scaleJob
+            manifest = _scaled(job.manifest or job.timed.manifest, action)
+            job.manifest = manifest
+            self.apply(self.controller.update(manifest, now=self.now), job)
+
+    def _pods_on(self, node: str) -> list[_Pod]:
+        """The pods holding a place on ``node`` now (bound, running or terminating), oldest first."""
+        return [
+            pod for pod in self.pods.values() if pod.record.node == node and pod.state in (_BOUND, _RUNNING, _RELEASING)
+        ]
+
+    def _remove_pod(self, pod: _Pod, ending: str) -> None:
+        """Delete a pod from outside (a user, a node's taint or drain): terminating when placed, gone at once if not."""
+        if pod.state in (_RELEASING, _GONE_STATE):
+            return
+        if pod.state in (_BOUND, _RUNNING):
+            if pod.record.phase in ("Pending", "Running"):
+                pod.ending = ending
+            self.cache.set_task_phase(pod.uid, TaskStatus.RELEASING)
+            self._release(pod)
+            return
+        gone = self._delete_pod(pod.task.key)
+        if gone is not None:
+            self._gone_to_controller(gone, evicted=False)
+
+    def _vanish(self, pod: _Pod) -> None:
+        """A pod whose node left the cluster: gone at once, whatever it was doing."""
+        if pod.state == _GONE_STATE:
+            return
+        if pod.state in (_BOUND, _RUNNING):
+            if pod.state == _RUNNING:
+                self.running -= 1
+                pod.job.running -= 1
+            pod.record.phase = "Deleted"
+        elif pod.state == _RELEASING and pod.ending is not None:
+            pod.record.phase = pod.ending
+        if pod.record.deleted is None:
+            pod.record.deleted = self.now
+        pod.record.finished = self.now if pod.record.finished is None or pod.state != _DONE else pod.record.finished
+        if pod.state != _DONE:
+            self._hold(pod, -1)
+            self.alive -= 1
+            pod.job.active -= 1
+        pod.state = _GONE_STATE
+        pod.token += 1
+        self.touched.add(pod.task.job)
+        self.cache.delete_task(pod.uid)
+        self._gone_to_controller(pod, evicted=False)
+
+    def _replace_node(self, node: NodeInfo, spec: Node) -> None:
+        fresh = NodeInfo(node.name, node.allocatable, node=spec, capability=node.capability)
+        fresh.ready = node.ready
+        fresh.not_ready_reason = node.not_ready_reason
+        self.cache.update_node(fresh)
+        self.no_fit = False
+
+    def _recount_capacity(self) -> None:
+        """Read the nodes again: the capacity (the ready nodes' allocatable, summed) and the pods none can take."""
+        capacity: dict[str, float] = {}
+        for node in self.cache.nodes():
+            if node.ready:
+                for name, value in _native(node.allocatable).items():
+                    capacity[name] = capacity.get(name, 0) + value
+        self.capacity = _readable(capacity)
+        self._read_nodes()
 
     # ------------------------------------------------------------------ one event
 
@@ -695,11 +1035,21 @@ class _Replay:
             self._start(pod)
         elif kind == _FINISH:
             pod, token = payload
-            if pod.token != token or pod.state != _RUNNING:
+            if pod.token != token or not (pod.state == _RUNNING or (pod.state == _BOUND and not pod.outcome.runs)):
                 return False
             self._finish(pod)
         elif kind == _GONE:
+            if payload.state == _GONE_STATE:
+                return False
             self._gone(payload)
+        elif kind == _RESTART:
+            pod, token = payload
+            if pod.token != token or pod.state != _RUNNING:
+                return False
+            self._restart(pod)
+        elif kind == _ACTION:
+            self.arrivals_left -= 1
+            self._act(payload)
         elif kind == _ARRIVE:
             self.arrivals_left -= 1
             what, obj = payload
@@ -744,6 +1094,7 @@ class _Replay:
             self.touched.add(task.job)
             self.pending -= 1
             del self.waiting[task.uid]
+            self.unplaceable.discard(task.uid)
             self._hold(pod, 1)
             self.push(now + startup, _START, (pod, pod.token))
         for task, _reason in result.evictions:
@@ -756,6 +1107,8 @@ class _Replay:
                 continue
             self.group_phase[uid] = phase
             job = self.groups.get(uid)
+            if job is not None:
+                job.record.note_pod_group_phase(phase.value, now)
             if job is not None and job.controlled and not job.finished:
                 namespace, _, name = uid.partition("/")
                 self.apply(self.controller.pod_group_phase(namespace, name, phase.value, now=now), job)
@@ -788,7 +1141,8 @@ class _Replay:
         When none does and the actions place pods only where they fit
         (:data:`FIT_BOUND_ACTIONS`), a session can place no pending pod; the
         answer is kept and, until a pod joins the pending ones, only nodes
-        that gave resources back since are checked again.
+        that gave resources back since are checked again. Pods no node can
+        ever take (:meth:`_fits_no_node`) are not counted.
         """
         if not self.fit_bound:
             return True
@@ -799,7 +1153,10 @@ class _Replay:
             nodes = cache.nodes()
         self.freed = set()
         tried = set()  # requests already checked: pods of one job usually ask for the same
+        unplaceable = self.unplaceable
         for pod in self.waiting.values():
+            if pod.uid in unplaceable:  # no node can ever take it (see _fits_no_node)
+                continue
             req = pod.task.init_resreq
             key = (req.milli_cpu, req.memory, tuple(req.scalars.items()))
             if key in tried:
@@ -836,6 +1193,21 @@ class _Replay:
 
     def _alive_pods(self) -> bool:
         return self.alive > 0
+
+
+def _scaled(manifest: Mapping[str, Any], action: Action) -> dict[str, Any]:
+    """A Job manifest with one task's replicas (and minAvailable) changed, as ``kubectl edit`` would."""
+    spec = dict(manifest.get("spec") or {})
+    tasks = []
+    for i, raw in enumerate(spec.get("tasks") or ()):
+        task = dict(raw)
+        if (task.get("name") or f"default{i}") == action.task:
+            task["replicas"] = action.replicas
+            if action.min_available is not None:
+                task["minAvailable"] = action.min_available
+        tasks.append(task)
+    spec["tasks"] = tasks
+    return {**manifest, "spec": spec}
 
 
 def _config(config: str | Path | SchedulerConfig | None, workload: Workload) -> SchedulerConfig:
@@ -898,7 +1270,7 @@ def _loop(
     options = replay.options
     period = options.period
     limit = start + options.until if options.until is not None else math.inf
-    last_arrival = max((at for at, kind, _, _ in replay.heap if kind == _ARRIVE), default=start)
+    last_arrival = max((at for at, kind, _, _ in replay.heap if kind in (_ARRIVE, _ACTION)), default=start)
     expected = (limit if options.until is not None else last_arrival) - start
     replay.sample()
     heap = replay.heap
@@ -986,6 +1358,13 @@ def _record(
     timings["events"] = events_seconds
     timings["sessions_run"] = float(sessions_run)
     timings["wall"] = time.perf_counter() - wall
+    for job in replay.job_list:
+        record = job.record
+        record.kept_pods = sum(
+            1 for pod in job.pods if pod.record.phase in ("Succeeded", "Failed") and pod.record.deleted is None
+        )
+        if job.controlled and job.timed is not None:
+            record.version = replay.controller.job(job.timed.namespace, job.timed.name).version
     return ReplayRecord(
         start=start,
         end=end,

@@ -26,16 +26,27 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib.api.duration import seconds_or_duration
+from volcanolib.api.outcomes import (
+    ATTEMPTS_ANNOTATION,
+    DURATION_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+    OutcomeError,
+    PodOutcomes,
+    parse_duration,
+    read_outcomes,
+)
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
 from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import read_documents, source_name
+from volcanolib.kube._documents import parse_documents, read_text, source_name
 from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
-from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts
+from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts, require_objects
+from volcanolib.replay.timeline import Action, check_timeline, parse_timeline
+from volcanolib.replay.traces import trace_format, trace_table
 
 __all__ = [
+    "ATTEMPTS_ANNOTATION",
     "CANCEL_AFTER_ANNOTATION",
     "DURATION_ANNOTATION",
     "EXIT_CODE_ANNOTATION",
@@ -45,36 +56,21 @@ __all__ = [
     "Workload",
     "load_objects",
     "compress_arrivals",
+    "load_factor",
     "load_workload",
     "parse_duration",
     "parse_settings",
     "pod_timing",
 ]
 
-DURATION_ANNOTATION: Final = "volcanolib.io/duration"
-EXIT_CODE_ANNOTATION: Final = "volcanolib.io/exit-code"
 CANCEL_AFTER_ANNOTATION: Final = "volcanolib.io/cancel-after"
 #: Keys a replay file may have at its top level (a scenario's, plus ``replay``).
 FILE_KEYS: Final = ("name", "description", "notes", "source", "scheduler", "schedulerName", "objects", "replay")
 #: Keys of the ``replay:`` mapping.
 SETTING_KEYS: Final = ("period", "podStartup", "terminationGrace", "until")
+#: The key of the ``replay:`` mapping holding the outside actions (:mod:`volcanolib.replay.timeline`).
+TIMELINE_KEY: Final = "timeline"
 _JOB_GROUP: Final = "batch.volcano.sh"
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds in a Go duration (``"1h30m"``, ``"90s"``, ``"1.5h"``) or a number of seconds.
-
-    :raises ValueError: with a readable message when the value is neither,
-        or is negative.
-    """
-    try:
-        seconds = seconds_or_duration(value)
-    except ValueError:
-        shown = str(value).lower() if isinstance(value, bool) else repr(value)
-        raise ValueError(f"expected a duration such as '90s' or '1h30m', got {shown}") from None
-    if seconds < 0:
-        raise ValueError(f"expected a duration of 0 or more, got {value!r}")
-    return seconds
 
 
 @attrs.frozen
@@ -89,13 +85,27 @@ class ReplaySettings:
 
 @attrs.frozen
 class PodTiming:
-    """What the annotations say about one pod: runtime, outcome, patience."""
+    """What the annotations say about one pod: its outcome attempt by attempt, and its patience.
 
-    #: Seconds the pod runs once started; ``None``: until the end of the replay.
-    duration: float | None = None
-    exit_code: int = 0
+    .. versionchanged:: 0.2
+       The outcomes of :mod:`volcanolib.api.outcomes` replace the fields ``duration`` and ``exit_code``,
+       which remain as the first attempt's.
+    """
+
+    #: What each attempt does once placed (``volcanolib.io/attempts``, or ``duration`` and ``exit-code``).
+    outcomes: PodOutcomes = attrs.field(factory=PodOutcomes)
     #: Seconds after arrival at which an unstarted job is given up; ``None``: never.
     cancel_after: float | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the first attempt runs once started; ``None``: until it is deleted."""
+        return self.outcomes.attempts[0].after
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of the first attempt."""
+        return self.outcomes.attempts[0].exit_code
 
 
 def setting_seconds(key: Any, value: Any, source: str) -> float:
@@ -106,7 +116,9 @@ def setting_seconds(key: Any, value: Any, source: str) -> float:
     """
     if key not in SETTING_KEYS:
         raise ManifestError(
-            f"unknown setting (expected one of {', '.join(SETTING_KEYS)})", source=source, field=f"replay.{key}"
+            f"unknown setting (expected one of {', '.join((*SETTING_KEYS, TIMELINE_KEY))})",
+            source=source,
+            field=f"replay.{key}",
         )
     try:
         seconds = parse_duration(value)
@@ -144,25 +156,19 @@ def _annotation_duration(annotations: Mapping[str, str], key: str, ref: Ref, fie
 def pod_timing(
     annotations: Mapping[str, str], ref: Ref, field: str = "metadata.annotations", *, inherited: PodTiming | None = None
 ) -> PodTiming:
-    """Read the duration, exit code and patience annotations; those absent come from ``inherited``.
+    """Read the outcome and patience annotations; what they do not say comes from ``inherited``.
+
+    The outcomes are read by :func:`volcanolib.api.outcomes.read_outcomes`.
 
     :raises ManifestError: naming the annotation when a value is invalid.
     """
     base = inherited or PodTiming()
-    duration = _annotation_duration(annotations, DURATION_ANNOTATION, ref, field)
     cancel = _annotation_duration(annotations, CANCEL_AFTER_ANNOTATION, ref, field)
-    exit_code = base.exit_code
-    raw = annotations.get(EXIT_CODE_ANNOTATION)
-    if raw is not None:
-        try:
-            exit_code = int(str(raw).strip())
-        except ValueError:
-            ref.fail(f"expected an integer exit code, got {raw!r}", f"{field}.{EXIT_CODE_ANNOTATION}")
-    return PodTiming(
-        duration if duration is not None else base.duration,
-        exit_code,
-        cancel if cancel is not None else base.cancel_after,
-    )
+    try:
+        outcomes = read_outcomes(annotations, base.outcomes)
+    except OutcomeError as exc:
+        ref.fail(str(exc), f"{field}.{exc.key}")
+    return PodTiming(outcomes, cancel if cancel is not None else base.cancel_after)
 
 
 @attrs.define(eq=False)
@@ -204,6 +210,8 @@ class Workload:
     config: SchedulerConfig | None = None
     scheduler_name: str = "volcano"
     warnings: list[str] = attrs.field(factory=list)
+    #: What happens from outside, at given times (``replay.timeline``).
+    timeline: list[Action] = attrs.field(factory=list)
 
 
 def load_workload(
@@ -223,14 +231,7 @@ def load_workload(
         raise ManifestError("no replay file given")
     reader = _Reader()
     if format is not None:
-        try:
-            from volcanolib.replay.traces import TRACE_FORMATS
-        except ImportError as exc:  # pragma: no cover - the traces package ships with volcanolib
-            raise ManifestError(f"trace formats are not available: {exc}") from None
-        trace = TRACE_FORMATS.get(format)
-        if trace is None:
-            known = ", ".join(sorted(TRACE_FORMATS)) or "none"
-            raise ManifestError(f"unknown trace format {format!r} (known: {known})")
+        trace = trace_format(format)
         if trace.needs_nodes and nodes is None:
             raise ManifestError(f"the {format} format needs the node list: give it with --nodes FILE")
         files = [Path(p) for p in paths]
@@ -265,12 +266,17 @@ class _Reader:
         self.scheduler_name: tuple[str, str] | None = None
         self.warnings: list[str] = []
         self.objects: list[tuple[Any, str | None, str]] = []
+        #: The timeline's actions, with the file each came from.
+        self.timeline: list[tuple[str, Action]] = []
 
     def add_file(self, path: str | Path) -> None:
         source = source_name(path)
-        docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects: the file holds no document", source=source)
+        text = read_text(path)
+        table = trace_table(text, source=source)
+        if table is not None:
+            raise ManifestError(table, source=source)
+        docs = parse_documents(text, source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             self._add_scenario(docs[0], source)
             return
@@ -315,6 +321,9 @@ class _Reader:
             if not isinstance(replay, dict):
                 raise ManifestError(f"expected a mapping, got {replay!r}", source=source, field="replay")
             for key, value in replay.items():
+                if key == TIMELINE_KEY:
+                    self.timeline.extend((source, action) for action in parse_timeline(value, source=source))
+                    continue
                 seconds = setting_seconds(key, value, source)
                 if key in self.settings and self.settings[key][1] != seconds:
                     raise ManifestError(
@@ -449,6 +458,11 @@ class _Reader:
                 )
                 warnings.append(message)
 
+        tasks_of = {f"{job.namespace}/{job.name}": list(job.task_timings) for job in jobs}
+        bare = {task.key for task in cluster.tasks}
+        node_names = {node.name for node in cluster.nodes}
+        check_timeline([action for _, action in self.timeline], nodes=node_names, jobs=tasks_of, pods=bare)
+
         config = None
         if self.scheduler_block is not None:
             source, block = self.scheduler_block
@@ -478,12 +492,29 @@ class _Reader:
             config=config,
             scheduler_name=scheduler_name,
             warnings=warnings,
+            timeline=[action for _, action in self.timeline],
         )
 
 
 def _group(api_version: Any) -> str:
     text = str(api_version or "")
     return text.rpartition("/")[0] if "/" in text else ""
+
+
+def load_factor(value: Any) -> float:
+    """A load factor (``replay --load``, a sweep's ``load``): a finite number above 0.
+
+    :raises ValueError: naming the value otherwise.
+    """
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number > 0 or not math.isfinite(number):
+        raise ValueError(f"a load factor is a number above 0, got {value!r}")
+    return float(number)
 
 
 def compress_arrivals(workload: Workload, factor: float) -> Workload:
@@ -494,10 +525,9 @@ def compress_arrivals(workload: Workload, factor: float) -> Workload:
     ``creationTimestamp`` moves with it; runtimes, exit codes, patience and
     the cluster stay as they are. ``factor`` 1 returns the workload itself.
 
-    :raises ValueError: when ``factor`` is not above 0.
+    :raises ValueError: when ``factor`` is not a load factor (:func:`load_factor`).
     """
-    if not factor > 0 or not math.isfinite(factor):
-        raise ValueError(f"a load factor is a number above 0, got {factor!r}")
+    factor = load_factor(factor)
     if factor == 1:
         return workload
     times = [*workload.arrivals.values(), *(job.arrival for job in workload.jobs if job.arrival is not None)]

@@ -36,10 +36,13 @@ __all__ = [
     "DIGITS",
     "completion_times",
     "FAILED_PHASES",
+    "finished",
     "JOB_COLUMNS",
+    "JOB_HISTORY_KEYS",
     "POD_COLUMNS",
     "STATISTICS",
     "deserved_shares",
+    "job_histories",
     "job_rows",
     "percentile",
     "pod_rows",
@@ -63,8 +66,8 @@ STATISTICS: Final = ("mean", "p50", "p95", "p99", "max")
 COMPLETED_PHASES: Final = frozenset({"Completed"})
 #: Job phases counted as ``failed``: the job ended without completing.
 FAILED_PHASES: Final = frozenset({"Failed", "Aborted", "Terminated"})
-#: Job phases counted as ``cancelled``: deleted before it started (its patience ran out).
-CANCELLED_PHASES: Final = frozenset({"Cancelled"})
+#: Job phases counted as ``cancelled``: deleted before it started (its patience ran out), or by the timeline.
+CANCELLED_PHASES: Final = frozenset({"Cancelled", "Deleted"})
 #: The keys of each entry of ``jobs``, in order (the columns of ``jobs.csv``).
 JOB_COLUMNS: Final = (
     "name",
@@ -77,9 +80,25 @@ JOB_COLUMNS: Final = (
     "jct",
     "restarts",
     "evicted_pods",
+    "version",
+    "kept_pods",
 )
 #: The keys of each entry of ``pods``, in order (the first columns of ``pods.csv``).
-POD_COLUMNS: Final = ("name", "job", "node", "submitted", "bound", "started", "finished", "phase", "attempt")
+POD_COLUMNS: Final = (
+    "name",
+    "job",
+    "node",
+    "submitted",
+    "bound",
+    "started",
+    "finished",
+    "phase",
+    "attempt",
+    "restarts",
+    "deleted",
+)
+#: The keys each entry of ``jobs`` of the document adds to :data:`JOB_COLUMNS`: lists of ``[time, phase]``.
+JOB_HISTORY_KEYS: Final = ("phases", "pod_group_phases")
 _TIMING_ORDER: Final = ("wall", "sessions", "snapshots", "events")
 
 
@@ -151,6 +170,20 @@ def completion_times(jobs: Iterable[JobRecord]) -> list[float]:
     A cancelled job's finish is when it was deleted, not a completion: it is left out.
     """
     return [job.finished - job.submitted for job in jobs if _ended(job) and job.finished is not None]
+
+
+def _name(job: JobRecord) -> str:
+    return job.name
+
+
+def finished(phase: str) -> bool:
+    """Whether a job's last phase counts it as ended: ``completed``, ``failed`` or ``cancelled``, not ``unfinished``."""
+    return phase in COMPLETED_PHASES or phase in FAILED_PHASES or phase in CANCELLED_PHASES
+
+
+def _evicted(jobs: Iterable[JobRecord]) -> int:
+    """Pod attempts the scheduler evicted (preempt, reclaim), over the jobs."""
+    return sum(job.evicted_pods for job in jobs)
 
 
 def _distributions(jobs: Sequence[JobRecord]) -> tuple[dict[str, float | None], dict[str, float | None]]:
@@ -355,6 +388,8 @@ def job_rows(record: ReplayRecord) -> list[dict[str, Any]]:
                     _opt(_jct(job)),
                     job.restarts,
                     job.evicted_pods,
+                    job.version,
+                    job.kept_pods,
                 ),
                 strict=True,
             )
@@ -388,6 +423,8 @@ def pod_rows(record: ReplayRecord, *, requests: bool = False) -> list[dict[str, 
                     _opt(pod.finished),
                     pod.phase,
                     pod.attempt,
+                    pod.restarts,
+                    _opt(pod.deleted),
                 ),
                 strict=True,
             )
@@ -397,6 +434,20 @@ def pod_rows(record: ReplayRecord, *, requests: bool = False) -> list[dict[str, 
             row["request"] = {name: _round(pod.request[name]) for name in sorted(pod.request)}
         rows.append(row)
     return rows
+
+
+def job_histories(record: ReplayRecord) -> list[dict[str, Any]]:
+    """Per job, in the order of :func:`job_rows`: its phases and its PodGroup's, as ``[time, phase]`` pairs.
+
+    .. versionadded:: 0.2
+    """
+    return [
+        {
+            "phases": [[_round(t), phase] for t, phase in job.phases],
+            "pod_group_phases": [[_round(t), phase] for t, phase in job.pod_group_phases],
+        }
+        for job in sorted(record.jobs, key=lambda j: (j.submitted, j.name))
+    ]
 
 
 def _series(timeline: _Timeline, *, capacity: bool) -> dict[str, Any]:
@@ -445,10 +496,11 @@ def _timings(timings: Mapping[str, float]) -> dict[str, float]:
 def summarise(record: ReplayRecord) -> dict[str, Any]:
     """The JSON document of ``volcanolib replay --json``.
 
-    Its keys, in this order: ``summary`` (job counts, wait and jct
-    distributions, makespan, utilisation per resource, Jain's fairness
-    index, sessions, simulated seconds), ``queues`` (per queue: jobs, wait,
-    jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
+    Its keys, in this order: ``summary`` (job counts, the jobs with a pod no
+    node can take and why (``unplaceable``), evicted pods, wait and
+    jct distributions, makespan, utilisation per resource, Jain's fairness
+    index, sessions, simulated seconds), ``queues`` (per queue: jobs,
+    evicted pods, wait, jct, time-averaged share, deserved share), ``jobs``, ``pods`` (one per
     attempt), ``series`` (the cluster over time) and ``timings`` (wall-clock
     seconds, the only part that differs between two runs of one replay).
     The definitions are in ``docs/replay-metrics.md``.
@@ -482,6 +534,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             {
                 "name": queue,
                 "jobs": len(members),
+                "evicted_pods": _evicted(members),
                 "wait": q_wait,
                 "jct": q_jct,
                 "share": {"mean": _opt(shares[queue])},
@@ -495,6 +548,8 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "failed": failed,
             "cancelled": cancelled,
             "unfinished": len(jobs) - completed - failed - cancelled,
+            "unplaceable": {job.name: job.unplaceable for job in sorted(jobs, key=_name) if job.unplaceable},
+            "evicted_pods": _evicted(jobs),
             "wait": wait,
             "jct": jct,
             "makespan": _opt(makespan),
@@ -504,7 +559,7 @@ def summarise(record: ReplayRecord) -> dict[str, Any]:
             "simulated_seconds": _round(record.end - record.start),
         },
         "queues": queues,
-        "jobs": job_rows(record),
+        "jobs": [row | history for row, history in zip(job_rows(record), job_histories(record), strict=True)],
         "pods": pod_rows(record),
         "series": _series(timeline, capacity=False),
         "timings": _timings(record.timings),
@@ -522,10 +577,17 @@ def _flat(value: object) -> bool:
     return not isinstance(value, list)
 
 
+def _pairs(value: object) -> bool:
+    """A list of scalars or of short lists of scalars (a job's phases with their times)."""
+    return isinstance(value, list) and all(
+        _scalar(item) or (isinstance(item, list) and all(map(_scalar, item))) for item in value
+    )
+
+
 def _row(value: object) -> bool:
-    """A scalar, or a mapping of flat values (a job, a pod, a queue): one line of JSON inside a list."""
+    """A scalar, or a mapping of flat values or pairs (a job, a pod, a queue): one line of JSON inside a list."""
     if isinstance(value, dict):
-        return all(map(_flat, value.values()))
+        return all(_flat(item) or _pairs(item) for item in value.values())
     return _scalar(value)
 
 

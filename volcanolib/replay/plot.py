@@ -1,7 +1,8 @@
 """The picture of a replay (``--plot FILE``), with matplotlib (the ``plot`` extra).
 
 One figure of five panels, each run of a comparison drawn over the others
-(one line style per run, named in the legends):
+(one line style per run in every panel, named in the legends; colours tell
+resources, queues or pod states apart, never runs):
 
 - utilisation per resource over time (allocated / allocatable, %);
 - pending and running pods over time;
@@ -48,6 +49,8 @@ BUCKETS: Final = 2000
 #: The suffixes :func:`plot` writes.
 FORMATS: Final = (".png", ".svg", ".html")
 _STYLES: Final = ("-", "--", ":", "-.")
+#: The colour of the wait and completion-time curves, whatever the run.
+_CDF_COLOUR: Final = "C0"
 _UNITS: Final = ((86400.0 * 2, 86400.0, "days"), (3600.0 * 2, 3600.0, "hours"), (120.0, 60.0, "minutes"))
 
 
@@ -111,7 +114,9 @@ def _cdf(ax: Axes, values: Sequence[float], scale: float, label: str, style: str
     n = len(ordered)
     xs = [0.0, *(v / scale for v in ordered)]
     ys = [0.0, *((i + 1) / n for i in range(n))]
-    ax.step(xs, ys, where="post", linestyle=style, label=label)
+    # One colour for every run, as a resource or a queue keeps its colour in the other panels: runs are
+    # told apart by line style alone, in every panel.
+    ax.step(xs, ys, where="post", color=_CDF_COLOUR, linestyle=style, label=label)
 
 
 def _figure(runs: Sequence[tuple[str, ReplayRecord]]) -> Figure:

@@ -32,6 +32,11 @@ class PodRecord:
     phase: str
     attempt: int
     request: dict[str, float]
+    #: How many times its container was restarted in place.
+    restarts: int = 0
+    #: When the pod object was deleted (by its job's controller, a user, an eviction); ``None``: it still
+    #: exists at the end (a finished pod kept), or was never deleted.
+    deleted: float | None = None
 
 
 @attrs.define
@@ -40,7 +45,7 @@ class JobRecord:
 
     ``started`` is when the job first had ``min_available`` pods running;
     ``phase`` is the job's last phase (Completed, Failed, Aborted,
-    Terminated, Cancelled, or Running, Pending... when it had not finished).
+    Terminated, Cancelled, Deleted, or Running, Pending... when it had not finished).
     """
 
     name: str
@@ -52,6 +57,29 @@ class JobRecord:
     restarts: int
     evicted_pods: int
     min_available: int
+    #: The job's phases, each with the time it began (the first is its arrival, Pending).
+    phases: list[tuple[float, str]] = attrs.field(factory=list)
+    #: A Volcano Job's ``status.version`` at the end (+1 on every kill of the whole job); ``None`` for bare pods.
+    version: int | None = None
+    #: The phases of the job's PodGroup as sessions wrote them, each with its time (a new PodGroup
+    #: starts Pending).
+    pod_group_phases: list[tuple[float, str]] = attrs.field(factory=list)
+    #: How many of the job's finished (Succeeded or Failed) pods still exist at the end.
+    kept_pods: int = 0
+
+    def set_phase(self, phase: str, now: float) -> None:
+        """Move to ``phase`` at ``now``, noting it in :attr:`phases` when it differs from the last."""
+        self.phase = phase
+        if not self.phases or self.phases[-1][1] != phase:
+            self.phases.append((now, phase))
+
+    def note_pod_group_phase(self, phase: str, now: float) -> None:
+        """Note a phase of the job's PodGroup at ``now`` when it differs from the last one noted."""
+        if not self.pod_group_phases or self.pod_group_phases[-1][1] != phase:
+            self.pod_group_phases.append((now, phase))
+
+    #: Why a pod of the job could never be placed (no ready node can take it), if one could not.
+    unplaceable: str | None = None
 
 
 @attrs.define

@@ -13,11 +13,20 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from volcanolib._console import Block, TableSpec, print_blocks
+from volcanolib.replay.metrics import finished
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["comparison_blocks", "comparison_table", "duration", "render_comparison", "render_summary", "summary_blocks"]
+__all__ = [
+    "comparison_blocks",
+    "comparison_table",
+    "duration",
+    "ratio",
+    "render_comparison",
+    "render_summary",
+    "summary_blocks",
+]
 
 _DISTRIBUTIONS = (("wait", "wait"), ("jct", "jct"))
 _STATISTICS = ("mean", "p50", "p95", "p99", "max")
@@ -45,8 +54,25 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _ratio(value: float | None) -> str:
+def ratio(value: float | None) -> str:
+    """A ratio (Jain's index) with three decimals; ``-`` for ``None``."""
     return "-" if value is None else f"{value:.3f}"
+
+
+#: Unfinished jobs named by the summary; the others are counted.
+_NAMED = 5
+
+
+def _unfinished(summary: Mapping[str, Any]) -> list[Block]:
+    """A line naming the unfinished jobs (the first few), those no node can take marked so."""
+    unplaceable = summary["summary"].get("unplaceable") or {}
+    names = [job["name"] for job in summary["jobs"] if not finished(job["phase"])]
+    if not names:
+        return []
+    names.sort(key=lambda name: name not in unplaceable)  # the ones that can never run first
+    shown = [f"{name} (fits no node)" if name in unplaceable else name for name in names[:_NAMED]]
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    return [f"Unfinished: {', '.join(shown)}{more}"]
 
 
 def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
@@ -55,6 +81,8 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         f"Jobs: {s['jobs']} ({s['completed']} completed, {s['failed']} failed, "
         f"{s['cancelled']} cancelled, {s['unfinished']} unfinished)",
+        *_unfinished(summary),
+        f"Pods evicted (preempted or reclaimed): {s['evicted_pods']}",
         f"Simulated: {duration(s['simulated_seconds'])} over {s['sessions']} session periods, "
         f"makespan {duration(s['makespan'])}",
         "",
@@ -75,15 +103,16 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
     queues = summary["queues"]
     blocks += [
         "",
-        f"Queues ({len(queues)}), fairness (Jain's index of share / deserved): {_ratio(s['fairness']['jain'])}",
+        f"Queues ({len(queues)}), fairness (Jain's index of share / deserved): {ratio(s['fairness']['jain'])}",
     ]
     blocks.append(
         TableSpec(
-            ("QUEUE", "JOBS", "SHARE", "DESERVED", "WAIT MEAN", "WAIT P95", "JCT MEAN", "JCT P95"),
+            ("QUEUE", "JOBS", "EVICTED", "SHARE", "DESERVED", "WAIT MEAN", "WAIT P95", "JCT MEAN", "JCT P95"),
             tuple(
                 (
                     q["name"],
                     str(q["jobs"]),
+                    str(q["evicted_pods"]),
                     _percent(q["share"]["mean"]),
                     _percent(q["deserved"]["share"]) + (" (weight)" if q["deserved"]["from"] == "weight" else ""),
                     duration(q["wait"]["mean"]),
@@ -93,7 +122,7 @@ def summary_blocks(summary: Mapping[str, Any]) -> list[Block]:
                 )
                 for q in queues
             ),
-            frozenset({1, 2, 3, 4, 5, 6, 7}),
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8}),
         )
         if queues
         else "  none"
@@ -114,11 +143,17 @@ def _rows(summary: Mapping[str, Any]) -> dict[str, str]:
     """One run's figures by row label, in the order of the comparison."""
     s = summary["summary"]
     rows = {key: str(s[key]) for key in ("jobs", "completed", "failed", "cancelled", "unfinished")}
+    rows["evicted pods"] = str(s["evicted_pods"])
+    queues = summary["queues"]
     for label, key in _DISTRIBUTIONS:
         rows.update((f"{label} {k}", duration(s[key][k])) for k in _STATISTICS)
+        if key == "wait":  # each queue's wait next to the cluster's: the figures compared first
+            for q in queues:
+                rows.update((f"wait {k} {q['name']}", duration(q["wait"][k])) for k in ("mean", "p95"))
+    rows.update((f"evicted pods {q['name']}", str(q["evicted_pods"])) for q in queues)
     rows["makespan"] = duration(s["makespan"])
     rows.update((f"utilisation {k}", _percent(v)) for k, v in s["utilisation"].items())
-    rows["fairness (Jain)"] = _ratio(s["fairness"]["jain"])
+    rows["fairness (Jain)"] = ratio(s["fairness"]["jain"])
     rows.update((f"share {q['name']}", _percent(q["share"]["mean"])) for q in summary["queues"])
     rows["session periods"] = str(s["sessions"])
     return rows

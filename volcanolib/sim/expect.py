@@ -11,7 +11,8 @@ Every key is optional; only the keys present are checked:
 ``evictCount``
     how many evictions happened.
 ``podGroupPhases``
-    ``{podgroup: phase}`` at the end of the scenario (see
+    ``{podgroup: phase}`` at the end of the scenario: the phase the last
+    session wrote, carried one step (``Unknown`` included; see
     :mod:`volcanolib.sim.runner` for what "the end" means).
 ``pipelined``
     ``{pod: node}`` or ``{pod: [node, ...]}``: the pod must be pipelined at

@@ -1,12 +1,15 @@
-"""Explaining why a PodGroup is pending at the end of a simulation (``volcanolib explain``).
+"""Explaining why a PodGroup is pending (``volcanolib explain``, and ``/explain`` of ``volcanolib serve``).
 
-A new session is opened on the cluster as the scenario left it; no action
-runs. Each distinct pending pod is checked against every node the way the
-allocate action checks it (free resources, then every predicate), and each
-refusal is attributed to the plugin that made it. Job-level findings come
-from the plugins' own answers: validity, queue overuse and room, and the
-enqueue votes of a Pending group. Plugins that offer ``queue_view(name)``
-describe the group's queue.
+A new session is opened on the cluster as a scenario left it, or on a copy
+of a live cluster's snapshot (:func:`explain_with`); no action runs. Each
+distinct pending pod is checked against every node the way the allocate
+action checks it (free resources, then every predicate), and each refusal
+is attributed to the plugin that made it. Job-level findings come from the
+plugins' own answers: validity, queue overuse and room, and the enqueue
+votes of a Pending group. Plugins that offer ``queue_view(name)`` describe
+the group's queue; the plugins offering ``queue_shortfall`` and a count of
+the nodes with room for each distinct pending pod name what the group is
+short of (:mod:`volcanolib.framework.shortfall`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -26,10 +30,11 @@ from volcanolib.errors import ManifestError, PluginError
 from volcanolib.framework.hookspecs import NAME as HOOK_MARKER
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
+from volcanolib.framework.shortfall import GangShortfall, PodRoom, count_room, gang_shortfall
 from volcanolib.scheduler import Scheduler
 from volcanolib.sim.runner import PERIOD, PodGroupReport, SimClock, SimulationResult
 
-__all__ = ["Explanation", "NodeVerdict", "PodExplanation", "explain"]
+__all__ = ["Explanation", "NodeVerdict", "PodExplanation", "explain", "explain_with", "find_group"]
 
 
 @attrs.frozen
@@ -69,10 +74,82 @@ class Explanation:
     pods: tuple[PodExplanation, ...]
     #: ``(plugin, view)`` for every plugin with a ``queue_view(name)`` method.
     queue_views: tuple[tuple[str, object], ...]
+    #: What the group is short of in its queue, by the plugins that say (no node checked: see :attr:`room`).
+    shortfall: GangShortfall | None = None
+    #: For each distinct pending pod, the nodes with idle resources for it (one per entry of :attr:`pods`).
+    room: tuple[PodRoom, ...] = ()
+    #: Which state of the cluster was explained, in words: ``as the scenario left it``, ``as it is now``.
+    state: str = "as the scenario left it"
+
+    def to_dict(self, *, max_nodes: int = 20) -> dict[str, Any]:
+        """The explanation as JSON values (``/explain`` of ``volcanolib serve``, ``explain --json``).
+
+        :param max_nodes: node verdicts listed per pod (0: all); each pod
+            also counts the nodes each plugin refused, over every node.
+        """
+        report = self.report
+        pods = []
+        for pod in self.pods:
+            refused: dict[str, int] = {}
+            for verdict in pod.nodes:
+                if verdict.plugin:
+                    refused[verdict.plugin] = refused.get(verdict.plugin, 0) + 1
+            shown = pod.nodes[:max_nodes] if max_nodes else pod.nodes
+            pods.append(
+                {
+                    "pod": pod.pod,
+                    "similar": pod.similar,
+                    "request": pod.request.to_quantities(),
+                    "summary": pod.summary,
+                    "refusedBy": dict(sorted(refused.items())),
+                    "nodes": [{"node": v.node, "plugin": v.plugin or None, "reason": v.reason} for v in shown],
+                    "nodesOmitted": len(pod.nodes) - len(shown),
+                }
+            )
+        short = self.shortfall
+        return {
+            "podGroup": self.pod_group,
+            "queue": self.queue,
+            "phase": report.phase.value if report is not None else None,
+            "scheduled": report.scheduled if report is not None else None,
+            "minMember": report.min_member if report is not None else None,
+            "reason": self.reason,
+            "notes": list(self.notes),
+            "shortfall": {
+                "queue": [q.to_dict() for q in short.queue] if short is not None else [],
+                "nodes": [room.to_dict() for room in self.room],
+                "text": shortfall_text(self),
+            },
+            "pods": pods,
+            "queueViews": {plugin: _jsonable(view) for plugin, view in self.queue_views},
+        }
 
 
-def _find_group(result: SimulationResult, name: str) -> str:
-    known = set(result.pod_groups) | set(result.unschedulable)
+def shortfall_text(exp: Explanation) -> str:
+    """The shortfall of an explanation in words: the queue's, then the room on the nodes (``""``: none known)."""
+    parts = [q.text() for q in exp.shortfall.queue] if exp.shortfall is not None else []
+    parts += [room.text() for room in exp.room if room.room < room.pending]
+    return "; ".join(parts)
+
+
+def _jsonable(value: object) -> object:
+    """A plugin's queue view as JSON values (resources as quantities, anything else as text)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Resource):
+        return value.to_quantities()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def find_group(known: Collection[str], name: str, where: str = "the scenario") -> str:
+    """The ``namespace/name`` among ``known`` that ``name`` means (a bare name when unique).
+
+    :raises ManifestError: naming the closest match, when there is none.
+    """
     if name in known:
         return name
     if "/" not in name:
@@ -83,7 +160,7 @@ def _find_group(result: SimulationResult, name: str) -> str:
             raise ManifestError(f"PodGroup name {name!r} is ambiguous: {', '.join(matches)}; give NAMESPACE/NAME")
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]}?" if close else ""
-    raise ManifestError(f"no PodGroup {name!r} in the scenario{hint}")
+    raise ManifestError(f"no PodGroup {name!r} in {where}{hint}")
 
 
 def _insufficient(request: Resource, free: Resource) -> list[str]:
@@ -145,23 +222,51 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
     :param pod_group: ``namespace/name`` (a bare name is enough when unique).
     :raises ManifestError: when the scenario has no such PodGroup.
     """
-    uid = _find_group(result, pod_group)
-    report = result.pod_groups.get(uid)
+    uid = find_group(set(result.pod_groups) | set(result.unschedulable), pod_group)
     scenario = result.scenario
     clock = SimClock(scenario.cluster.newest_timestamp + PERIOD * (result.sessions + 1))
     scheduler = Scheduler(result.cache, scenario.config, seed=result.seed, registry=registry, clock=clock)
+    return explain_with(scheduler, uid, report=result.pod_groups.get(uid), reason=result.unschedulable.get(uid))
+
+
+def explain_with(
+    scheduler: Scheduler,
+    uid: str,
+    *,
+    report: PodGroupReport | None = None,
+    reason: str | None = None,
+    state: str = "as the scenario left it",
+) -> Explanation:
+    """Explain a PodGroup in a new session of ``scheduler`` on its cache's next snapshot.
+
+    The session is opened (plugins prepare) and never closed: no action
+    runs and nothing is written. For a live cluster, give a scheduler whose
+    cache holds a copy of the cluster's snapshot.
+
+    :param uid: ``namespace/name`` of the PodGroup.
+    :param report: the group's phase and counts (from the job in the session when omitted).
+    :param reason: why the scheduler last said it waits (its ``Unschedulable`` condition).
+    :param state: which state of the cluster this is, in words (:attr:`Explanation.state`).
+    """
     ssn = scheduler.new_session()
     notes: list[str] = []
     pods: list[PodExplanation] = []
+    rooms: list[PodRoom] = []
     views: list[tuple[str, object]] = []
+    shortfall: GangShortfall | None = None
     queue = report.queue if report is not None else ""
     try:
         ssn.open()
     except PluginError as exc:
         notes.append(f"The session could not open: {exc}")
-        return Explanation(uid, queue, report, result.unschedulable.get(uid), tuple(notes), (), ())
+        return Explanation(uid, queue, report, reason, tuple(notes), (), (), state=state)
     job = ssn.jobs.get(uid)
     if job is not None:
+        queue = job.queue
+        if report is None:
+            report = PodGroupReport(
+                job.pod_group.phase, job.scheduled_task_num(), job.min_available, job.queue, job.allocated.clone()
+            )
         try:
             valid = ssn.job_valid(job)
             if not valid.ok:
@@ -172,6 +277,8 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
                 elif job.pod_group.min_resources is None:
                     notes.append("The PodGroup is Pending; it has no minResources, so enqueue admits it at once.")
                 else:
+                    # Before the votes: a plugin may reserve room for the job while it votes.
+                    shortfall = gang_shortfall(ssn, job)
                     verdict = "would admit" if ssn.job_enqueueable(job) else "would not admit"
                     votes = ", ".join(
                         f"{p} {_vote_text(v)}" for p, v in _plugin_answers(ssn, "job_enqueueable", job=job)
@@ -181,6 +288,8 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
                         f"The PodGroup is Pending: enqueue {verdict} it now "
                         f"(minResources {wanted}; votes: {votes or 'none'})."
                     )
+            if shortfall is None:
+                shortfall = gang_shortfall(ssn, job)
             by_template: dict[str, list[TaskInfo]] = {}
             pending = job.task_status_index.get(TaskStatus.PENDING, {})
             for task in sorted(pending.values(), key=functools.cmp_to_key(compare_tasks_by_name)):
@@ -197,7 +306,11 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
                             f"Queue {job.queue} has no room for {first.key} according to {plugin} (allocatable)."
                         )
             for tasks in by_template.values():
-                pods.append(_explain_pod(ssn, tasks))
+                pod = _explain_pod(ssn, tasks)
+                pods.append(pod)
+                # Nodes refused for resources were not asked the predicates; they have no room either.
+                open_nodes = [n for n, v in zip(ssn.node_list, pod.nodes, strict=True) if v.plugin in ("", "allocate")]
+                rooms.append(count_room(open_nodes, tasks, total_nodes=len(ssn.node_list)))
         except PluginError as exc:
             notes.append(f"A plugin failed while explaining: {exc}")
     elif uid in ssn.skipped_jobs:
@@ -211,7 +324,9 @@ def explain(result: SimulationResult, pod_group: str, *, registry: Registry | No
                 view = f"queue_view failed: {exc}"
             if view is not None:
                 views.append((name, view))
-    return Explanation(uid, queue, report, result.unschedulable.get(uid), tuple(notes), tuple(pods), tuple(views))
+    return Explanation(
+        uid, queue, report, reason, tuple(notes), tuple(pods), tuple(views), shortfall, tuple(rooms), state
+    )
 
 
 def _plugin_answers(ssn: Session, hook: str, **args: Any) -> list[tuple[str, Any]]:

@@ -222,13 +222,19 @@ def explanation_blocks(exp: Explanation, *, max_nodes: int = 20, max_pods: int =
     elif not exp.pods:
         blocks.append("Nothing is pending.")
     blocks.extend(exp.notes)
+    if exp.shortfall is not None:
+        blocks.extend(f"Short of queue room: {q.text()}." for q in exp.shortfall.queue)
     if exp.pods:
-        blocks += ["", "Pending pods, checked node by node on the cluster as the scenario left it:"]
+        blocks += ["", f"Pending pods, checked node by node on the cluster {exp.state}:"]
     shown_pods = exp.pods[:max_pods] if max_pods else exp.pods
+    rooms = {room.pod: room for room in exp.room}
     for pod in shown_pods:
         similar = f" (and {_plural(pod.similar, 'more pod')} like it)" if pod.similar else ""
         blocks.append(f"  {pod.pod}{similar}: requests {pod.request.describe(readable=True)}")
         blocks.append(f"    {pod.summary}")
+        room = rooms.get(pod.pod)
+        if room is not None:
+            blocks.append(f"    Room: {room.text()}.")
         rows = [(n.node, n.plugin or "-", n.reason) for n in pod.nodes]
         hidden = len(rows) - max_nodes if max_nodes and len(rows) > max_nodes else 0
         if rows:

@@ -15,12 +15,15 @@ current Volcano rule, in which a group whose pods were just bound stays
 Inqueue until the pods are seen running. The result reports the cluster one
 step later: after the last session, bound pods start and evicted pods go as
 between sessions, and each PodGroup gets the phase the next status update
-would give it (enough pods running, bound or finished -> Running, or
-Completed when all of them finished; otherwise Pending, except that an
-Inqueue group stays Inqueue). ``scheduled`` counts those pods, and
-``allocated`` is what the group holds then. Binds, evictions and pipelined
-pods are those the sessions decided; unschedulable reasons are those of the
-last session.
+would give it with nothing more placed. That is the phase the last session
+wrote, carried over the step: Unknown when the last session found the gang
+unschedulable and a pod of the group runs; otherwise enough pods running,
+bound or finished -> Running, or Completed when all of them finished;
+otherwise Pending, except that an Inqueue group stays Inqueue. When the
+last session bound and evicted nothing of a group, it is exactly the phase
+that session wrote. ``scheduled`` counts those pods, and ``allocated`` is
+what the group holds then. Binds, evictions and pipelined pods are those the
+sessions decided; unschedulable reasons are those of the last session.
 
 **Time.** The sessions' clock starts one second after the newest
 ``creationTimestamp`` of the objects (0 when none has one) and advances one
@@ -49,7 +52,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_co
 from volcanolib.framework.registry import Registry
 from volcanolib.framework.session import Session, compare_tasks_by_name
 from volcanolib.kube import read_documents, source_name
-from volcanolib.kube.loader import Cluster, ManifestLoader
+from volcanolib.kube.loader import Cluster, ManifestLoader, require_objects
 from volcanolib.scheduler import CycleResult, Scheduler
 from volcanolib.sim.expect import Expectation, compare, parse_expect
 
@@ -240,8 +243,7 @@ def _load_scenario(
     for path in paths:
         source = source_name(path)
         docs = read_documents(path)
-        if not docs:
-            raise ManifestError("no objects passed: the file holds no document", source=source)
+        require_objects(docs, source=source)
         if len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0]:
             data = docs[0]
             if "objects" not in data:
@@ -536,8 +538,14 @@ def _run_scenario(
     cache.finish_evictions()
     pod_groups: dict[str, PodGroupReport] = {}
     for job in sorted(cache.jobs(), key=lambda j: j.uid):
+        seen = ssn.jobs.get(job.uid) if ssn is not None else None
+        unschedulable_last = seen is not None and ssn is not None and seen.pod_group.unschedulable_in(ssn.uid)
         pod_groups[job.uid] = PodGroupReport(
-            job.phase_from_tasks(), job.scheduled_task_num(), job.min_available, job.queue, job.allocated.clone()
+            job.status_phase(unschedulable_last),
+            job.scheduled_task_num(),
+            job.min_available,
+            job.queue,
+            job.allocated.clone(),
         )
 
     errors = [str(err) for cycle in cycles for err in cycle.plugin_errors]

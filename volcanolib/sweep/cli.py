@@ -71,7 +71,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _table(rows: list[dict[str, Any]], out: TextIO) -> None:
-    """The sweep's headline figures, one line per point."""
+    """The sweep's headline figures, one line per point; times as ``replay`` prints them (``13m 40s``)."""
+    from volcanolib.replay.tables import duration, ratio
+
     headers = ("CONFIGURATION", "LOAD", "SEED", "JOBS", "COMPLETED", "WAIT P50", "WAIT P95", "JCT P50", "JAIN")
     lines = []
     for r in rows:
@@ -81,16 +83,12 @@ def _table(rows: list[dict[str, Any]], out: TextIO) -> None:
             lines.append((*head, "error", "", "", "", "", ""))
             continue
         figures = (
-            s["jobs"],
-            s["completed"],
-            s["wait"]["p50"],
-            s["wait"]["p95"],
-            s["jct"]["p50"],
-            s["fairness"]["jain"],
+            str(s["jobs"]),
+            str(s["completed"]),
+            duration(s["wait"]["p50"]),
+            duration(s["wait"]["p95"]),
+            duration(s["jct"]["p50"]),
+            ratio(s["fairness"]["jain"]),
         )
-        lines.append((*head, *(_num(v) for v in figures)))
+        lines.append((*head, *figures))
     write(out, [TableSpec(headers, tuple(lines), right=frozenset(range(1, len(headers))))])
-
-
-def _num(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

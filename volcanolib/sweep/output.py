@@ -4,10 +4,10 @@ The JSON file is the list of rows as :func:`~volcanolib.sweep.run.run_sweep`
 returns them (parameters, ``summary`` and ``queues`` as ``replay --json``
 writes them, ``error``). The CSV file has one row per point with the same
 figures flattened into columns: the parameters, ``error``, the summary's
-counts, ``wait_*`` and ``jct_*`` statistics, ``makespan``,
-``utilisation_<resource>``, ``jain``, and per queue
-``<queue>:wait_p50``, ``<queue>:wait_p95``, ``<queue>:jct_p50`` and
-``<queue>:share_mean``.
+counts (``evicted_pods`` included), ``wait_*`` and ``jct_*`` statistics,
+``makespan``, ``utilisation_<resource>``, ``jain``, and per queue
+``<queue>:wait_p50``, ``<queue>:wait_p95``, ``<queue>:jct_p50``,
+``<queue>:share_mean`` and ``<queue>:evicted_pods``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from volcanolib.replay.plot import require_matplotlib
 __all__ = ["flatten", "plot_sweep", "write_results"]
 
 _STATS = ("mean", "p50", "p95", "p99", "max")
-_COUNTS = ("jobs", "completed", "failed", "cancelled", "unfinished")
+_COUNTS = ("jobs", "completed", "failed", "cancelled", "unfinished", "evicted_pods")
 _QUEUE_FIGURES = (("wait", "p50"), ("wait", "p95"), ("jct", "p50"), ("share", "mean"))
 
 
@@ -50,6 +50,7 @@ def flatten(row: Mapping[str, Any]) -> dict[str, Any]:
     for queue in row.get("queues") or []:
         for figure, stat in _QUEUE_FIGURES:
             flat[f"{queue['name']}:{figure}_{stat}"] = (queue.get(figure) or {}).get(stat, "")
+        flat[f"{queue['name']}:evicted_pods"] = queue.get("evicted_pods", "")
     return flat
 
 

@@ -141,7 +141,12 @@ def _dask(jobs: Sequence[PointJob], address: str) -> Iterator[tuple[PointJob, di
         from distributed import Client, as_completed
     except ImportError:
         raise MissingExtraError("dask", "dask[distributed]", "--dask", hint="on this machine and the workers") from None
-    with Client(address) as client:  # type: ignore[no-untyped-call]
+    try:
+        client = Client(address)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:  # unreachable, refused, or not an address
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise VolcanolibError(f"--dask {address}: cannot connect to the Dask scheduler: {reason}") from None
+    with client:
         futures = {
             client.submit(run_point, job, key=f"volcanolib-sweep-{job.point.key}", pure=False): job for job in jobs
         }

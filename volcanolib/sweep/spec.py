@@ -44,8 +44,10 @@ from typing import Any, Final
 import attrs
 import yaml
 
+from volcanolib._yaml import yaml_error
 from volcanolib.errors import ConfigError, VolcanolibError
 from volcanolib.framework.config import parse_config
+from volcanolib.replay.inputs import load_factor
 
 __all__ = ["Point", "Sweep", "load_sweep", "parse_sweep"]
 
@@ -217,7 +219,7 @@ def _read_yaml(path: Path, source: str, key: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+        raise ConfigError(yaml_error(exc, text), source=str(path)) from None
 
 
 def _configurations(raw: list[Any], base_dir: Path, source: str) -> list[tuple[str, dict[str, Any]]]:
@@ -296,10 +298,14 @@ def parse_sweep(data: object, *, source: str, base_dir: Path) -> Sweep:
     if not isinstance(replay, dict):
         raise _fail(source, "replay", "expected a mapping of replay settings")
     configurations = _configurations(_list(data, "configurations", source), base_dir, source)
-    loads = [_number(v, f"load[{i}]", source, integer=False) for i, v in enumerate(_list(data, "load", source, [1]))]
-    for i, load in enumerate(loads):
-        if load <= 0:
-            raise _fail(source, f"load[{i}]", f"a load factor is above 0, got {load!r}")
+    loads = []
+    for i, value in enumerate(_list(data, "load", source, [1])):
+        if isinstance(value, str):  # a number is wanted here; load_factor would read "2" from the command line
+            raise _fail(source, f"load[{i}]", f"expected a number, got {value!r}")
+        try:
+            loads.append(load_factor(value))
+        except ValueError as exc:
+            raise _fail(source, f"load[{i}]", str(exc)) from None
     seeds = [
         int(_number(v, f"seeds[{i}]", source, integer=True)) for i, v in enumerate(_list(data, "seeds", source, [0]))
     ]

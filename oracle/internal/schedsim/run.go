@@ -25,8 +25,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 	"volcano.sh/apis/pkg/apis/scheduling"
@@ -250,10 +250,23 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 
 	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
-	// Events are dropped: the mock cache's default recorder holds 100 and then blocks the
-	// scheduler for good (a few sessions of binds and PodGroup events reach that).
+	// The events the scheduler records go nowhere (a recorder without a channel): the default one
+	// holds 100 and then blocks the session.
 	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, &record.FakeRecorder{})
 	rec.SchedulerCache = sc
+	// The fake API loses what is written before an informer's watch starts: the cache must
+	// watch pods before the first change between sessions is written.
+	podsWatched := make(chan struct{})
+	var watchOnce sync.Once
+	if fakeClient, ok := sc.Client().(*kubefake.Clientset); ok {
+		fakeClient.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+			w, err := fakeClient.Tracker().Watch(action.GetResource(), action.GetNamespace())
+			watchOnce.Do(func() { close(podsWatched) })
+			return true, w, err
+		})
+	} else {
+		close(podsWatched)
+	}
 
 	// The objects, through the cache's own event handlers, as the informers deliver them.
 	for _, pc := range scn.PriorityClasses {
@@ -316,6 +329,11 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	}
 	if err := waitUntil(func() bool { return allInCache(sc, accepted) }); err != nil {
 		return nil, fmt.Errorf("the scheduler cache did not take the pods: %v", err)
+	}
+	select {
+	case <-podsWatched:
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("the scheduler cache did not watch the pods")
 	}
 
 	result = &Result{
@@ -477,27 +495,6 @@ func goneFromCache(sc *cache.SchedulerCache, pods []*v1.Pod) bool {
 // (Cache.Run) waits for its informers in steps of 100 ms, which would be
 // most of the time of a small scenario.
 func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
-	// The fake API sends a change only to the watches open at that moment, and an informer
-	// has synced once it has listed, maybe before its watch is open: a pod written between
-	// the two would never reach the cache. So the pods' watch is waited for too.
-	watching := make(chan struct{})
-	if client, ok := sc.Client().(*fake.Clientset); ok {
-		var once sync.Once
-		client.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
-			var opts metav1.ListOptions
-			if watchAction, ok := action.(clienttesting.WatchActionImpl); ok {
-				opts = watchAction.ListOptions
-			}
-			w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
-			if err != nil {
-				return false, nil, err
-			}
-			once.Do(func() { close(watching) })
-			return true, w, nil
-		})
-	} else {
-		close(watching)
-	}
 	factory := sc.SharedInformerFactory()
 	factory.Start(stop)
 	// The other informers list empty fake collections: only the pods' must have arrived.
@@ -505,7 +502,6 @@ func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
 	for !pods.HasSynced() {
 		time.Sleep(100 * time.Microsecond)
 	}
-	<-watching
 	go func() {
 		for {
 			select {

@@ -9,6 +9,7 @@ import pytest
 from volcanolib import Registry, Scheduler
 from volcanolib.actions.allocate import Allocate
 from volcanolib.api.hypernode import (
+    CLUSTER_TOP,
     JOB_ALLOCATED_HYPER_NODE,
     HyperNode,
     HyperNodeMember,
@@ -61,7 +62,8 @@ def test_members_by_exact_name_regex_and_labels() -> None:
         ],
         _nodes(),
     )
-    assert {n: sorted(i.node_names) for n, i in tree.infos.items()} == {
+    assert sorted(tree.infos[CLUSTER_TOP].node_names) == ["a-0", "a-1", "b-0", "xb-1"]
+    assert {n: sorted(i.node_names) for n, i in tree.infos.items() if n != CLUSTER_TOP} == {
         "exact": ["a-0"],
         "regex": ["b-0", "xb-1"],
         "labels": ["a-0", "a-1"],
@@ -82,18 +84,75 @@ def test_tree_parents_tiers_and_common_ancestors() -> None:
         ],
         _nodes(),
     )
-    assert tree.tiers == [1, 2, 3]
+    # The virtual cluster top is one tier above the highest, over every HyperNode without a parent.
+    assert tree.tiers == [1, 2, 3, 4]
     assert tree.by_tier[1] == ["alone", "ra", "rb"]
+    assert tree.by_tier[4] == [CLUSTER_TOP]
+    assert len(tree) == 6 and tree
     assert [n.name for n in tree.infos["top"].nodes] == ["a-0", "a-1", "b-0", "xb-1"]
-    assert tree.ancestors("ra") == ["ra", "left", "top"]
+    assert tree.ancestors("ra") == ["ra", "left", "top", CLUSTER_TOP]
     assert tree.lowest_common_ancestor("ra", "rb") == "top"
     assert tree.lowest_common_ancestor("ra", "left") == "left"
     assert tree.lowest_common_ancestor("ra", "ra") == "ra"
-    assert tree.lowest_common_ancestor("ra", "alone") is None
+    assert tree.lowest_common_ancestor("ra", "alone") == CLUSTER_TOP
+    assert tree.lowest_common_ancestor("ra", "nothing") is None
+    assert (tree.join("", "ra"), tree.join("ra", ""), tree.join("ra", "rb")) == ("ra", "ra", "top")
     # b-0 is in "alone" and "rb", both tier 1: the first by name.
     assert tree.hyper_node_of("b-0") == "alone"
     assert tree.hyper_node_of("a-1") == "ra"
     assert tree.hyper_node_of("nowhere") is None
+    # Within the allowed tier: ra's highest ancestor of tier 2 or less is "left"; none for tier 0.
+    assert (tree.highest_allowed("ra", 2), tree.highest_allowed("ra", 0)) == ("left", None)
+
+
+def test_only_the_lowest_tier_in_use_places_a_node() -> None:
+    """Volcano's FindHyperNodeForNode: a node no tier-1 HyperNode spans has no HyperNode, even under a tier 2."""
+    tree = HyperNodeTree(
+        [
+            HyperNode("rack", 1, (HyperNodeMember(NODE, exact="a-0"),)),
+            HyperNode("spine", 2, (HyperNodeMember(HYPER, exact="rack"), HyperNodeMember(NODE, exact="b-0"))),
+        ],
+        _nodes(),
+    )
+    assert (tree.hyper_node_of("a-0"), tree.hyper_node_of("b-0")) == ("rack", None)
+
+
+def test_without_hyper_nodes_the_cluster_top_spans_the_ready_nodes_at_tier_1() -> None:
+    tree = HyperNodeTree([], _nodes())
+    assert not tree and tree.tiers == [1] and tree.top.name == CLUSTER_TOP
+    assert tree.hyper_node_of("a-0") == CLUSTER_TOP
+
+
+def test_a_session_drops_a_stale_allocated_hyper_node_and_recovers_a_missing_one() -> None:
+    """Volcano's session open: removeInvalidAllocatedHyperNode, then recoverAllocatedHyperNode."""
+    cache = FakeCache()
+    for name in ("a-0", "a-1", "b-0"):
+        cache.add_node(build_node(name))
+    cache.add_hyper_node(HyperNode("ra", 1, (HyperNodeMember(NODE, regex="^a-"),)))
+    cache.add_hyper_node(HyperNode("rb", 1, (HyperNodeMember(NODE, regex="^b-"),)))
+    cache.add_hyper_node(
+        HyperNode("spine", 2, (HyperNodeMember(HYPER, exact="ra"), HyperNodeMember(HYPER, exact="rb")))
+    )
+    topology = NetworkTopology("soft", 2)
+    jobs = {
+        "gone": ("ghost", "a-0", topology),  # names no HyperNode: dropped, then recovered from its task
+        "idle": ("ra", "", topology),  # no task placed: dropped
+        "missing": ("", "a-1", topology),  # recovered: the lowest-tier HyperNode spanning its node
+        "spread": ("", "b-0", topology),  # with the task below on a-0: the two meet at spine
+        "plain": ("", "a-0", None),  # no topology: nothing recovered
+    }
+    for name, (recorded, node, topo) in jobs.items():
+        pg = build_pod_group(name, annotations={JOB_ALLOCATED_HYPER_NODE: recorded} if recorded else {})
+        pg.network_topology = topo
+        cache.add_pod_group(pg)
+        cache.add_task(build_task(f"{name}-0", job=name, node=node))
+    cache.add_task(build_task("spread-1", job="spread", node="a-0"))
+    ssn = open_session(cache, "actions: ''\ntiers: []\n")
+    got = {name: ssn.jobs[f"default/{name}"].pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "") for name in jobs}
+    assert got == {"gone": "ra", "idle": "", "missing": "ra", "spread": "spine", "plain": ""}
+    ssn.close()
+    # Written back like the PodGroup status.
+    assert {j.name: j.pod_group.annotations.get(JOB_ALLOCATED_HYPER_NODE, "") for j in cache.jobs()} == got
 
 
 HYPERNODES = """
@@ -198,9 +257,11 @@ def test_allocated_hyper_node_is_written_back_to_the_cache() -> None:
     Allocate(Allocate.Arguments()).execute(ssn)
     ssn.close()
     assert cache.bound == {"default/j-0": "n0"}
-    assert cache.jobs()[0].pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] == "s0"
+    # Without a plugin grouping HyperNodes (network-topology-aware's gradient), the job is searched under the
+    # cluster top alone, and that is the HyperNode its tasks share.
+    assert cache.jobs()[0].pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] == CLUSTER_TOP
     # The next snapshot carries it.
-    assert cache.snapshot().jobs["default/j"].pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] == "s0"
+    assert cache.snapshot().jobs["default/j"].pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] == CLUSTER_TOP
 
 
 def test_priority_queue_clone_and_replace_are_independent() -> None:
@@ -247,7 +308,8 @@ def test_a_plugin_failure_in_a_hyper_node_trial_leaves_the_job_as_it_was() -> No
     assert all(node.used.milli_cpu == 0 for node in result.session.node_list)
 
 
-def test_a_hard_job_is_not_placed_without_hyper_nodes_and_a_soft_one_is() -> None:
+def test_without_hyper_nodes_hard_and_soft_jobs_are_placed_under_the_cluster_top() -> None:
+    """Volcano v1.14: without HyperNodes the cluster top is tier 1, within any allowed tier (v1.12 placed none)."""
     cache = FakeCache()
     cache.add_node(build_node("n0"))
     for name, mode in (("hard", "hard"), ("soft", "soft")):
@@ -256,4 +318,8 @@ def test_a_hard_job_is_not_placed_without_hyper_nodes_and_a_soft_one_is() -> Non
         cache.add_pod_group(pg)
         cache.add_task(build_task(f"{name}-0", job=name))
     Scheduler(cache, "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n").run_once()
-    assert cache.bound == {"default/soft-0": "n0"}
+    assert cache.bound == {"default/soft-0": "n0", "default/hard-0": "n0"}
+    assert {j.name: j.pod_group.annotations[JOB_ALLOCATED_HYPER_NODE] for j in cache.jobs()} == {
+        "hard": CLUSTER_TOP,
+        "soft": CLUSTER_TOP,
+    }

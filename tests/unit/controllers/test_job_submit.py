@@ -145,6 +145,15 @@ def test_s1_max_retry_defaults_to_three() -> None:
             "spec.policies[1]: event 'PodFailed' is already handled by policy 0 of this list",
         ),
         (
+            {
+                "policies": [
+                    {"events": ["PodEvicted", "PodFailed"], "action": "AbortJob"},
+                    {"events": ["TaskCompleted", "PodEvicted"], "action": "RestartJob"},
+                ]
+            },
+            "spec.policies[1]: event 'PodEvicted' is already handled by policy 0 of this list",
+        ),
+        (
             {"policies": [{"exitCode": 3, "action": "AbortJob"}, {"exitCode": 3, "action": "RestartJob"}]},
             "spec.policies[1].exitCode: exit code 3 is already handled by policy 0 of this list",
         ),

@@ -87,6 +87,32 @@ def test_invalid_yaml_names_the_line() -> None:
         parse_config("actions: a\ntiers: [\n", source="x")
 
 
+def test_a_tab_is_named_as_a_tab() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config('actions: "allocate"\ntiers:\n- plugins:\n\t- name: gang\n', source="x.conf")
+    assert str(info.value) == "x.conf: not valid YAML: a tab character at line 4, column 1: YAML indents with spaces"
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+            "---\nkind: Node\nmetadata: {name: n2}\n",
+            "3 YAML documents of Kubernetes objects (Node, Pod)",
+        ),
+        ("actions: allocate\n---\nactions: enqueue\n", "2 YAML documents"),
+    ],
+)
+def test_several_documents_are_not_a_configuration(text: str, held: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, source="cluster.yaml")
+    assert str(info.value) == (
+        f"cluster.yaml: {held}, not a scheduler configuration: a configuration is one mapping with 'actions' "
+        "and 'tiers' (cluster files are given as FILE arguments)"
+    )
+
+
 def test_default_configuration() -> None:
     assert DEFAULT_CONFIG.actions == ("enqueue", "allocate", "backfill")
     names = [[p.name for p in t.plugins] for t in DEFAULT_CONFIG.tiers]

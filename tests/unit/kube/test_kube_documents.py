@@ -91,6 +91,20 @@ def test_a_key_twice_in_a_yaml_mapping_is_an_error(text: str, message: str) -> N
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("apiVersion: v1\nkind: Node\nmetadata:\n\tname: n1\n", "line 4, column 1"),
+        ("kind: Node\nmetadata:\n  name: n1\n  labels:\n  \t  a: b\n", "line 5, column 3"),
+        ("objects:\n- kind: Node\n  metadata:\n    name: a\n\t- kind: Pod\n", "line 5, column 1"),
+    ],
+)
+def test_a_tab_is_named_as_a_tab(text: str, where: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        parse_documents(text, source="f.yaml")
+    assert str(info.value) == f"f.yaml: not valid YAML: a tab character at {where}: YAML indents with spaces"
+
+
 def test_keys_repeated_in_different_mappings_and_merges_are_fine() -> None:
     text = "a: {name: x}\nb: {name: y}\nbase: &b {k: 1}\nc:\n  <<: *b\n  k: 2\n"
     assert parse_documents(text) == [{"a": {"name": "x"}, "b": {"name": "y"}, "base": {"k": 1}, "c": {"k": 2}}]

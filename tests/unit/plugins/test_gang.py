@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from volcanolib.api.job import ConditionType
+import pytest
+
+from volcanolib.api.job import ConditionType, PodGroupPhase
 from volcanolib.api.task import TaskStatus
 from volcanolib.framework.status import Code
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
@@ -147,15 +149,29 @@ def test_session_close_writes_gang_conditions() -> None:
     assert wait.job_fit_errors == message
     assert all(c.transition_id == ssn.uid for c in wait.pod_group.conditions)
     assert conditions(ssn.jobs["default/empty"]) == {}
-    # Only a scheduled member being released is missing: nothing to place, no condition.
-    assert conditions(ssn.jobs["default/leaving"]) == {}
+    # A member being released is not ready: the gang is short (Volcano v1.14.1 makes no exception).
+    assert ConditionType.UNSCHEDULABLE in conditions(ssn.jobs["default/leaving"])
+    assert ssn.jobs["default/leaving"].pod_group.phase is PodGroupPhase.UNKNOWN
 
 
-def test_releasing_exception_needs_no_pending_task() -> None:
-    cache = cache_with({"leaving": (2, [S.RUNNING, S.RELEASING, S.PENDING])})
+@pytest.mark.parametrize(
+    ("minimum", "statuses", "phase"),
+    [
+        # A failed pod is not ready: one running of two needed, so Unschedulable, and with a task
+        # running the session writes Unknown (which the job controller turns into JobUnknown).
+        (2, [S.RUNNING, S.FAILED], PodGroupPhase.UNKNOWN),
+        (3, [S.RUNNING, S.SUCCEEDED, S.FAILED], PodGroupPhase.UNKNOWN),
+        # Nothing running: Unschedulable, and the phase follows the scheduled (finished) pods.
+        (2, [S.FAILED, S.SUCCEEDED], PodGroupPhase.COMPLETED),
+    ],
+)
+def test_a_failed_pod_is_not_ready(minimum: int, statuses: list[S], phase: PodGroupPhase) -> None:
+    cache = cache_with({"broken": (minimum, statuses)})
     ssn = open_session(cache, CONF)
     ssn.close()
-    assert ConditionType.UNSCHEDULABLE in conditions(ssn.jobs["default/leaving"])
+    job = ssn.jobs["default/broken"]
+    assert ConditionType.UNSCHEDULABLE in conditions(job)
+    assert job.pod_group.phase is phase
 
 
 def test_discarded_allocation_counts_as_schedulable() -> None:

@@ -47,7 +47,7 @@ def test_jobs_and_pods_round_trip(tmp_path: Path) -> None:
     document = summarise(record)
     header, jobs = read(paths[0])
     assert tuple(header) == JOB_COLUMNS
-    assert jobs == document["jobs"]
+    assert jobs == [{k: j[k] for k in JOB_COLUMNS} for j in document["jobs"]]
     header, pods = read(paths[1])
     assert header == [*POD_COLUMNS, "queue", "request:cpu", "request:memory", "request:nvidia.com/gpu"]
     assert [{k: p[k] for k in POD_COLUMNS} for p in pods] == document["pods"]

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from volcanolib._console import render_text
 from volcanolib.errors import ManifestError
 from volcanolib.replay import PodRecord, ReplayOptions, ReplayRecord, load_workload, parse_duration, run_replay
 from volcanolib.replay.inputs import load_objects
 from volcanolib.replay.metrics import summarise, to_json
+from volcanolib.replay.tables import summary_blocks
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "replay"
@@ -321,6 +323,116 @@ def test_a_pod_no_node_can_hold_does_not_make_every_finish_a_session(tmp_path: P
     every = run_replay(workload, None, ReplayOptions(**{**_fields(options), "every_period": True}))
     assert document(skipped) == document(every)
     assert by_name(skipped, "ns/big")[0].node is not None
+
+
+def _labelled(name: str, cpu: str, model: str) -> dict[str, Any]:
+    labelled = node(name, cpu=cpu)
+    labelled["metadata"]["labels"] = {"example.com/model": model}
+    return labelled
+
+
+def _needs_model(model: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": "example.com/model", "operator": "In", "values": [model]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+NO_PREDICATES_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+  - name: proportion
+"""
+
+
+def test_a_pod_its_node_affinity_keeps_off_every_node_that_could_hold_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "wide" needs a node of model a and 6 cpu: the model-a nodes have 4, the model-b node 8.
+    objects = [_labelled("n1", "4", "a"), _labelled("n2", "4", "a"), _labelled("n3", "8", "b")]
+    objects.append(pod("wide", 0, "6", affinity=_needs_model("a")))
+    for i in range(10):
+        objects.append(pod(f"p{i}", 20 * i, "1", annotations={"volcanolib.io/duration": f"{30 + 7 * i}s"}))
+    workload = load_workload([write(tmp_path, objects)])
+    options = ReplayOptions(until=600)
+    with caplog.at_level("WARNING", logger="volcanolib.replay"):
+        skipped = run_replay(workload, None, options)
+    reports = [r.getMessage() for r in caplog.records if "fits no node" in r.getMessage()]
+    why = "it requests cpu 6, more than any of the 2 ready node(s) its nodeSelector and node affinity admit has"
+    assert reports == [f"job ns/podgroup-ns-wide: pod ns/wide fits no node: {why}; it is left pending"]
+    every = run_replay(workload, None, ReplayOptions(**{**_fields(options), "every_period": True}))
+    assert document(skipped) == document(every)
+    assert [p.phase for p in by_name(skipped, "ns/wide")] == ["Pending"]
+    # It makes no session run after the others finish: each arrival binds in one session and its
+    # group moves to Running in the next.
+    assert skipped.timings["sessions_run"] <= 2 * 10 + 2
+    summary = summarise(skipped)["summary"]
+    assert summary["unplaceable"] == {"ns/podgroup-ns-wide": f"pod ns/wide fits no node: {why}"}
+    assert summary["unfinished"] == 1
+
+    # Where no plugin checks node affinity, the pod goes to the node that has room: nothing is reported.
+    conf = tmp_path / "no-predicates.conf"
+    conf.write_text(NO_PREDICATES_CONF)
+    caplog.clear()
+    placed = run_replay(workload, conf, options)
+    assert by_name(placed, "ns/wide")[0].node == "n3"
+    assert not [r for r in caplog.records if "fits no node" in r.getMessage()]
+    assert summarise(placed)["summary"]["unplaceable"] == {}
+
+
+def test_a_pod_no_node_can_take_is_reported_at_load_and_named_among_the_unfinished(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    objects = [_labelled("n1", "4", "a"), _labelled("n2", "8", "b")]
+    objects.append(pod("late", 500, "6", affinity=_needs_model("a")))  # arrives after --until
+    objects.append(pod("gpu", 0, "1", nodeSelector={"example.com/model": "c"}))  # no node of model c
+    objects += [pod(f"q{i}", 0, "1") for i in range(7)]  # never finish: unfinished too
+    workload = load_workload([write(tmp_path, objects)])
+    with caplog.at_level("WARNING", logger="volcanolib.replay"):
+        record = run_replay(workload, None, ReplayOptions(until=100))
+    reports = sorted(r.getMessage() for r in caplog.records if "fits no node" in r.getMessage())
+    assert reports == [
+        "job ns/podgroup-ns-gpu: pod ns/gpu fits no node: no ready node matches its nodeSelector and node affinity; "
+        "it is left pending",
+        "job ns/podgroup-ns-late: pod ns/late fits no node: it requests cpu 6, more than any of the 1 ready node(s) "
+        "its nodeSelector and node affinity admit has; it is left pending",
+    ]
+    document = summarise(record)
+    assert list(document["summary"]["unplaceable"]) == ["ns/podgroup-ns-gpu"]  # "late" never arrived
+    lines = render_text(summary_blocks(document)).splitlines()
+    assert lines[1] == (
+        "Unfinished: ns/podgroup-ns-gpu (fits no node), ns/podgroup-ns-q0, ns/podgroup-ns-q1, "
+        "ns/podgroup-ns-q2, ns/podgroup-ns-q3 and 3 more"
+    )
+
+
+def test_beyond_ten_jobs_with_a_pod_no_node_can_take_the_warnings_stop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    objects = [node("n1", cpu="4")] + [pod(f"big{i:02d}", 0, "8") for i in range(12)]
+    workload = load_workload([write(tmp_path, objects)])
+    with caplog.at_level("WARNING", logger="volcanolib.replay"):
+        record = run_replay(workload, None, ReplayOptions(until=10))
+    messages = [r.getMessage() for r in caplog.records if r.name == "volcanolib.replay"]
+    assert len(messages) == 11 and all("fits no node" in m for m in messages[:10])
+    assert messages[10] == "more jobs have a pod that fits no node; --json lists them all under summary.unplaceable"
+    assert len(summarise(record)["summary"]["unplaceable"]) == 12
+
+
+def test_a_new_node_that_can_take_the_pod_makes_it_placeable_again(tmp_path: Path) -> None:
+    from volcanolib.api.builders import build_node
+    from volcanolib.replay.engine import _config, _Replay
+
+    workload = load_workload([write(tmp_path, [node("n1", cpu="4"), pod("big", None, "6")])])
+    replay = _Replay(workload, _config(None, workload), ReplayOptions())
+    replay.setup()
+    assert len(replay.unplaceable) == 1 and not replay._may_place()
+    replay.cache.add_node(build_node("n2", cpu="8", memory="16Gi"))
+    replay._read_nodes()  # what a change of nodes calls
+    assert replay.unplaceable == set() and replay._may_place()
 
 
 def _fields(options: ReplayOptions) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from replay_records import sample, two_queues, with_pods
 
 from volcanolib.replay.metrics import (
     JOB_COLUMNS,
+    JOB_HISTORY_KEYS,
     POD_COLUMNS,
     deserved_shares,
     percentile,
@@ -38,6 +39,8 @@ def test_summary_counts_waits_completion_times_and_makespan() -> None:
         "failed",
         "cancelled",
         "unfinished",
+        "unplaceable",
+        "evicted_pods",
         "wait",
         "jct",
         "makespan",
@@ -48,12 +51,23 @@ def test_summary_counts_waits_completion_times_and_makespan() -> None:
     ]
     assert (summary["jobs"], summary["completed"], summary["failed"], summary["cancelled"]) == (4, 1, 1, 1)
     assert summary["unfinished"] == 1  # j4, still pending
+    assert summary["unplaceable"] == {}
     # Waits of the jobs that started: j1 10 - 0, j2 10 - 5.
     assert summary["wait"] == {"mean": 7.5, "p50": 7.5, "p95": 9.75, "p99": 9.95, "max": 10.0}
     # Completion times of the jobs that ended (not the cancelled j3): j1 40, j2 25.
     assert summary["jct"] == {"mean": 32.5, "p50": 32.5, "p95": 39.25, "p99": 39.85, "max": 40.0}
     assert summary["makespan"] == 40.0  # last finish 40 - first arrival 0
     assert summary["sessions"] == 40 and summary["simulated_seconds"] == 40.0
+
+
+def test_evicted_pods_are_counted_in_the_summary_and_per_queue() -> None:
+    record = two_queues()
+    jobs = {job.name: job for job in record.jobs}
+    jobs["ns/j1"].evicted_pods, jobs["ns/j2"].evicted_pods, jobs["ns/j3"].evicted_pods = 2, 1, 3
+    document = summarise(record)
+    assert document["summary"]["evicted_pods"] == 6
+    assert {q["name"]: q["evicted_pods"] for q in document["queues"]} == {"idle": 0, "q1": 2, "q2": 4}
+    assert list(document["queues"][0])[:3] == ["name", "jobs", "evicted_pods"]
 
 
 def test_utilisation_is_time_weighted_and_leaves_out_pods() -> None:
@@ -112,14 +126,14 @@ def test_per_queue_distributions() -> None:
     assert queues["q1"]["wait"] == {"mean": 10.0, "p50": 10.0, "p95": 10.0, "p99": 10.0, "max": 10.0}
     assert queues["q2"]["jct"]["mean"] == 25.0  # j2 only: j3 was cancelled
     assert queues["idle"]["wait"]["mean"] is None
-    assert list(queues["q1"]) == ["name", "jobs", "wait", "jct", "share", "deserved"]
+    assert list(queues["q1"]) == ["name", "jobs", "evicted_pods", "wait", "jct", "share", "deserved"]
 
 
 def test_jobs_by_arrival_with_wait_and_jct() -> None:
     jobs = summarise(two_queues())["jobs"]
     assert [j["name"] for j in jobs] == ["ns/j1", "ns/j2", "ns/j3", "ns/j4"]
-    assert all(tuple(j) == JOB_COLUMNS for j in jobs)
-    assert jobs[1] == {
+    assert all(tuple(j) == JOB_COLUMNS + JOB_HISTORY_KEYS for j in jobs)
+    assert {k: jobs[1][k] for k in JOB_COLUMNS} == {
         "name": "ns/j2",
         "queue": "q2",
         "submitted": 5.0,
@@ -130,6 +144,8 @@ def test_jobs_by_arrival_with_wait_and_jct() -> None:
         "jct": 25.0,
         "restarts": 0,
         "evicted_pods": 0,
+        "version": None,
+        "kept_pods": 0,
     }
     assert jobs[2]["wait"] is None and jobs[2]["jct"] == 12.0  # the cancelled job's own record keeps its times
     assert jobs[3]["started"] is None and jobs[3]["jct"] is None
@@ -151,6 +167,8 @@ def test_one_pod_record_per_attempt() -> None:
         "finished": None,
         "phase": "Pending",
         "attempt": 0,
+        "restarts": 0,
+        "deleted": None,
     }
 
 

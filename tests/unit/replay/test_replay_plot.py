@@ -119,3 +119,27 @@ def test_long_curves_are_thinned_keeping_every_peak() -> None:
         if inside:
             assert max(inside) in drawn and min(inside) in drawn
     assert thin(times[:300], values[:300], buckets=100) == (times[:300], values[:300])
+
+
+def test_runs_are_told_apart_by_line_style_alone_in_every_panel() -> None:
+    from volcanolib.replay.plot import _figure
+
+    other = two_queues()
+    other.jobs[1].started = 20.0  # another wait, so that the CDFs differ
+    runs = [("first", two_queues()), ("second", other), ("third", two_queues())]
+    figure = _figure(runs)
+    panels = [ax for ax in figure.axes if ax.lines]
+    assert len(panels) == 5
+    styles = ("-", "--", ":")
+    for ax in panels:
+        by_run: dict[str, list[tuple[str, str]]] = {}
+        for line in ax.lines:
+            run = re.search(r"\((first|second|third)\)$", line.get_label())
+            name = run.group(1) if run else line.get_label()  # the CDFs are labelled by the run alone
+            by_run.setdefault(name, []).append((line.get_linestyle(), str(line.get_color())))
+        assert sorted(by_run) == ["first", "second", "third"], ax.get_title()
+        for name, style in zip(("first", "second", "third"), styles, strict=True):
+            assert {s for s, _ in by_run[name]} == {style}, ax.get_title()
+        # The same colours for every run: colour says which resource, queue or curve, never which run.
+        colours = [sorted(c for _, c in by_run[name]) for name in ("first", "second", "third")]
+        assert colours[0] == colours[1] == colours[2], ax.get_title()

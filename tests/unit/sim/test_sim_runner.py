@@ -91,8 +91,13 @@ def test_sessions_complete_binds_and_evictions_in_between(objects: Objects, writ
     assert result.evictions == ["ns1/old"]
     assert result.binds == {"ns1/p1": "n1", "ns1/p2": "n1"}
     assert len(result.cycles) == 2
-    # the evicted pod is gone after the first session: its group has nothing scheduled and drops to Pending
-    assert result.pod_groups["ns1/pg0"].phase is PodGroupPhase.PENDING
+    # the evicted pod is not scheduled once Releasing: its group drops to Pending in the first session, and
+    # the second, without an enqueue action, admits it (Inqueue), with nothing left to place
+    assert [c.session.jobs["ns1/pg0"].pod_group.phase for c in result.cycles if c.session is not None] == [
+        PodGroupPhase.PENDING,
+        PodGroupPhase.INQUEUE,
+    ]
+    assert result.pod_groups["ns1/pg0"].phase is PodGroupPhase.INQUEUE
     assert result.pod_groups["ns1/pg0"].scheduled == 0
     assert result.cache.get_task("ns1-old") is None
 

@@ -136,3 +136,98 @@ def test_the_comparison_plot_is_byte_stable_and_an_unwritable_path_is_one_line(t
     with pytest.raises(VolcanolibError) as err:
         plot_sweep(rows, tmp_path / "missing" / "c.png")
     assert "cannot write" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("tcp://127.0.0.1:1", "Timed out trying to connect to tcp://127.0.0.1:1 after 1 s"),
+        ("nonsense://x", "unknown address scheme 'nonsense'"),
+    ],
+)
+def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str, reason: str
+) -> None:
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")  # its configuration defaults, before the timeout is set over them
+    path = small_sweep(tmp_path, seeds=[0])
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--dask", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"volcanolib: error: --dask {address}: cannot connect to the Dask scheduler: {reason}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_replay_and_compare_load_is_the_sweeps_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = small_sweep(tmp_path, seeds=[3], load=[1.5])
+    rows = run_sweep(load_sweep(path), tmp_path / "out", workers=1)
+    conf = str(EXAMPLE / "volcano-scheduler.conf")
+    common = [str(EXAMPLE / "workload.yaml"), "--until", "2h", "--seed", "3", "--load", "1.5"]
+    assert main(["replay", *common, "--conf", conf, "--json", str(tmp_path / "replay.json")]) == 0
+    replayed = json.loads((tmp_path / "replay.json").read_text())
+    assert comparable(replayed) == comparable(rows[0])
+    assert comparable(replayed) != comparable(alone(Point("x", Path(conf).read_text(), 1.0, 3)))
+    binpack = str(EXAMPLE / "binpack.conf")
+    assert main(["compare", *common, "--conf", conf, "--conf", binpack, "--json", str(tmp_path / "c.json")]) == 0
+    runs = json.loads((tmp_path / "c.json").read_text())["runs"]
+    assert comparable(runs[0]) == comparable(rows[0])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["replay", *common[:-1], "0"])
+    assert refused.value.code == 2
+    assert (
+        capsys.readouterr().err.splitlines()[-1].endswith("argument --load: a load factor is a number above 0, got '0'")
+    )
+
+
+def test_the_results_table_has_the_evicted_pods() -> None:
+    row = {
+        "configuration": "c",
+        "load": 1.0,
+        "seed": 0,
+        "error": None,
+        "summary": {"jobs": 3, "evicted_pods": 4},
+        "queues": [{"name": "q1", "evicted_pods": 3}, {"name": "q2", "evicted_pods": 1}],
+    }
+    flat = flatten(row)
+    assert flat["evicted_pods"] == 4
+    assert (flat["q1:evicted_pods"], flat["q2:evicted_pods"]) == (3, 1)
+
+
+def test_the_sweep_table_prints_times_as_replay_does() -> None:
+    import io
+
+    from volcanolib.replay.tables import duration
+    from volcanolib.sweep.cli import _table
+
+    summary = {
+        "jobs": 16,
+        "completed": 15,
+        "wait": {"p50": 820.0, "p95": 7.5},
+        "jct": {"p50": 11100.0},
+        "fairness": {"jain": 0.98765},
+    }
+    rows = [
+        {"configuration": "a", "load": 1.5, "seed": 0, "summary": summary},
+        {"configuration": "b", "load": 1.0, "seed": 1, "summary": None},
+    ]
+    out = io.StringIO()
+    _table(rows, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == [
+        "CONFIGURATION",
+        "LOAD",
+        "SEED",
+        "JOBS",
+        "COMPLETED",
+        "WAIT",
+        "P50",
+        "WAIT",
+        "P95",
+        "JCT",
+        "P50",
+        "JAIN",
+    ]
+    assert lines[1].split() == ["a", "1.5", "0", "16", "15", "13m", "40s", "7.5s", "3h", "05m", "0.988"]
+    assert (duration(820.0), duration(11100.0)) == ("13m 40s", "3h 05m")  # the replay's own format
+    assert lines[2].split() == ["b", "1", "1", "error"]

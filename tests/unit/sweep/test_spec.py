@@ -144,7 +144,7 @@ def test_tier_switch_and_actions_axes(tmp_path: Path) -> None:
         ),
         (
             {"workload": ["workload.yaml"], "configurations": [{"file": "base.conf"}], "load": [0]},
-            "load[0]: a load factor is above 0",
+            "load[0]: a load factor is a number above 0, got 0",
         ),
         (
             {"workload": ["workload.yaml"], "configurations": [{"file": "base.conf"}], "seeds": [1.5]},
@@ -188,3 +188,11 @@ def test_a_missing_sweep_file_is_named_once(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_sweep(missing)
     assert str(err.value) == f"{missing}: cannot read the sweep file: No such file or directory"
+
+
+def test_a_tab_in_the_sweep_file_is_named_as_a_tab(tmp_path: Path) -> None:
+    path = tmp_path / "sweep.yaml"
+    path.write_text("workload: [workload.yaml]\nconfigurations:\n\t- file: base.conf\n")
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert str(err.value) == f"{path}: not valid YAML: a tab character at line 3, column 1: YAML indents with spaces"

@@ -136,7 +136,8 @@ def _dropped(sock: socket.socket) -> bool:
 
 
 #: Errors of a kept-alive connection the server closed while it was idle: an idempotent request is sent again, once.
-_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+#: A TLS connection whose server exited (an API server restarted) ends without a TLS close: SSLEOFError.
+_STALE: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 class _Direct:
@@ -368,6 +369,15 @@ def watch_lines(response: Any) -> Iterator[bytes]:
         yield buffer
 
 
+def _default_kubeconfigs() -> tuple[list[str], str]:
+    """The kubeconfig files read without ``--kubeconfig`` outside a cluster, as ``kubectl`` reads them, and why."""
+    listed = [f for f in os.environ.get("KUBECONFIG", "").split(os.pathsep) if f]
+    if listed:
+        return listed, "named by KUBECONFIG"
+    default = str(Path("~/.kube/config").expanduser())
+    return [default], "the default kubeconfig, read outside a cluster without --kubeconfig or KUBECONFIG"
+
+
 def load_api(kubeconfig: str | None = None, *, pool_size: int = 32) -> KubeApi:
     """Connect as ``kubectl`` would: the given kubeconfig, else in-cluster, else ``~/.kube/config``.
 
@@ -388,7 +398,11 @@ def load_api(kubeconfig: str | None = None, *, pool_size: int = 32) -> KubeApi:
             try:
                 kubernetes.config.load_incluster_config(client_configuration=configuration)
             except kubernetes.config.ConfigException:
-                source = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+                files, why = _default_kubeconfigs()
+                source = os.pathsep.join(files)
+                if not any(Path(f).is_file() for f in files):
+                    files_word = "file" if len(files) == 1 else "files"
+                    raise ConfigError(f"no such {files_word} ({why})", source=", ".join(files)) from None
                 kubernetes.config.load_kube_config(client_configuration=configuration)
     except ConfigError:
         raise

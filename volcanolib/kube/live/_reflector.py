@@ -104,6 +104,13 @@ class Reflector:
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.kind}", daemon=True)
         self._thread.start()
 
+    def list_once(self) -> None:
+        """List the kind once and hand the list to the handler, in this thread; no watch follows.
+
+        :raises ApiError: when the API server refuses or does not answer.
+        """
+        self._list()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watching: close the open stream and wait for the thread."""
         self._stop.set()

@@ -19,12 +19,19 @@ from volcanolib.errors import ManifestError
 from volcanolib.kube._fields import Ref
 from volcanolib.kube._pods import PodReader, PriorityClassInfo
 from volcanolib.kube.live._effectors import group_state, observed_state
-from volcanolib.kube.loader import _node, _pod_group, _priority_class, _queue
+from volcanolib.kube.loader import _hyper_node, _node, _pod_group, _priority_class, _queue
 
 if TYPE_CHECKING:
     from volcanolib.kube.live.cache import KubernetesCache
 
-__all__ = ["NodeTranslator", "PodGroupTranslator", "PodTranslator", "PriorityClassTranslator", "QueueTranslator"]
+__all__ = [
+    "HyperNodeTranslator",
+    "NodeTranslator",
+    "PodGroupTranslator",
+    "PodTranslator",
+    "PriorityClassTranslator",
+    "QueueTranslator",
+]
 
 log = logging.getLogger("volcanolib.kube.live")
 
@@ -218,6 +225,28 @@ class PriorityClassTranslator(_Translator):
 
     def _default(self) -> None:
         self.reader.global_default = next((pc for pc in self.classes.values() if pc.global_default), None)
+
+
+class HyperNodeTranslator(_Translator):
+    """HyperNodes (``topology.volcano.sh/v1alpha1``): the network topology, read as the manifest loader reads it."""
+
+    kind = "HyperNode"
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        if self.unchanged(key, obj):
+            return
+        try:
+            hyper_node = _hyper_node(obj, self.ref(obj))
+        except ManifestError as exc:
+            self.bad(obj, exc)
+            return
+        self.known[key] = str(_meta(obj).get("resourceVersion", ""))
+        self.cache.add_hyper_node(hyper_node)
+
+    def delete(self, key: str) -> None:
+        self.known.pop(key, None)
+        self.cache.delete_hyper_node(key)
 
 
 class PodGroupTranslator(_Translator):

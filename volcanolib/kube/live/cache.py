@@ -27,6 +27,7 @@ from volcanolib.kube.live._effectors import (
 )
 from volcanolib.kube.live._reflector import Reflector
 from volcanolib.kube.live._translate import (
+    HyperNodeTranslator,
     NodeTranslator,
     PodGroupTranslator,
     PodTranslator,
@@ -124,6 +125,7 @@ class KubernetesCache(InMemoryCache):
             self, self.reader, self.scheduler_names, self.status.observe_pod, self.status.forget_pod, self.pod_groups
         )
         options: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout, "on_relist": on_relist}
+        self._reflector_options = options
         self.reflectors = [
             Reflector(
                 api,
@@ -145,10 +147,52 @@ class KubernetesCache(InMemoryCache):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def watch_hyper_nodes(self) -> None:
+        """Also list and watch HyperNodes (``topology.volcano.sh/v1alpha1``), the network topology.
+
+        Call it before :meth:`start`; :meth:`wait_ready` then waits for them
+        too. ``volcanolib serve`` does when its configuration enables the
+        ``network-topology-aware`` plugin.
+        """
+        if any(r.kind == "hypernodes" for r in self.reflectors):
+            return
+        path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+        reflector = Reflector(self.api, "hypernodes", path, HyperNodeTranslator(self), **self._reflector_options)
+        self.reflectors.insert(0, reflector)
+
     def start(self) -> None:
         """Start listing and watching (in background threads)."""
         for reflector in self.reflectors:
             reflector.start()
+
+    def list_once(self) -> None:
+        """List every kind once, in parallel threads, without watching: the cluster as it is now.
+
+        For one-off readers (``volcanolib explain --kubeconfig``): the cache
+        is then :attr:`ready` and never changes again. Give it ``may_write``
+        returning ``False`` when nothing must be written.
+
+        :raises CacheError: naming the kind and the API server's answer when a list fails.
+        """
+        failures: list[str] = []
+
+        def one(reflector: Reflector) -> None:
+            try:
+                reflector.list_once()
+            except Exception as exc:  # reported below, with the kind
+                failures.append(f"cannot list {reflector.kind}: {exc}")
+
+        threads = [threading.Thread(target=one, args=(r,), name=f"list-{r.kind}") for r in self.reflectors]
+        # Priority classes and queues first: pods read their priority from the classes.
+        one(self.reflectors[0])
+        for thread in threads[1:]:
+            thread.start()
+        for thread in threads[1:]:
+            thread.join()
+        if failures:
+            failures.sort()
+            more = f" (and {len(failures) - 1} more kind(s))" if len(failures) > 1 else ""
+            raise CacheError(failures[0] + more)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every kind has been listed and applied; return whether it was within ``timeout``."""

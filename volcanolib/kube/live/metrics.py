@@ -12,6 +12,7 @@ it (queues, shares, jobs' start times) is read from that session only when
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -20,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 
-from volcanolib.api.job import ConditionType
 from volcanolib.api.queue import QueueFigures
 from volcanolib.api.resource import INFINITE, Resource
 from volcanolib.api.task import TaskStatus
@@ -30,6 +30,7 @@ from volcanolib.scheduler import CycleResult
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
+    from volcanolib.kube.live.inspect import Inspector
 
 __all__ = ["RATE_WINDOW", "SchedulerMetrics", "serve_http"]
 
@@ -251,13 +252,12 @@ class SchedulerMetrics:
         unschedulable: set[str] = set()
         pending = 0
         for job in session.unsettled_jobs():  # a settled job is ready: it has no such condition
-            for cond in job.pod_group.conditions:
-                if cond.type is ConditionType.UNSCHEDULABLE and cond.transition_id == session.uid:
-                    name = job.pod_group.name
-                    unschedulable.add(name)
-                    self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
-                    self._retries[name] = self._retries.get(name, 0.0) + 1
-                    pending += len(job.task_status_index.get(TaskStatus.PENDING) or ())
+            if job.pod_group.unschedulable_in(session.uid):
+                name = job.pod_group.name
+                unschedulable.add(name)
+                self.unschedule_tasks.labels(name).set(max(0, job.min_available - job.ready_task_num()))
+                self._retries[name] = self._retries.get(name, 0.0) + 1
+                pending += len(job.task_status_index.get(TaskStatus.PENDING) or ())
         for gone in self._unschedulable - unschedulable:
             self.unschedule_tasks.remove(gone)
         self._unschedulable = unschedulable
@@ -446,15 +446,33 @@ def _counter_text(name: str, help_text: str, samples: Iterable[tuple[Mapping[str
     return "".join(lines)
 
 
-def serve_http(metrics: SchedulerMetrics, host: str, port: int, healthy: threading.Event) -> ThreadingHTTPServer:
+def serve_http(
+    metrics: SchedulerMetrics,
+    host: str,
+    port: int,
+    healthy: threading.Event,
+    inspector: Inspector | None = None,
+    *,
+    max_body: int | None = None,
+) -> ThreadingHTTPServer:
     """Serve ``/metrics`` and ``/healthz`` in a daemon thread; return the server (``server_address`` has the port).
 
+    With an ``inspector``, ``GET /explain/NAMESPACE/PODGROUP`` and ``POST
+    /dryrun`` too (:func:`~volcanolib.kube.live.inspect.http_answer`),
+    answered in JSON; without one they are ``404`` like any unknown path.
+
+    :param max_body: the largest ``/dryrun`` body read, in bytes (``413`` beyond).
     :raises ConfigError: naming ``--metrics-address`` when the address cannot be listened on
         (a port in use, a host that does not resolve or is not this machine's).
     """
     prom = import_prometheus()
+    from volcanolib.kube.live.inspect import MAX_BODY, http_answer
+
+    limit = MAX_BODY if max_body is None else max_body
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -462,13 +480,65 @@ def serve_http(metrics: SchedulerMetrics, host: str, port: int, healthy: threadi
             elif path == "/healthz":
                 ok = healthy.is_set()
                 self._answer(200 if ok else 503, b"ok" if ok else b"not running", "text/plain")
-            else:
+            elif not self._inspect("GET"):
                 self._answer(404, b"not found", "text/plain")
+
+        def do_POST(self) -> None:
+            if not self._inspect("POST"):
+                self._discard_body()
+                self._answer(404, b"not found", "text/plain")
+
+        def _inspect(self, method: str) -> bool:
+            if inspector is None:
+                return False
+            read = [False]
+
+            def body(size: int) -> bytes:
+                read[0] = True
+                return self.rfile.read(size)
+
+            answer = http_answer(inspector, method, self.path, self.headers.get, body, max_body=limit)
+            if answer is None:
+                return False
+            code, payload = answer
+            if method == "POST" and not read[0]:
+                self._discard_body()
+            self._json(code, payload)
+            return True
+
+        def _json(self, code: int, payload: object) -> None:
+            self._answer(code, (json.dumps(payload, indent=2) + "\n").encode(), "application/json")
+
+        def handle_expect_100(self) -> bool:
+            # A client asking before it sends its body learns at once that it is too large.
+            length = self.headers.get("Content-Length", "")
+            if inspector is not None and self.command == "POST" and length.isdigit() and int(length) > limit:
+                self.close_connection = True
+                self._json(413, {"status": 413, "error": f"the body has {length} bytes; at most {limit} are read"})
+                return False
+            return bool(super().handle_expect_100())
+
+        def _discard_body(self) -> None:
+            """Read an unread body away (up to a bound), then close: it must not be taken for the next request.
+
+            Closing with unread bytes would reset the connection and could
+            lose the answer before the client reads it.
+            """
+            self.close_connection = True
+            length = self.headers.get("Content-Length", "")
+            left = min(int(length), 4 * limit) if length.isdigit() else 0
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
 
         def _answer(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(body)
 

@@ -2,7 +2,8 @@
 
 Lists and watches the cluster (:class:`~volcanolib.kube.live.cache.KubernetesCache`),
 runs a :class:`~volcanolib.scheduler.Scheduler` cycle every period, serves
-``/metrics`` and ``/healthz``, and optionally leads through a Lease. SIGTERM
+``/metrics`` and ``/healthz`` (and ``/explain`` and ``/dryrun``, see
+:mod:`volcanolib.kube.live.inspect`), and optionally leads through a Lease. SIGTERM
 (or SIGINT) stops it after the current cycle, once the binds and status
 writes that cycle issued have been answered.
 """
@@ -16,14 +17,19 @@ import re
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from volcanolib.errors import ConfigError
+
+if TYPE_CHECKING:
+    from volcanolib.kube.live.inspect import Inspector
 
 __all__ = ["Server", "add_parser", "run"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
+#: The plugin whose configuration makes serve watch HyperNodes.
+TOPOLOGY_PLUGIN = "network-topology-aware"
 #: Set to ``1`` or ``true`` to evict through the Eviction API (PodDisruptionBudgets honoured).
 EVICTION_API_ENV = "VOLCANOLIB_EVICTION_API"
 
@@ -101,6 +107,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="where /metrics and /healthz are served (default :8080)",
     )
     serve.add_argument(
+        "--inspection",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve GET /explain/NAMESPACE/PODGROUP and POST /dryrun on the metrics address (default: on)",
+    )
+    serve.add_argument(
         "--leader-elect", action="store_true", help="schedule only while holding a coordination.k8s.io Lease"
     )
     serve.add_argument(
@@ -141,6 +153,8 @@ class Server:
     :param leader_elect: schedule only while holding the Lease.
     :param lock_namespace: the Lease's namespace.
     :param lease: ``(lease_duration, renew_deadline, retry_period)`` in seconds.
+    :param inspection: serve ``/explain`` and ``/dryrun`` on the metrics address
+        (:mod:`volcanolib.kube.live.inspect`).
     :param cache_options: more keyword arguments for :class:`KubernetesCache`.
     """
 
@@ -156,6 +170,7 @@ class Server:
         lock_namespace: str = "volcano-system",
         lease: tuple[float, float, float] = LEASE_DEFAULTS,
         identity: str | None = None,
+        inspection: bool = True,
         **cache_options: Any,
     ) -> None:
         from volcanolib.kube.live.cache import KubernetesCache
@@ -191,12 +206,36 @@ class Server:
             **cache_options,
         )
         self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        #: Answers ``/explain`` and ``/dryrun`` (``None`` with ``inspection=False``).
+        self.inspector: Inspector | None = None
+        if inspection:
+            from volcanolib.kube.live.inspect import Inspector
+
+            scheduler = self.scheduler
+            self.inspector = Inspector(
+                self.cache,
+                lambda: scheduler.config,
+                registry=scheduler.registry,
+                seed=scheduler.seed,
+                unavailable=self._unavailable,
+            )
         unresolved = self.cache.unresolved
         self.metrics.unresolved.set_function(lambda: float(len(unresolved)))
+        if TOPOLOGY_PLUGIN in {p.name for tier in self.scheduler.config.tiers for p in tier.plugins}:
+            self.cache.watch_hyper_nodes()
         self.healthy = threading.Event()
         #: Cycles run so far.
         self.cycles = 0
         self.http: Any = None
+
+    def _unavailable(self) -> str | None:
+        """Why this replica cannot explain or dry-run now, or ``None``."""
+        if self.elector is not None and not self.elector.is_leader():
+            return (
+                f"this replica ({self.elector.identity}) is not leading, so it does not watch the cluster: "
+                f"ask the replica holding Lease {self.elector.namespace}/{self.elector.name}"
+            )
+        return None
 
     def run(self, stop: threading.Event) -> int:
         """Lead (if asked), list, then schedule every period until ``stop`` is set.
@@ -206,7 +245,7 @@ class Server:
         from volcanolib.kube.live.metrics import serve_http
 
         if self.metrics_address is not None:
-            self.http = serve_http(self.metrics, *self.metrics_address, self.healthy)
+            self.http = serve_http(self.metrics, *self.metrics_address, self.healthy, self.inspector)
         self.healthy.set()
         code = 0
         started = False
@@ -274,6 +313,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
         lease=lease,
+        inspection=args.inspection,
     )
     stop = threading.Event()
 

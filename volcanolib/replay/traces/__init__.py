@@ -29,10 +29,12 @@ import attrs
 import yaml
 
 from volcanolib.errors import ManifestError
-from volcanolib.replay.traces.helios import read_helios
-from volcanolib.replay.traces.openb import read_openb
+from volcanolib.replay.traces._objects import NODE_COLUMNS
+from volcanolib.replay.traces._table import header_of
+from volcanolib.replay.traces.helios import LOG_COLUMNS, read_helios
+from volcanolib.replay.traces.openb import POD_COLUMNS, read_openb
 
-__all__ = ["TRACE_FORMATS", "TraceFormat", "export_objects", "trace_format"]
+__all__ = ["TRACE_FORMATS", "TraceFormat", "export_objects", "trace_format", "trace_table"]
 
 
 @attrs.frozen
@@ -65,6 +67,36 @@ TRACE_FORMATS: Final[Mapping[str, TraceFormat]] = {
         read_helios,
     ),
 }
+
+
+#: The tables of the trace formats, by the columns their header holds: what each is and how to give it.
+_TABLES: Final = (
+    (POD_COLUMNS, "an openb pod list (CSV), not a replay file: read it with --format openb --nodes NODES.csv"),
+    (LOG_COLUMNS, "a Helios job log (CSV), not a replay file: read it with --format helios --nodes NODES.csv"),
+    (NODE_COLUMNS, "a node list (CSV), not a replay file: give it with --nodes, and the trace with --format"),
+)
+
+
+def trace_table(text: str, *, source: str) -> str | None:
+    """What a trace table given as a replay file is, and how to read it; ``None`` for other text.
+
+    A replay file is YAML or JSON; a CSV table read as YAML would be one long
+    string. The header row tells the tables of :data:`TRACE_FORMATS` apart,
+    and any other file named ``*.csv`` is a table too.
+
+    >>> trace_table("sn,cpu_milli,memory_mib,gpu,model\\n", source="nodes.csv")
+    'a node list (CSV), not a replay file: give it with --nodes, and the trace with --format'
+    """
+    header = header_of(text.removeprefix("\ufeff"))
+    for columns, what in _TABLES:
+        if set(columns) <= set(header):
+            return what
+    if len(header) > 1 and header[0] == "date":
+        return "a Helios per-VC GPU table (CSV), not a replay file: give it with --format helios after cluster_log.csv"
+    if source.lower().endswith(".csv"):
+        known = " or ".join(f"--format {name}" for name in sorted(TRACE_FORMATS))
+        return f"a CSV file, not a replay file (YAML or JSON): read a trace with {known}"
+    return None
 
 
 def trace_format(name: str) -> TraceFormat:

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
+from volcanolib.api.outcomes import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from volcanolib.errors import TraceError
-from volcanolib.kube import read_documents, source_name
-from volcanolib.replay.traces._table import header_of, read_table
+from volcanolib.kube import parse_documents, source_name
+from volcanolib.kube._documents import read_text
+from volcanolib.replay.traces._table import Table
 
 __all__ = [
     "CANCEL_AFTER",
@@ -30,16 +32,15 @@ __all__ = [
     "node",
     "priority_class",
     "queue",
-    "looks_like_node_list",
+    "is_node_list",
     "raise_empty",
     "read_nodes",
     "rfc3339",
 ]
 
-#: How long a pod runs once started (spec/replay.md).
-DURATION: Final = "volcanolib.io/duration"
-#: A non-zero exit code makes the pod end Failed after its runtime.
-EXIT_CODE: Final = "volcanolib.io/exit-code"
+#: How long a pod runs once started, and the exit code it then ends with (non-zero: Failed).
+DURATION: Final = DURATION_ANNOTATION
+EXIT_CODE: Final = EXIT_CODE_ANNOTATION
 #: How long the user waits for the job to start before deleting it.
 CANCEL_AFTER: Final = "volcanolib.io/cancel-after"
 #: The extended resource GPUs are requested and offered as.
@@ -127,18 +128,24 @@ def queue(name: str, weight: int) -> dict[str, Any]:
 def read_nodes(path: str | Path) -> list[dict[str, Any]]:
     """The objects of a ``--nodes`` file.
 
-    A ``.csv`` file is a node list in the openb schema (``sn,cpu_milli,
-    memory_mib,gpu,model``), one Node per row; any other file is read as
-    Kubernetes manifests (YAML or JSON: Nodes, and Queues or PriorityClasses
-    if wanted), returned as they are.
+    A node list in the openb schema (``sn,cpu_milli,memory_mib,gpu,model``:
+    a ``.csv`` file, or any file whose first line is that header, such as a
+    pipe) gives one Node per row; any other file is read as Kubernetes
+    manifests (YAML or JSON: Nodes, and Queues or PriorityClasses if
+    wanted), returned as they are. The file is read once.
 
     :raises TraceError: naming the file, row and column of a bad row.
     :raises ManifestError: when a manifest file cannot be read or parsed.
     """
     if str(path).lower().endswith(".csv"):
-        return _node_list(path)
+        return _node_list(Table.read(path))
+    source = source_name(path)
+    text = read_text(path)
+    table = Table(source, text.removeprefix("\ufeff"))
+    if is_node_list(table):
+        return _node_list(table)
     objects: list[dict[str, Any]] = []
-    for doc in read_documents(path):
+    for doc in parse_documents(text, source=source):
         if isinstance(doc, Mapping) and "kind" not in doc and isinstance(doc.get("objects"), list):
             objects.extend(doc["objects"])  # a scenario or replay file
         else:
@@ -146,10 +153,10 @@ def read_nodes(path: str | Path) -> list[dict[str, Any]]:
     return objects
 
 
-def _node_list(path: str | Path) -> list[dict[str, Any]]:
+def _node_list(table: Table) -> list[dict[str, Any]]:
     nodes: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for row in read_table(path, NODE_COLUMNS, kind="a node list"):
+    for row in table.rows(NODE_COLUMNS, kind="a node list"):
         name = row.required_text("sn")
         first = seen.setdefault(name, row.line)
         if first != row.line:
@@ -164,15 +171,15 @@ def _node_list(path: str | Path) -> list[dict[str, Any]]:
             )
         )
     if not nodes:
-        raise_empty(path, "node list")
+        raise_empty(table.source, "node list")
     return nodes
 
 
-def raise_empty(path: str | Path, kind: str) -> NoReturn:
+def raise_empty(source: str, kind: str) -> NoReturn:
     """Refuse a table with a header and no row."""
-    raise TraceError(f"the {kind} has no rows", source=source_name(path))
+    raise TraceError(f"the {kind} has no rows", source=source)
 
 
-def looks_like_node_list(path: str | Path) -> bool:
-    """Whether a CSV file's header is the node list's (so that it was given in the place of a trace)."""
-    return str(path).lower().endswith(".csv") and set(NODE_COLUMNS) <= set(header_of(path))
+def is_node_list(table: Table) -> bool:
+    """Whether a table's header is the node list's (so that it was given in the place of a trace)."""
+    return set(NODE_COLUMNS) <= set(table.header)

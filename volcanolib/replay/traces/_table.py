@@ -9,6 +9,7 @@ Values read as missing when empty or spelt ``nan``, ``NaN`` or ``None``
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import NoReturn
 from volcanolib.errors import TraceError
 from volcanolib.kube import source_name
 
-__all__ = ["Row", "header_of", "read_table"]
+__all__ = ["Row", "Table", "header_of"]
 
 _MISSING = frozenset({"", "nan", "none", "null"})
 
@@ -84,42 +85,61 @@ class Row:
         return value
 
 
-def _open_error(source: str, exc: OSError) -> TraceError:
-    return TraceError(f"cannot read: {exc.strerror or exc}", source=source)
-
-
-def header_of(path: str | Path) -> list[str]:
-    """The column names of a table's header row (empty for an empty file).
-
-    :raises TraceError: when the file cannot be read.
-    """
-    source = source_name(path)
+def header_of(text: str) -> list[str]:
+    """The column names of the first row of CSV text, stripped; empty when there is none or it is not CSV."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as stream:
-            for cells in csv.reader(stream):
-                return [cell.strip() for cell in cells]
-    except OSError as exc:
-        raise _open_error(source, exc) from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise TraceError(f"cannot read: {exc}", source=source, row=1) from None
+        for cells in csv.reader(io.StringIO(text, newline="")):
+            return [cell.strip() for cell in cells]
+    except csv.Error:
+        pass
     return []
 
 
-def read_table(path: str | Path, columns: Sequence[str], *, kind: str) -> Iterator[Row]:
-    """Yield the data rows of a CSV table whose header holds every one of ``columns``.
+class Table:
+    """A CSV table with a header row, read once from its file.
 
-    Other columns are allowed and ignored; blank lines are skipped (but counted).
+    Reading the whole file once lets a pipe (``<(zcat pods.csv.gz)``) be
+    given where a file is: its header can be looked at and its rows read
+    afterwards.
 
-    :param kind: what the table is, for errors (``an openb pod list``).
-    :raises TraceError: naming the file, row and column of the first bad row.
+    :param source: the file's name, for errors.
+    :param text: the file's text.
     """
-    source = source_name(path)
-    try:
-        stream = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (closed below, the generator may stop early)
-    except OSError as exc:
-        raise _open_error(source, exc) from None
-    with stream:
-        reader = csv.reader(stream)
+
+    __slots__ = ("header", "source", "text")
+
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self.text = text
+        #: The column names of the header row, stripped (empty for an empty file or one that is not CSV).
+        self.header = header_of(text)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Table:
+        """Read the table in ``path`` (UTF-8, a byte order mark skipped).
+
+        :raises TraceError: when the file cannot be read.
+        """
+        source = source_name(path)
+        try:
+            with open(path, encoding="utf-8-sig", newline="") as stream:
+                text = stream.read()
+        except OSError as exc:
+            raise TraceError(f"cannot read: {exc.strerror or exc}", source=source) from None
+        except UnicodeDecodeError:
+            raise TraceError("cannot read: not UTF-8 text", source=source) from None
+        return cls(source, text)
+
+    def rows(self, columns: Sequence[str], *, kind: str) -> Iterator[Row]:
+        """Yield the data rows, the header holding every one of ``columns``.
+
+        Other columns are allowed and ignored; blank lines are skipped (but counted).
+
+        :param kind: what the table is, for errors (``an openb pod list``).
+        :raises TraceError: naming the file, row and column of the first bad row.
+        """
+        source = self.source
+        reader = csv.reader(io.StringIO(self.text, newline=""))
         number = 0
         try:
             header: list[str] | None = None
@@ -141,8 +161,6 @@ def read_table(path: str | Path, columns: Sequence[str], *, kind: str) -> Iterat
                 if len(cells) != len(header):
                     raise TraceError(f"expected {len(header)} fields, got {len(cells)}", source=source, row=number)
                 yield Row(source, number, dict(zip(header, cells, strict=True)))
-        except UnicodeDecodeError:
-            raise TraceError("cannot read: not UTF-8 text", source=source, row=number + 1) from None
         except csv.Error as exc:
             raise TraceError(f"not valid CSV: {exc}", source=source, row=number + 1) from None
         if header is None:

@@ -29,20 +29,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from volcanolib.errors import ManifestError, TraceError
-from volcanolib.kube import source_name
 from volcanolib.replay.traces._objects import (
     CANCEL_AFTER,
     DURATION,
     EXIT_CODE,
     GPU,
     duration_text,
-    looks_like_node_list,
+    is_node_list,
     queue,
     raise_empty,
     read_nodes,
     rfc3339,
 )
-from volcanolib.replay.traces._table import Row, header_of, read_table
+from volcanolib.replay.traces._table import Row, Table
 
 __all__ = ["FAILED_EXIT_CODE", "LOG_COLUMNS", "NAMESPACE", "STATES", "USER_ANNOTATION", "read_helios"]
 
@@ -84,29 +83,27 @@ def read_helios(paths: Sequence[Path], nodes: Path | None) -> list[dict[str, Any
     """
     if nodes is None:
         raise ManifestError("the helios format needs the nodes, which the trace does not list: --nodes NODES.csv")
-    logs: list[Path] = []
+    logs: list[Table] = []
     weights: dict[str, int] | None = None
     for path in paths:
-        header = header_of(path)
-        if header[:1] == ["date"]:
+        table = Table.read(path)
+        if table.header[:1] == ["date"]:
             if weights is not None:
-                raise TraceError("a second per-VC GPU table (cluster_gpu_number.csv)", source=source_name(path), row=1)
-            weights = _vc_gpus(path)
-        elif looks_like_node_list(path):
-            raise TraceError(
-                "this is a node list, not a job log: give it with --nodes", source=source_name(path), row=1
-            )
+                raise TraceError("a second per-VC GPU table (cluster_gpu_number.csv)", source=table.source, row=1)
+            weights = _vc_gpus(table)
+        elif is_node_list(table):
+            raise TraceError("this is a node list, not a job log: give it with --nodes", source=table.source, row=1)
         else:
-            logs.append(path)
+            logs.append(table)
     if not logs:
         raise ManifestError("no Helios job log (cluster_log.csv) given")
     node_objects = read_nodes(nodes)
     jobs: list[dict[str, Any]] = []
     seen: dict[str, tuple[str, int]] = {}
     vcs: set[str] = set()
-    for path in logs:
+    for table in logs:
         before = len(jobs)
-        for row in read_table(path, LOG_COLUMNS, kind="a Helios job log (cluster_log.csv)"):
+        for row in table.rows(LOG_COLUMNS, kind="a Helios job log (cluster_log.csv)"):
             job = _job(row)
             name = job["metadata"]["name"]
             first = seen.setdefault(name, (row.source, row.line))
@@ -116,7 +113,7 @@ def read_helios(paths: Sequence[Path], nodes: Path | None) -> list[dict[str, Any
             vcs.add(job["spec"]["queue"])
             jobs.append(job)
         if len(jobs) == before:
-            raise_empty(path, "Helios job log")
+            raise_empty(table.source, "Helios job log")
     queues: list[dict[str, Any]] = []
     unknown = sorted(vcs - set(weights)) if weights is not None else []
     if unknown:
@@ -235,16 +232,15 @@ def _tasks(gpus: int, cpus: int, pods: int) -> list[dict[str, Any]]:
     return tasks
 
 
-def _vc_gpus(path: Path) -> dict[str, int]:
+def _vc_gpus(table: Table) -> dict[str, int]:
     """Each VC's GPU count on the last date of ``cluster_gpu_number.csv``."""
-    header = header_of(path)
-    vcs = [c for c in header[1:] if c and c != "total"]
+    vcs = [c for c in table.header[1:] if c and c != "total"]
     latest: tuple[str, dict[str, int]] | None = None
-    for row in read_table(path, ("date",), kind="a per-VC GPU table (cluster_gpu_number.csv)"):
+    for row in table.rows(("date",), kind="a per-VC GPU table (cluster_gpu_number.csv)"):
         date = row.required_text("date")
         counts = {vc: row.count(vc) for vc in vcs}
         if latest is None or date >= latest[0]:
             latest = (date, counts)
     if latest is None:
-        raise_empty(path, "per-VC GPU table")
+        raise_empty(table.source, "per-VC GPU table")
     return latest[1]

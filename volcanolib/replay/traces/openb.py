@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from volcanolib.errors import ManifestError, TraceError
-from volcanolib.kube import source_name
 from volcanolib.replay.traces._objects import (
     CANCEL_AFTER,
     DURATION,
@@ -34,14 +33,14 @@ from volcanolib.replay.traces._objects import (
     GPU_MODEL_LABEL,
     cpu_quantity,
     duration_text,
-    looks_like_node_list,
+    is_node_list,
     memory_quantity,
     priority_class,
     raise_empty,
     read_nodes,
     rfc3339,
 )
-from volcanolib.replay.traces._table import Row, read_table
+from volcanolib.replay.traces._table import Row, Table
 
 __all__ = [
     "FAILED_EXIT_CODE",
@@ -118,12 +117,11 @@ def read_openb(paths: Sequence[Path], nodes: Path | None) -> list[dict[str, Any]
     seen: dict[str, tuple[str, int]] = {}
     used: set[str] = set()
     for path in paths:
-        if looks_like_node_list(path):
-            raise TraceError(
-                "this is a node list, not a pod list: give it with --nodes", source=source_name(path), row=1
-            )
+        table = Table.read(path)
+        if is_node_list(table):
+            raise TraceError("this is a node list, not a pod list: give it with --nodes", source=table.source, row=1)
         before = len(pods)
-        for row in read_table(path, POD_COLUMNS, kind="an openb pod list"):
+        for row in table.rows(POD_COLUMNS, kind="an openb pod list"):
             pod, qos = _pod(row)
             name = pod["metadata"]["name"]
             first = seen.setdefault(name, (row.source, row.line))
@@ -133,7 +131,7 @@ def read_openb(paths: Sequence[Path], nodes: Path | None) -> list[dict[str, Any]
             used.add(qos)
             pods.append(pod)
         if len(pods) == before:
-            raise_empty(path, "openb pod list")
+            raise_empty(table.source, "openb pod list")
     _warn_unknown_models(pods, node_objects)
     classes = [
         priority_class(name, value, _QOS_DESCRIPTIONS[q]) for q, (name, value) in QOS_CLASSES.items() if q in used

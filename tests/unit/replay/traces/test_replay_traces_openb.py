@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from volcanolib.errors import ManifestError, TraceError
 from volcanolib.kube import ManifestLoader
 from volcanolib.replay.traces import TRACE_FORMATS, export_objects
-from volcanolib.replay.traces.openb import QOS_CLASSES, read_openb
+from volcanolib.replay.traces.openb import POD_COLUMNS, QOS_CLASSES, read_openb
 from volcanolib.sim import load_scenario, run_scenario
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -254,3 +255,20 @@ def test_nodes_may_be_given_as_manifests(tmp_path: Path) -> None:
     manifests = tmp_path / "nodes.yaml"
     export_objects(list(by_name(read_openb([PODS], NODES), "Node").values()), manifests)
     assert read_openb([PODS], manifests) == read_openb([PODS], NODES)
+
+
+def test_the_traces_page_says_which_pod_lists_the_format_takes(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[4] / "docs" / "traces.md").read_text(encoding="utf-8")
+    section = page[page.index("## openb") : page.index("### Node list")]
+    # The columns the page names are the reader's, in its order.
+    named = re.search(r"eleven columns `([^`]*)`", section)
+    assert named is not None
+    assert [c.strip() for c in named.group(1).split(",")] == list(POD_COLUMNS)
+    # A list in the multigpu lists' schema is refused with the line the page shows.
+    shown = [line for line in section.splitlines() if line.startswith("openb_pod_list_multigpu50.csv: ")]
+    assert len(shown) == 1
+    multigpu = tmp_path / "openb_pod_list_multigpu50.csv"
+    multigpu.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0000,12000,16384,1,1000\n")
+    with pytest.raises(TraceError) as refused:
+        read_openb([multigpu], NODES)
+    assert str(refused.value).replace(str(tmp_path) + "/", "") == shown[0]
