@@ -13,12 +13,14 @@ package schedsim
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -247,6 +249,8 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	watch.DefaultChanSize = watchBuffer(scn)
+	defer func() { watch.DefaultChanSize = minWatchBuffer }()
 
 	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
@@ -319,7 +323,19 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		}
 	}
 	if len(scn.HyperNodes) > 0 {
-		// The cache's hypernode worker builds the topology from its informers: the whole cache runs.
+		// The cache's hypernode worker builds the topology from its informers: the whole cache
+		// runs. Its informers are started and synced first, so that the cache's own wait for
+		// them (in steps of 100 ms) finds them synced at once.
+		factories := []informerFactory{sc.SharedInformerFactory()}
+		if vc := volcanoInformers(sc); vc != nil {
+			factories = append(factories, vc)
+		}
+		for _, factory := range factories {
+			factory.Start(stop)
+		}
+		if err := waitUntil(func() bool { return synced(factories) }); err != nil {
+			return nil, fmt.Errorf("the scheduler cache's informers did not sync: %v", err)
+		}
 		sc.Run(stop)
 		if err := syncHyperNodes(sc, scn.HyperNodes); err != nil {
 			return nil, err
@@ -513,16 +529,53 @@ func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
 	}()
 }
 
-// waitUntil waits for the cache's informers to deliver what was written.
+// waitUntil waits for the cache's informers to deliver what was written. It looks often: a
+// small scenario's whole run takes a few milliseconds.
 func waitUntil(cond func() bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(50 * time.Microsecond)
 	}
 	return nil
+}
+
+// informerFactory is what the oracle uses of Kubernetes' and Volcano's informer factories.
+type informerFactory interface {
+	Start(stop <-chan struct{})
+	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
+}
+
+// synced says whether every informer the factories started has listed its collection (one
+// look each: the factories' own wait, with a closed channel, looks once and returns).
+func synced(factories []informerFactory) bool {
+	closed := make(chan struct{})
+	close(closed)
+	for _, factory := range factories {
+		for _, ok := range factory.WaitForCacheSync(closed) {
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// volcanoInformers is the cache's factory of informers of Volcano's own kinds, which the
+// cache does not export; nil if this Volcano names it otherwise.
+func volcanoInformers(sc *cache.SchedulerCache) informerFactory {
+	field := reflect.ValueOf(sc).Elem().FieldByName("vcInformerFactory")
+	if !field.IsValid() || !field.CanAddr() {
+		return nil
+	}
+	value := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface()
+	factory, ok := value.(informerFactory)
+	if !ok || factory == nil {
+		return nil
+	}
+	return factory
 }
 
 // stepCluster does what the cluster does between two sessions: the status
@@ -630,7 +683,7 @@ func syncHyperNodes(sc *cache.SchedulerCache, hyperNodes []*topov1alpha1.HyperNo
 		if n >= len(hyperNodes) {
 			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(50 * time.Microsecond)
 	}
 	return fmt.Errorf("the scheduler cache did not take the %d HyperNodes in time", len(hyperNodes))
 }
