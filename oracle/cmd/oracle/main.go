@@ -157,6 +157,11 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if os.Getenv("GOGC") == "" {
+		// A run's garbage is most of what it allocates and the live heap stays small: collecting
+		// less often saves a third of the time of a small scenario.
+		debug.SetGCPercent(400)
+	}
 	opts := options{conf: *confPath, sessions: *sessions, runs: *runs, perSession: *perSession, timings: *timings}
 	enc := json.NewEncoder(stdout)
 	if *each {

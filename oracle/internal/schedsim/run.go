@@ -43,7 +43,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/metrics"
-	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"volcanolib/oracle/internal/scenario"
 )
@@ -166,6 +165,11 @@ func (s *statusWriter) UpdateNodeShardStatus(ns *nodeshardv1alpha1.NodeShard) (*
 
 type nullBinder struct{}
 
+// nullEvictor stands for the API server's eviction: the recorder has taken the eviction down.
+type nullEvictor struct{}
+
+func (nullEvictor) Evict(_ *v1.Pod, _ string) error { return nil }
+
 func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
 
 // Known says, for each name, whether it is a plugin and whether it is an action of this Volcano.
@@ -248,7 +252,13 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		return nil, err
 	}
 	stop := make(chan struct{})
-	defer close(stop)
+	var sc *cache.SchedulerCache
+	defer func() {
+		close(stop)
+		if sc != nil {
+			shutDownQueues(sc)
+		}
+	}()
 	watch.DefaultChanSize = watchBuffer(scn)
 	defer func() { watch.DefaultChanSize = minWatchBuffer }()
 
@@ -256,7 +266,7 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 	rec := &recorder{written: map[string]*api.PodGroup{}}
 	// The events the scheduler records go nowhere (a recorder without a channel): the default one
 	// holds 100 and then blocks the session.
-	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, &record.FakeRecorder{})
+	sc = cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, nullEvictor{}, &statusWriter{rec}, nil, &record.FakeRecorder{})
 	rec.SchedulerCache = sc
 	// The fake API loses what is written before an informer's watch starts: the cache must
 	// watch pods before the first change between sessions is written.
@@ -567,15 +577,36 @@ func synced(factories []informerFactory) bool {
 // cache does not export; nil if this Volcano names it otherwise.
 func volcanoInformers(sc *cache.SchedulerCache) informerFactory {
 	field := reflect.ValueOf(sc).Elem().FieldByName("vcInformerFactory")
-	if !field.IsValid() || !field.CanAddr() {
+	if !field.IsValid() {
 		return nil
 	}
-	value := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface()
-	factory, ok := value.(informerFactory)
-	if !ok || factory == nil {
-		return nil
-	}
+	factory, _ := fieldValue(field).(informerFactory)
 	return factory
+}
+
+// shutDownQueues ends the cache's work queues, which the cache never ends: each keeps a
+// goroutine, and the whole cache with it, for the rest of the process, and the workers that
+// wait on them (started by Cache.Run) stop only once their queue is ended.
+func shutDownQueues(sc *cache.SchedulerCache) {
+	fields := reflect.ValueOf(sc).Elem()
+	for i := 0; i < fields.NumField(); i++ {
+		if queue, ok := fieldValue(fields.Field(i)).(interface{ ShutDown() }); ok {
+			queue.ShutDown()
+		}
+	}
+}
+
+// fieldValue is the value of a field of an addressable struct, exported or not (nil for a nil
+// interface or pointer).
+func fieldValue(field reflect.Value) any {
+	value := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem()
+	switch value.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
+		if value.IsNil() {
+			return nil
+		}
+	}
+	return value.Interface()
 }
 
 // stepCluster does what the cluster does between two sessions: the status
