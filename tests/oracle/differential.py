@@ -35,13 +35,11 @@ from volcanolib.sim.runner import load_scenario, run_scenario
 
 __all__ = ["AreaAgreement", "Example", "disagreements_by_file", "format_report", "run_differential"]
 
-#: Files per oracle process, at most: its memory grows with every run (several hundred MB for a few
-#: hundred runs), so a process takes a few files and the next batch starts afresh.
-BATCH = 20
+#: Files per oracle process, at most (its memory stays flat from one file to the next; a batch
+#: bounds what one failed process loses).
+BATCH = 500
 #: Oracle processes at once.
 JOBS = 2
-#: The oracle's Go heap limit: it collects garbage sooner rather than growing to twice its live heap.
-MEMORY_LIMIT = "GOMEMLIMIT=1GiB"
 
 
 class Example(NamedTuple):
@@ -100,7 +98,8 @@ def run_differential(
     :param first_seed: the seeds are ``first_seed`` to ``first_seed + count_per_area - 1``.
     :param oracle: the oracle's command (found as :func:`volcanolib.sim.oracle.find_oracle` does by default).
     :param jobs: how many oracle processes run at once.
-    :param timings: filled with the seconds spent generating, in the oracle and in volcanolib.
+    :param timings: filled with the seconds spent generating (``generate``), in volcanolib
+        (``volcanolib``), and until the oracle's last process ended (``oracle``; the two overlap).
     :returns: area -> its agreement.
     :raises volcanolib.sim.oracle.OracleUnavailable: when the oracle cannot be built or run.
     """
@@ -134,36 +133,43 @@ def _run(
             files[path] = (area, seed)
     clock["generate"] = time.perf_counter() - start
 
+    # The oracle's processes run while volcanolib runs here: "oracle" is the wall time until the
+    # last of them ended, "volcanolib" the time volcanolib took.
     start = time.perf_counter()
     theirs: dict[str, OracleRun | str] = {}
-    command = ["env", MEMORY_LIMIT, *(oracle if oracle is not None else find_oracle())]
+    command = list(oracle) if oracle is not None else find_oracle()
     size = max(1, min(BATCH, math.ceil(len(files) / max(jobs, 1))))
     with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-        for answer in pool.map(
-            lambda batch: run_oracle_each(batch, runs=runs, oracle=command), _batches(list(files), size)
-        ):
-            theirs.update(answer)
+        answers = [
+            pool.submit(run_oracle_each, batch, runs=runs, oracle=command) for batch in _batches(list(files), size)
+        ]
+        ours: dict[Path, dict[str, object] | str] = {}
+        for path in files:
+            try:
+                ours[path] = _ours(path)
+            except Exception as exc:  # a failure of volcanolib is a finding, not the end of the run
+                ours[path] = f"{type(exc).__name__}: {exc}"
+        clock["volcanolib"] = time.perf_counter() - start
+        for answer in answers:
+            theirs.update(answer.result())
     clock["oracle"] = time.perf_counter() - start
 
     out = {area: AreaAgreement(0, 0, []) for area in areas}
-    start = time.perf_counter()
     for path, (area, seed) in files.items():
         agreeing, total, examples = out[area]
         oracle_run = theirs.get(str(path), "the oracle printed no result for this file")
         if isinstance(oracle_run, str):
             examples.append(Example(area, seed, path, refused=oracle_run))
             continue
-        try:
-            ours = _ours(path)
-        except Exception as exc:  # a failure of volcanolib is a finding, not the end of the run
-            examples.append(Example(area, seed, path, failed=f"{type(exc).__name__}: {exc}"))
+        result = ours[path]
+        if isinstance(result, str):
+            examples.append(Example(area, seed, path, failed=result))
             out[area] = AreaAgreement(agreeing, total + 1, examples)
             continue
-        differences = compare(ours, oracle_run)
+        differences = compare(result, oracle_run)
         if differences:
             examples.append(Example(area, seed, path, tuple(differences)))
         out[area] = AreaAgreement(agreeing + (not differences), total + 1, examples)
-    clock["volcanolib"] = time.perf_counter() - start
     return out
 
 
