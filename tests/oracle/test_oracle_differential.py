@@ -33,9 +33,30 @@ PER_AREA = 100
 RUNS = 8
 
 #: The least share of an area's scenarios (percent) on which volcanolib must agree with Volcano on
-#: every stable fact: the rate measured on these seeds, a few points lower for Volcano's random
-#: tie-breaks. Raise an area's floor when a fix lands.
-FLOORS: dict[str, int] = dict.fromkeys(AREAS, 0)
+#: every stable fact: the lower of two measured runs on these seeds, less 5 points for Volcano's
+#: random tie-breaks (two runs differed by up to 3). Raise an area's floor when a fix lands.
+FLOORS: dict[str, int] = {
+    "queues": 83,
+    "proportion": 93,
+    "capacity": 93,
+    "capacity-hierarchy": 65,
+    "drf": 88,
+    "drf-hierarchy": 92,
+    "priority": 90,
+    "gang": 93,
+    "binpack": 95,
+    "nodeorder": 80,
+    "predicates": 89,
+    "preempt": 88,
+    "preempt-topology": 89,
+    "reclaim": 83,
+    "backfill": 90,
+    "enqueue-overcommit": 94,
+    "sla": 94,
+    "deviceshare": 78,
+    "network-topology": 92,
+    "multi-session": 89,
+}
 
 
 def test_random_scenarios_agree_with_volcano_by_area(
