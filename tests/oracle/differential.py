@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import math
+import shlex
 import sys
 import tempfile
 import time
@@ -247,7 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown areas {', '.join(unknown)}; the areas are {', '.join(AREAS)}")
     timings: dict[str, float] = {}
     results = run_differential(
-        args.count, args.runs, args.out, areas=areas, first_seed=args.first_seed, timings=timings
+        args.count,
+        args.runs,
+        args.out,
+        areas=areas,
+        first_seed=args.first_seed,
+        oracle=shlex.split(args.oracle) if args.oracle else None,
+        jobs=args.jobs,
+        timings=timings,
     )
     print(format_report(results))
     print()
