@@ -165,12 +165,12 @@ func (s *statusWriter) UpdateNodeShardStatus(ns *nodeshardv1alpha1.NodeShard) (*
 
 type nullBinder struct{}
 
+func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
+
 // nullEvictor stands for the API server's eviction: the recorder has taken the eviction down.
 type nullEvictor struct{}
 
 func (nullEvictor) Evict(_ *v1.Pod, _ string) error { return nil }
-
-func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
 
 // Known says, for each name, whether it is a plugin and whether it is an action of this Volcano.
 func Known(names []string) map[string]map[string]bool {
@@ -539,15 +539,18 @@ func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
 	}()
 }
 
-// waitUntil waits for the cache's informers to deliver what was written. It looks often: a
-// small scenario's whole run takes a few milliseconds.
+// waitUntil waits for the cache's informers to deliver what was written. It looks soon (a small
+// scenario's whole run takes a few milliseconds), then less and less often (a look at a large
+// scenario holds the cache's lock, which the informers need).
 func waitUntil(cond func() bool) error {
 	deadline := time.Now().Add(30 * time.Second)
+	pause := 50 * time.Microsecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out")
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 2*time.Millisecond)
 	}
 	return nil
 }
