@@ -16,6 +16,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/mindcluster/ascend310p/vnpu"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/gpushare"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
+
+	"volcanolib/oracle/internal/scenario"
 )
 
 // Volcano is written to schedule for one configuration per process: a few
@@ -48,10 +50,26 @@ func (b *lockedBuffer) take() string {
 
 type fatalExit struct{ code int }
 
+// minWatchBuffer is the fewest events a fake API watch holds.
+const minWatchBuffer = 1 << 12
+
+// watchBuffer sizes the fake API's watches for a scenario: between two sessions the cluster
+// updates or deletes each pod at most once, and the informer has taken them all before the
+// next session, so a watch never holds more events than there are pods (nodes and HyperNodes
+// are written before the watches start; a margin stays for good measure).
+func watchBuffer(scn *scenario.Scenario) int32 {
+	n := 2*len(scn.Pods) + len(scn.Nodes) + len(scn.HyperNodes)
+	if n < minWatchBuffer {
+		return minWatchBuffer
+	}
+	return int32(n)
+}
+
 func init() {
-	// The fake API's watches hold 100 events and then stop the process; a scenario updates
-	// every pod it binds between two sessions, tens of thousands in the large workloads.
-	watch.DefaultChanSize = 1 << 18
+	// The fake API's watches hold DefaultChanSize events (100) and then stop the process.
+	// Each watch allocates its whole buffer, so it is sized per scenario (watchBuffer); this is
+	// the size for the rest of the process (the job controller's fake clients).
+	watch.DefaultChanSize = minWatchBuffer
 	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(flags)
 	_ = flags.Set("logtostderr", "false")
