@@ -34,8 +34,8 @@ included), ``allocatable`` and ``preemptive`` (the queue is Open and
 ``allocated + request <= deserved`` on every resource the tasks request, strictly),
 ``reclaimable`` (tasks of queues above their deserved), ``job_enqueueable``
 (the queue is Open and ``minResources + allocated + inqueue - elastic`` stays
-within the real capability on the resources ``minResources`` lists) and
-``job_enqueued`` (reserves the admitted job's missing minimum resources).
+within the real capability on the resources ``minResources`` lists; a
+permitting vote reserves the job's minimum resources).
 Queues without jobs have no state: the plugin abstains for them.
 
 The plugin takes no arguments.
@@ -435,6 +435,10 @@ class ProportionPlugin:
         A job without ``minResources`` is always admitted (to an Open queue).
         The check is ``minResources + allocated + inqueue - elastic <= real
         capability`` on the resources ``minResources`` requests, strictly.
+        Like Volcano's, a permitting vote reserves ``minResources`` in the
+        queue's ``inqueue`` at once: a job another plugin rejects later in the
+        tier keeps it reserved, and a job an earlier tier admitted (so this
+        vote is not asked) reserves nothing here.
         """
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -447,17 +451,9 @@ class ProportionPlugin:
             return Vote.PERMIT
         future = min_resources.clone().add(attr.allocated).add(attr.inqueue).sub_unchecked(attr.elastic)
         if future.less_equal_with_dimension(attr.real_capability, min_resources):
+            attr.inqueue.add(min_resources)
             return Vote.PERMIT
         return Vote.REJECT
-
-    @hookimpl
-    def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
-        """Reserve an admitted job's ``minResources`` in its queue's ``inqueue``."""
-        attr = self.queue_attrs.get(job.queue)
-        min_resources = job.pod_group.min_resources
-        if attr is None or min_resources is None:
-            return
-        attr.inqueue.add(min_resources)
 
     # ------------------------------------------------------------------ events
 

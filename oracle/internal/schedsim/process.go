@@ -12,10 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
+	"volcano.sh/volcano/pkg/scheduler/actions/allocate"
+	"volcano.sh/volcano/pkg/scheduler/actions/backfill"
+	"volcano.sh/volcano/pkg/scheduler/actions/enqueue"
+	"volcano.sh/volcano/pkg/scheduler/actions/preempt"
+	"volcano.sh/volcano/pkg/scheduler/actions/reclaim"
+	"volcano.sh/volcano/pkg/scheduler/actions/shuffle"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/hami"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/mindcluster/ascend310p/vnpu"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/gpushare"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
+	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"volcanolib/oracle/internal/scenario"
 )
@@ -87,8 +94,17 @@ func init() {
 	klog.OsExit = func(code int) { panic(fatalExit{code}) }
 }
 
-// resetProcessSwitches puts the plugins' package-level switches back to a fresh process's values.
+// resetProcessSwitches puts the plugins' package-level switches back to a fresh process's values,
+// and registers new actions: an action is one object per process that keeps the arguments it
+// read (preempt's enableTopologyAwarePreemption, say) until a configuration sets them again, so
+// a scenario would otherwise run with the arguments an earlier one gave.
 func resetProcessSwitches() {
+	framework.RegisterAction(reclaim.New())
+	framework.RegisterAction(allocate.New())
+	framework.RegisterAction(backfill.New())
+	framework.RegisterAction(preempt.New())
+	framework.RegisterAction(enqueue.New())
+	framework.RegisterAction(shuffle.New())
 	gpushare.GpuSharingEnable = false
 	gpushare.GpuNumberEnable = false
 	gpushare.NodeLockEnable = false
