@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
 from volcanolib.api.resource import Mode, Resource
 
-__all__ = ["QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
+__all__ = ["ROOT_QUEUE", "QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
+
+#: The queue at the top of every queue tree; a cluster always has it (Volcano's scheduler creates it).
+ROOT_QUEUE: Final = "root"
 
 
 class QueueState(str, enum.Enum):
