@@ -108,7 +108,8 @@ def test_balanced_allocation_with_two_and_three_resources() -> None:
     assert scores(ssn, "default/be") == {"n1": 0, "n2": 0, "g": 0}, "best-effort tasks skip the plugin"
 
 
-def test_node_affinity_preferred_terms_are_normalised_over_candidates() -> None:
+def test_node_affinity_preferred_terms_are_summed_not_normalised() -> None:
+    """Volcano v1.14.1 adds the Kubernetes NodeAffinity score node by node, without its normalisation."""
     pref = {
         "nodeAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -123,8 +124,9 @@ def test_node_affinity_preferred_terms_are_normalised_over_candidates() -> None:
         node("none"),
     ]
     ssn = session(only(nodeaffinity=2), nodes, [pod_task("p", job="j", affinity=pref), pod_task("q", job="j")])
-    assert scores(ssn, "default/p") == {"both": 200, "zone": 80, "none": 0}
-    assert ssn.node_scores(find(ssn, "default/p"), [ssn.nodes["zone"], ssn.nodes["none"]]) == {"zone": 200, "none": 0}
+    assert scores(ssn, "default/p") == {"both": 10, "zone": 4, "none": 0}
+    # The score of a node does not depend on the other candidates.
+    assert ssn.node_scores(find(ssn, "default/p"), [ssn.nodes["zone"], ssn.nodes["none"]]) == {"zone": 4, "none": 0}
     assert scores(ssn, "default/q") == {"both": 0, "zone": 0, "none": 0}
 
 

@@ -1,8 +1,8 @@
 """nodeorder: the Kubernetes score plugins, weighted, as the current Volcano runs them.
 
 Every score below is a Kubernetes score (an integer, 0..100 after
-normalisation) multiplied by its weight argument; the node's score is the
-sum. All of them are computed in :meth:`NodeOrderPlugin.batch_node_order`
+normalisation, node affinity's sum of weights aside) multiplied by its
+weight argument; the node's score is the sum. All of them are computed in :meth:`NodeOrderPlugin.batch_node_order`
 over the candidate nodes, because several are normalised over them:
 
 ``leastrequested`` (NodeResourcesFit, LeastAllocated, cpu 50 / memory 50)
@@ -22,7 +22,8 @@ over the candidate nodes, because several are normalised over them:
     requests none of them.
 ``nodeaffinity``
     sum of the weights of the preferred node affinity terms the node
-    matches, normalised to 100 by the best candidate. Skipped without terms.
+    matches, not normalised (Volcano scores it node by node, without the
+    Kubernetes plugin's normalisation over the candidates).
 ``podaffinity`` (InterPodAffinity)
     for every topology domain, the weights of the task's preferred terms
     matched by pods there (anti-affinity subtracting) plus the preferred
@@ -401,14 +402,13 @@ class NodeOrderPlugin:
         return terms
 
     def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+        """The weights of the preferred terms each node matches, summed; ``None`` without such terms."""
         if task.pod is None or not task.pod.affinity:  # no affinity, no preferred term
             return None
         terms = self._preferred_terms(task)
         if not terms.terms:
             return None
-        scores = {node.name: terms.score(node.node) for node in nodes}
-        _k8s.default_normalize(scores, reverse=False)
-        return scores
+        return {node.name: terms.score(node.node) for node in nodes}
 
     def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """Untolerated PreferNoSchedule taints, normalised and reversed; ``None`` when no node has such a taint."""
@@ -692,8 +692,8 @@ class NodeOrderPlugin:
                 image_score(task, node) if images else None,
             )
 
-        # Taint and node affinity scores are normalised over the candidates; the others are not.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
+        # Taint scores are normalised over the candidates; the others are not.
+        found = NodeClassKey(token, key, pointwise=tolerations is None, durable=True)
         self._keys_by_token[token] = found
         return found
 
