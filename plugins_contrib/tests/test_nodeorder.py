@@ -204,6 +204,41 @@ def test_existing_pods_preferred_affinity_attracts_the_task() -> None:
     assert scores(ssn, "default/w") == {"a1": 0, "b1": 100}
 
 
+def test_pods_with_affinity_placed_this_session_score_only_tasks_with_terms_of_their_own() -> None:
+    """Volcano lists the nodes holding pods with affinity once, when the session opens: a task without
+    preferred terms of its own does not see a pod with affinity placed since then on another node."""
+    nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
+    likes_web = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
+                }
+            ]
+        }
+    }
+    avoids_db = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"},
+                }
+            ]
+        }
+    }
+    tasks = [
+        pod_task("cache", job="c", labels={"app": "cache"}, affinity=likes_web),
+        pod_task("w", job="j", labels={"app": "web"}),
+        pod_task("w2", job="k", labels={"app": "web"}, affinity=avoids_db),
+    ]
+    ssn = session(only(podaffinity=1), nodes, tasks)
+    ssn.allocate(find(ssn, "default/cache"), ssn.nodes["b1"])
+    assert scores(ssn, "default/w") == {"a1": 0, "b1": 0}
+    assert scores(ssn, "default/w2") == {"a1": 0, "b1": 100}
+
+
 def test_soft_topology_spread_prefers_the_emptier_domain() -> None:
     spread = [
         {

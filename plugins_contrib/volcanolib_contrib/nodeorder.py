@@ -29,6 +29,9 @@ over the candidate nodes, because several are normalised over them:
     matched by pods there (anti-affinity subtracting) plus the preferred
     terms of those pods matched by the task; a node scores the sum over its
     domains, normalised min-max to 0..100. Skipped when nothing applies.
+    For a task without preferred terms of its own, only the pods on the
+    nodes that held a pod with affinity when the session opened count
+    (Volcano lists those nodes once per session).
 ``tainttoleration``
     the node's PreferNoSchedule taints the task does not tolerate, counted,
     normalised by the maximum and reversed (no such taint anywhere: 100).
@@ -184,6 +187,9 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
+        #: The nodes that held a pod with affinity when the session opened: Volcano lists them once per
+        #: session, so the pods with affinity placed on other nodes since then do not score other pods.
+        self._affinity_nodes: frozenset[str] = frozenset()
         #: Node class keys by task template (what they read is fixed for a template within a session);
         #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
         self._class_keys: dict[str, NodeClassKey | None] = {}
@@ -202,6 +208,7 @@ class NodeOrderPlugin:
         self._image_nodes = images
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = pods_where(ssn.node_list, self._has_affinity, affinity_only=True)
+        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -236,6 +243,7 @@ class NodeOrderPlugin:
         self._image_nodes = {image: count for image, count in images.items() if count}
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = resumed_pods(affinity, new, delta, self._has_affinity)
+        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
 
     def _count_node(self, images: dict[str, int], node: NodeInfo, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a node's images and PreferNoSchedule taint."""
@@ -440,9 +448,12 @@ class NodeOrderPlugin:
         if has_constraints:
             candidates = [(node, list(self._pods.pods(node))) for node in self._ssn.node_list]
         else:
+            # Only the nodes that had a pod with affinity when the session opened, as Volcano lists them.
             by_node: dict[str, list[TaskInfo]] = {}
+            listed = self._affinity_nodes
             for other in self._affinity_pods.values():
-                by_node.setdefault(other.node_name, []).append(other)
+                if other.node_name in listed:
+                    by_node.setdefault(other.node_name, []).append(other)
             candidates = [(self._ssn.nodes[n], tasks) for n, tasks in by_node.items() if n in self._ssn.nodes]
         for node, others in candidates:
             node_labels = node.node.labels
