@@ -97,8 +97,7 @@ def test_flat_queue_order_priority_then_share_then_deserved() -> None:
         add_job(cache, f"job-{name}", name, running=running)
     ssn = open_session(cache, FLAT)
     order = sorted(
-        (q for q in ssn.queues.values() if q.name not in ("default", "root")),
-        key=functools.cmp_to_key(ssn.compare_queues),
+        (q for q in ssn.queues.values() if q.name != "default"), key=functools.cmp_to_key(ssn.compare_queues)
     )
     assert [q.name for q in order] == ["urgent", "quarter", "half", "full", "besteffort"]
     views = {name: ssn.plugins["capacity"].queue_view(name) for name in ("half", "besteffort", "default")}

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Final, Protocol
+from typing import Protocol
 
 import attrs
 
 from volcanolib.api.resource import Mode, Resource
 
-__all__ = ["ROOT_QUEUE", "QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
-
-#: The queue at the top of every queue tree; a cluster always has it (Volcano's scheduler creates it).
-ROOT_QUEUE: Final = "root"
+__all__ = ["QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
 
 
 class QueueState(str, enum.Enum):

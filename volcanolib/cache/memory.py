@@ -14,7 +14,7 @@ from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNode, HyperNodeTree
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
-from volcanolib.api.queue import ROOT_QUEUE, QueueInfo
+from volcanolib.api.queue import QueueInfo
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus, allocated_status, in_statuses
 from volcanolib.cache.protocol import Binder, Evictor, StatusUpdater
@@ -136,9 +136,7 @@ class InMemoryCache:
     Feed it nodes, pods (tasks), pod groups, queues and priority classes;
     a :class:`~volcanolib.scheduler.Scheduler` snapshots it every cycle and
     binds and evicts through the injected :class:`Binder` and
-    :class:`Evictor`. The ``root`` queue (not reclaimable) and the
-    ``default`` queue always exist, as Volcano's scheduler creates both
-    when it starts.
+    :class:`Evictor`. The ``default`` queue always exists.
 
     :param binder: binds tasks; by default every bind succeeds.
     :param evictor: evicts tasks; by default every eviction succeeds.
@@ -176,10 +174,7 @@ class InMemoryCache:
         self._bound: set[str] = set()
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
-        self._queues: dict[str, QueueInfo] = {
-            ROOT_QUEUE: QueueInfo(ROOT_QUEUE, reclaimable=False),
-            default_queue: QueueInfo(default_queue),
-        }
+        self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
         self._priority_classes: dict[str, int] = {}
         self._global_default: str | None = None
         #: Events recorded so far, oldest first (the latest ``max_events`` of them).
@@ -395,8 +390,8 @@ class InMemoryCache:
         A PodGroup names its queue in its ``queue``; the cache keeps a group
         whose queue it does not know out of every snapshot (it is listed in
         the snapshot's ``skipped_jobs``) until the queue is added. The
-        ``root`` and ``default`` queues always exist; adding one of those
-        names replaces its weight and quotas. A replaced queue keeps nothing of the old
+        ``default`` queue always exists; adding one of that name replaces
+        its weight and quotas. A replaced queue keeps nothing of the old
         one, not even its ``allocated`` status, which the next session writes back when it closes.
         """
         self._queues[queue.name] = queue
@@ -406,8 +401,8 @@ class InMemoryCache:
 
     @_locked
     def delete_queue(self, name: str) -> None:
-        """Remove a queue (the ``root`` and ``default`` queues stay)."""
-        if name not in (ROOT_QUEUE, self.default_queue) and self._queues.pop(name, None) is not None:
+        """Remove a queue (the default queue stays)."""
+        if name != self.default_queue and self._queues.pop(name, None) is not None:
             self._changed_queues.add(name)
 
     @_locked

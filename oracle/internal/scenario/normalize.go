@@ -107,15 +107,16 @@ func (scn *Scenario) fillPriorities() {
 	}
 }
 
-// ensureQueues adds the queues a Volcano cluster always has, as Volcano's
-// scheduler creates them when it starts: `root` (weight 1, not reclaimable,
-// Open) and `default` (weight 1, reclaimable, Open). A queue without
-// spec.parent hangs under `root` in a queue hierarchy, so `root` is there
-// whether or not a queue names it.
+// ensureQueues adds the queues a Volcano cluster always has: `default`
+// (weight 1, reclaimable, Open) and, when a queue names it as parent, `root`.
 func (scn *Scenario) ensureQueues() {
 	names := map[string]bool{}
+	needRoot := false
 	for _, q := range scn.Queues {
 		names[q.Name] = true
+		if q.Spec.Parent == "root" {
+			needRoot = true
+		}
 		if q.Status.State == "" {
 			q.Status.State = schedv1beta1.QueueStateOpen
 		}
@@ -124,7 +125,7 @@ func (scn *Scenario) ensureQueues() {
 			q.Spec.Weight = 1
 		}
 	}
-	if !names["root"] {
+	if needRoot && !names["root"] {
 		reclaimable := false
 		scn.Queues = append([]*schedv1beta1.Queue{{
 			ObjectMeta: metav1.ObjectMeta{Name: "root"},

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from volcanolib import CacheError, Resource, TaskInfo, TaskStatus
+from volcanolib import CacheError, TaskInfo, TaskStatus
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.testing import build_node, build_pod_group, build_queue, build_task
 
@@ -172,17 +172,6 @@ def test_not_ready_nodes_are_not_in_the_snapshot_and_node_replacement_keeps_task
     cache.add_node(build_node("n2", cpu="2"))
     assert cache.snapshot().nodes["n2"].idle.milli_cpu == 1000
     cache.add_queue(build_queue("q"))
-    assert {q.name for q in cache.queues()} == {"root", "default", "q"}
+    assert {q.name for q in cache.queues()} == {"default", "q"}
     cache.delete_queue("default")
     assert "default" in {q.name for q in cache.queues()}
-
-
-def test_the_root_queue_always_exists_and_is_not_reclaimable() -> None:
-    cache = InMemoryCache()
-    (root,) = [q for q in cache.queues() if q.name == "root"]
-    assert (root.parent, root.is_reclaimable(), root.is_open(), root.weight) == (None, False, True, 1)
-    assert "root" in cache.snapshot().queues
-    cache.delete_queue("root")
-    assert "root" in {q.name for q in cache.queues()}
-    cache.add_queue(build_queue("root", capability=Resource(4000)))
-    assert [q.capability for q in cache.queues() if q.name == "root"] == [Resource(4000)]
