@@ -19,11 +19,12 @@ Flat mode (default)
     Deserved is capped by the real capability.
 
 Hierarchical mode (``enableHierarchy: true``)
-    Every queue gets state; its parent is ``spec.parent`` or ``root``. A
-    missing parent or root queue, or a job in a queue that has children,
-    makes the tree invalid: then nothing may be allocated, enqueued or
-    reclaimed. A job's usage counts for its queue and every ancestor. Root's
-    capability is unbounded unless set; a child without cpu, memory or a
+    Every queue gets state; its parent is ``spec.parent`` or ``root`` (which
+    always exists, see :data:`~volcanolib.api.queue.ROOT_QUEUE`). A missing
+    parent, or a job in a queue that has children, makes the tree invalid:
+    then nothing may be allocated, enqueued or reclaimed. A job's usage
+    counts for its queue and every ancestor. Root's capability is unbounded
+    unless set; a child without cpu, memory or a
     scalar in its capability inherits its parent's; a child's real
     capability is (parent's real capability - the guarantees of the parent's
     children) + own guarantee, capped by its capability. Root's deserved and
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import attrs
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.queue import QueueFigures
+from volcanolib.api.queue import ROOT_QUEUE, QueueFigures
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
@@ -69,8 +70,6 @@ __all__ = ["ANCESTOR_RECLAIM_LEVEL", "ROOT_QUEUE", "CapacityArguments", "Capacit
 
 #: The argument bounding how far up reclaim checks ancestors.
 ANCESTOR_RECLAIM_LEVEL: Final = "ancestorReclaimLevel"
-#: The implicit top of the queue tree.
-ROOT_QUEUE: Final = "root"
 
 _ZERO: Final = Mode.ZERO
 _INF: Final = Mode.INFINITY
