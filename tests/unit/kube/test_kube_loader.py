@@ -452,7 +452,7 @@ def test_queue_defaults_and_the_default_queue_always_exists() -> None:
         None,
     )
     cache = load(queue("q1")).to_cache()
-    assert {x.name for x in cache.queues()} == {"default", "q1"}
+    assert {x.name for x in cache.queues()} == {"root", "default", "q1"}
 
 
 def test_priority_class_needs_a_value() -> None:
