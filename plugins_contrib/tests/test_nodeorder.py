@@ -36,6 +36,12 @@ tiers:
 """
 
 
+def preferred_pod_term(kind: str, weight: int, app: str) -> dict[str, Any]:
+    """An affinity with one preferred ``kind`` (podAffinity, podAntiAffinity) term on ``app`` pods by zone."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "podAffinityTerm": term}]}}
+
+
 def scores(ssn: Any, key: str) -> dict[str, float]:
     return ssn.node_scores(find(ssn, key), ssn.node_list)
 
@@ -186,16 +192,7 @@ def test_pod_affinity_preferred_terms_by_topology() -> None:
 
 def test_existing_pods_preferred_affinity_attracts_the_task() -> None:
     nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
-    likes_web = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
+    likes_web = preferred_pod_term("podAffinity", 5, "web")
     tasks = [
         pod_task("cache", node="b1", labels={"app": "cache"}, affinity=likes_web),
         pod_task("w", job="j", labels={"app": "web"}),
@@ -208,26 +205,8 @@ def test_pods_with_affinity_placed_this_session_score_only_tasks_with_terms_of_t
     """Volcano lists the nodes holding pods with affinity once, when the session opens: a task without
     preferred terms of its own does not see a pod with affinity placed since then on another node."""
     nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
-    likes_web = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
-    avoids_db = {
-        "podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 1,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
+    likes_web = preferred_pod_term("podAffinity", 5, "web")
+    avoids_db = preferred_pod_term("podAntiAffinity", 1, "db")
     tasks = [
         pod_task("cache", job="c", labels={"app": "cache"}, affinity=likes_web),
         pod_task("w", job="j", labels={"app": "web"}),
@@ -398,16 +377,7 @@ def test_node_request_sums_stay_exact_whenever_they_are_first_read() -> None:
 def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
     near = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
-    prefers = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
+    prefers = preferred_pod_term("podAffinity", 5, "web")
     requires = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
