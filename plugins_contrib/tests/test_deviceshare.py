@@ -22,7 +22,7 @@ from volcanolib.framework.registry import PluginHost
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
 
 SHARING = (
-    "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: deviceshare\n"
+    "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n  - name: deviceshare\n"
     "    arguments: {deviceshare.GPUSharingEnable: true}\n"
 )
 
@@ -119,6 +119,28 @@ def test_stranded_cards_last_until_the_node_is_built_again() -> None:
     cache.add_node(_gpu_node("n0", 8000, 1))  # the node object set again: its cards are read afresh
     scheduler.run_once()
     assert sorted(cache.bound) == ["default/one-0"]
+
+
+def test_without_the_predicates_plugin_placed_pods_take_no_card() -> None:
+    # Volcano hands cards out in the predicates plugin's allocate handler: without it, two pods asking
+    # for both cards of a node pass the per-card check one after the other.
+    cache = FakeCache()
+    node = build_node("n0", "64", "256Gi", scalars={GPU_MEMORY: "16000", GPU_NUMBER: "4"})
+    node.capability = build_node("n0", "64", "256Gi", scalars={GPU_MEMORY: "16000", GPU_NUMBER: "2"}).capability
+    cache.add_node(node)
+    for name in ("a", "b"):
+        cache.add_pod_group(build_pod_group(name))
+        cache.add_task(build_task(f"{name}-0", job=name, cpu="1", scalars={GPU_NUMBER: "2"}))
+    number = SHARING.replace("GPUSharingEnable", "GPUNumberEnable")
+    Scheduler(cache, parse_config(number.replace("  - name: predicates\n", ""))).run_once()
+    assert sorted(cache.bound) == ["default/a-0", "default/b-0"]
+    with_predicates = FakeCache()
+    with_predicates.add_node(node)
+    for name in ("a", "b"):
+        with_predicates.add_pod_group(build_pod_group(name))
+        with_predicates.add_task(build_task(f"{name}-0", job=name, cpu="1", scalars={GPU_NUMBER: "2"}))
+    Scheduler(with_predicates, parse_config(number)).run_once()
+    assert sorted(with_predicates.bound) == ["default/a-0"]
 
 
 def test_a_pod_asking_for_a_switched_off_kind_takes_no_card() -> None:

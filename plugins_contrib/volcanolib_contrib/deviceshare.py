@@ -31,7 +31,8 @@ or failed hold nothing. A card whose pods ask for more than its memory has
 nothing left.
 
 During a session a pod placed on a node takes its cards only when the check
-of what it asks for is on. A pod that leaves its node gives back the cards
+of what it asks for is on, and only when the ``predicates`` plugin is
+configured too (Volcano hands cards out and back in its event handlers). A pod that leaves its node gives back the cards
 it held when the session opened, but not the cards it took in the session
 (a gang discarded, say): as in Volcano v1.14.1, those stay taken, in this
 session and the following ones, until the node is built again (the cache
@@ -83,6 +84,8 @@ GPU_MEMORY: Final = "volcano.sh/gpu-memory"
 GPU_NUMBER: Final = "volcano.sh/gpu-number"
 #: Pod annotation: the ids of the cards the pod holds, comma-separated.
 GPU_INDEX: Final = "volcano.sh/gpu-index"
+#: The plugin whose allocate and deallocate handlers hand cards out and back in Volcano.
+_PREDICATES: Final = "predicates"
 #: Node annotation: ids of cards not to use, comma-separated.
 UNHEALTHY_GPU_IDS: Final = "volcano.sh/gpu-unhealthy-ids"
 
@@ -338,8 +341,10 @@ class DeviceSharePlugin:
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
-        """A pod placed on a node with cards takes its cards."""
+        """A pod placed on a node with cards takes its cards (only with the ``predicates`` plugin, as in Volcano)."""
         task = event.task
+        if _PREDICATES not in ssn.plugins:
+            return
         if task.node_name in self.cards and task.uid not in self.held and self._asks(task):
             self._give(task, task.node_name)
             if task.uid in self.held:
@@ -353,7 +358,11 @@ class DeviceSharePlugin:
         annotation as the session read it; a pod that took its cards in the
         session had none then, so its cards stay taken (stranded) until the
         cache builds the node again, in this session and the following ones.
+        Without the ``predicates`` plugin, whose event handlers hand cards out
+        and back in Volcano, nothing changes.
         """
+        if _PREDICATES not in ssn.plugins:
+            return
         uid = event.task.uid
         held = self.held.pop(uid, None)
         if held is None:
