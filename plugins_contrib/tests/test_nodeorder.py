@@ -243,42 +243,6 @@ def test_image_locality() -> None:
     assert scores(ssn, "default/none") == {"has": 0, "bare": 0}
 
 
-def test_existing_pods_affinity_counts_only_on_nodes_listed_when_the_session_opened() -> None:
-    # Volcano v1.14.1 lists the nodes holding a pod with affinity once per session: a pod placed
-    # during it on another node is not seen by a task without preferred terms of its own; one
-    # placed on a listed node is.
-    nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"}), node("c1", labels={"zone": "c"})]
-    likes_web = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
-    tasks = [
-        pod_task("old", node="b1", labels={"app": "cache"}, affinity=likes_web),
-        pod_task("c-a", job="j", labels={"app": "cache"}, affinity=likes_web),
-        pod_task("c-b", job="j", labels={"app": "cache"}, affinity=likes_web),
-        pod_task("w", job="k", labels={"app": "web"}),
-    ]
-    ssn = session(only(podaffinity=1), nodes, tasks)
-    stmt = ssn.statement()
-    stmt.allocate(find(ssn, "default/c-a"), ssn.nodes["a1"])
-    assert scores(ssn, "default/w") == {"a1": 0, "b1": 100, "c1": 0}, "a1 was not listed at open"
-    stmt.allocate(find(ssn, "default/c-b"), ssn.nodes["b1"])
-    assert scores(ssn, "default/w") == {"a1": 0, "b1": 100, "c1": 0}
-    stmt.discard()
-    # One such pod on c1 (not listed) and a second on b1 (listed): c1 still scores nothing,
-    # where counting every placed pod would give it half of b1's score.
-    stmt = ssn.statement()
-    stmt.allocate(find(ssn, "default/c-a"), ssn.nodes["c1"])
-    stmt.allocate(find(ssn, "default/c-b"), ssn.nodes["b1"])
-    assert scores(ssn, "default/w") == {"a1": 0, "b1": 100, "c1": 0}
-
-
 def test_scores_follow_session_placements_and_discards() -> None:
     ssn = session(
         only(leastrequested=1),

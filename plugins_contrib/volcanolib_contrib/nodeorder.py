@@ -65,7 +65,6 @@ from volcanolib_contrib._nodepods import (
     DEFAULT_MILLI_CPU_REQUEST,
     NodePods,
     Usage,
-    listed_nodes,
     pods_where,
     resumed_pods,
 )
@@ -184,8 +183,6 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
-        #: The nodes holding such a pod when the session opened: only their pods' terms score.
-        self._affinity_nodes: frozenset[str] = frozenset()
         #: Node class keys by task template (what they read is fixed for a template within a session);
         #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
         self._class_keys: dict[str, NodeClassKey | None] = {}
@@ -204,7 +201,6 @@ class NodeOrderPlugin:
         self._image_nodes = images
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = pods_where(ssn.node_list, self._has_affinity, affinity_only=True)
-        self._affinity_nodes = listed_nodes(self._affinity_pods)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -239,7 +235,6 @@ class NodeOrderPlugin:
         self._image_nodes = {image: count for image, count in images.items() if count}
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = resumed_pods(affinity, new, delta, self._has_affinity)
-        self._affinity_nodes = listed_nodes(self._affinity_pods)
 
     def _count_node(self, images: dict[str, int], node: NodeInfo, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a node's images and PreferNoSchedule taint."""
@@ -446,10 +441,8 @@ class NodeOrderPlugin:
             candidates = [(node, list(self._pods.pods(node))) for node in self._ssn.node_list]
         else:
             by_node: dict[str, list[TaskInfo]] = {}
-            listed = self._affinity_nodes
             for other in self._affinity_pods.values():
-                if other.node_name in listed:
-                    by_node.setdefault(other.node_name, []).append(other)
+                by_node.setdefault(other.node_name, []).append(other)
             candidates = [(self._ssn.nodes[n], tasks) for n, tasks in by_node.items() if n in self._ssn.nodes]
         for node, others in candidates:
             node_labels = node.node.labels
