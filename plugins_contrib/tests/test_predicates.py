@@ -268,6 +268,32 @@ def test_anti_affinity_sees_session_placements_and_their_rollback() -> None:
     assert ssn.predicate(w2, n1).ok
 
 
+def test_placed_pods_anti_affinity_counts_only_on_nodes_listed_when_the_session_opened() -> None:
+    # Volcano v1.14.1 lists the nodes holding a pod with required anti-affinity once per session:
+    # such a pod placed during it on another node does not keep others away; one placed on a
+    # listed node does.
+    nodes = [node("n1", labels={HOST: "n1"}), node("n2", labels={HOST: "n2"})]
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(role="worker")]}}
+    tasks = [
+        pod_task("guard0", node="n2", labels={"role": "guard"}, affinity=anti),
+        pod_task("guard1", job="g", labels={"role": "guard"}, affinity=anti),
+        pod_task("guard2", job="g", labels={"role": "guard"}, affinity=anti),
+        pod_task("plain", job="j", labels={"role": "worker"}),
+    ]
+    ssn = session(CONF, nodes, tasks)
+    stmt = ssn.statement()
+    stmt.allocate(find(ssn, "default/guard1"), ssn.nodes["n1"])
+    assert check(ssn, "default/plain", "n1")[0] is Code.SUCCESS, "n1 was not listed at open"
+    stmt.discard()
+    stmt = ssn.statement()
+    stmt.evict(find(ssn, "default/guard0"), "test")
+    stmt.allocate(find(ssn, "default/guard2"), ssn.nodes["n2"])
+    assert check(ssn, "default/plain", "n2") == (
+        Code.UNSCHEDULABLE,
+        ("node(s) didn't satisfy existing pods anti-affinity rules",),
+    ), "n2 was listed: its new guard counts"
+
+
 def test_anti_affinity_follows_evictions_and_their_undo() -> None:
     # What preempt's dry runs rely on: a tentatively evicted pod stops counting for the
     # anti-affinity of the pod and of the placed pods, a pod that stays still counts.

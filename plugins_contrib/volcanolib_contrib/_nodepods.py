@@ -24,7 +24,15 @@ if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
     from volcanolib.framework.session import Session
 
-__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodePods", "Usage", "pods_where", "resumed_pods"]
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "NodePods",
+    "Usage",
+    "listed_nodes",
+    "pods_where",
+    "resumed_pods",
+]
 
 #: The cpu a container without a cpu request counts for when scoring (millicores).
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
@@ -54,6 +62,20 @@ def pods_where(
                 if wanted(task):
                     found[key] = task
     return found
+
+
+def listed_nodes(pods: Mapping[str, TaskInfo]) -> frozenset[str]:
+    """The nodes holding ``pods`` (pods with inter-pod affinity terms) as the session opens.
+
+    Volcano v1.14.1 lists the nodes that hold a pod with inter-pod affinity,
+    and those that hold a pod with required anti-affinity, once per session,
+    when it builds the Kubernetes plugins' snapshot; a pod the session places
+    on another node does not add that node. InterPodAffinity's filter (the
+    placed pods' required anti-affinity) and its score without preferred
+    terms of the incoming pod read only the listed nodes' pods, those placed
+    there during the session included.
+    """
+    return frozenset(task.node_name for task in pods.values())
 
 
 def resumed_pods(

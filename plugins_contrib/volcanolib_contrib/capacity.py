@@ -45,7 +45,7 @@ import attrs
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.queue import ROOT_QUEUE, QueueFigures
-from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
+from volcanolib.api.resource import INFINITE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
@@ -135,18 +135,9 @@ class QueueAttr:
 
 
 def _inqueue_of(job: JobInfo) -> Resource:
-    """What an admitted job still reserves: the part of its ``minResources`` not yet allocated (``pods`` aside)."""
-    min_resources = job.pod_group.min_resources
-    if min_resources is None:
-        return Resource()
-    phase = job.pod_group.phase
-    if phase is PodGroupPhase.INQUEUE or (
-        phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available
-    ):
-        out = exceeded_part(min_resources, job.allocated)
-        out.scalars.pop(PODS, None)
-        return out
-    return Resource()
+    """What an admitted job reserves (:meth:`~volcanolib.api.job.JobInfo.reserved_resources`), empty for none."""
+    reserved = job.reserved_resources()
+    return reserved if reserved is not None else Resource()
 
 
 def _job_usage(job: JobInfo) -> tuple[Resource, Resource, Resource, Resource]:

@@ -22,13 +22,21 @@ plugin adds the per-card rules:
   not initialized with device``.
 
 Which cards a pod holds comes from its annotation ``volcano.sh/gpu-index``
-(comma-separated ids) when it has one; a pod placed on the node without it
-(placed by volcanolib in an earlier cycle, say) is given cards at session
-open by the rules above, pods in the order the node holds them. Every pod
-asking for GPU memory or cards holds its cards, whichever check is on (a
-card shared by memory is not idle for a pod asking for whole cards). Pods
-that succeeded or failed hold nothing. A card whose pods ask for more than
-its memory has nothing left.
+(comma-separated ids) when it has one, whichever check is on (a card shared
+by memory is not idle for a pod asking for whole cards); a pod placed on
+the node without it (placed by volcanolib in an earlier cycle, say) is
+given cards at session open by the rules above, pods in the order the node
+holds them, when the check of what it asks for is on. Pods that succeeded
+or failed hold nothing. A card whose pods ask for more than its memory has
+nothing left.
+
+During a session a pod placed on a node takes its cards only when the check
+of what it asks for is on, and only when the ``predicates`` plugin is
+configured too (Volcano hands cards out and back in its event handlers). A pod that leaves its node gives back the cards
+it held when the session opened, but not the cards it took in the session
+(a gang discarded, say): as in Volcano v1.14.1, those stay taken, in this
+session and the following ones, until the node is built again (the cache
+replaces it).
 
 .. versionadded:: 0.2
 """
@@ -77,6 +85,8 @@ GPU_MEMORY: Final = "volcano.sh/gpu-memory"
 GPU_NUMBER: Final = "volcano.sh/gpu-number"
 #: Pod annotation: the ids of the cards the pod holds, comma-separated.
 GPU_INDEX: Final = "volcano.sh/gpu-index"
+#: The plugin whose allocate and deallocate handlers hand cards out and back in Volcano.
+_PREDICATES: Final = "predicates"
 #: Node annotation: ids of cards not to use, comma-separated.
 UNHEALTHY_GPU_IDS: Final = "volcano.sh/gpu-unhealthy-ids"
 
@@ -172,9 +182,9 @@ class GPUCards:
         return idle[:number] if len(idle) >= number else None
 
     def hold(self, uid: str, ids: list[int], memory: int) -> None:
-        """Record that pod ``uid`` holds cards ``ids``, asking ``memory`` on each."""
+        """Record that pod ``uid`` holds cards ``ids``, asking ``memory`` on each (once per card and pod)."""
         for i in ids:
-            if i in self.holders:
+            if i in self.holders and uid not in self.holders[i]:
                 self.holders[i].add(uid)
                 self.used[i] += memory
 
@@ -221,6 +231,12 @@ class DeviceSharePlugin:
         self.cards: dict[str, GPUCards] = {}
         #: Per task uid: (node, card ids, memory per card) of the cards it holds.
         self.held: dict[str, tuple[str, list[int], int]] = {}
+        #: Uids of the tasks that took their cards in this session (``on_allocate``).
+        self.taken: set[str] = set()
+        #: Per node name: the node's capability vector when its cards were stranded (the node as
+        #: the cache built it), and per pod uid the cards (ids, memory per card) a pod took in a
+        #: session and kept when it left the node then. Kept across sessions.
+        self.stranded: dict[str, tuple[object, dict[str, tuple[list[int], int]]]] = {}
 
     # ------------------------------------------------------------------ session
 
@@ -229,8 +245,11 @@ class DeviceSharePlugin:
         """Read every node's cards and the cards its pods hold."""
         self.cards = {}
         self.held = {}
+        self.taken = set()
         if not (self.gpu_sharing or self.gpu_number):
+            self.stranded = {}
             return
+        self.stranded = {name: kept for name, kept in self.stranded.items() if name in ssn.nodes}
         for node in ssn.node_list:
             self._read(node)
 
@@ -245,19 +264,26 @@ class DeviceSharePlugin:
         if not (self.gpu_sharing or self.gpu_number):
             self.on_session_open(ssn)
             return
+        self.taken = set()
         for name in delta.nodes:
             cards = self.cards.pop(name, None)
             if cards is not None:
                 for holders in cards.holders.values():
                     for uid in holders:
-                        self.held.pop(uid, None)
+                        if uid in self.held and self.held[uid][0] == name:  # not a pod that left cards stranded here
+                            del self.held[uid]
         for name in delta.nodes:
             node = ssn.nodes.get(name)
             if node is not None:
                 self._read(node)
+            else:
+                self.stranded.pop(name, None)
 
     def _read(self, node: NodeInfo) -> None:
-        """Read one node's cards and the cards its pods hold (pods named by their annotation first)."""
+        """Read one node's cards and the cards its pods hold.
+
+        Pods named by their annotation first, then the cards left stranded, then the other pods.
+        """
         cards = GPUCards.of(node)
         if cards is None:
             return
@@ -270,15 +296,29 @@ class DeviceSharePlugin:
             ids = _ids(pod.annotations.get(GPU_INDEX, "")) if pod is not None else None
             if ids:
                 self._hold(task, node.name, ids)
-            else:
+            elif self._asks(task):
                 unnamed.append(task)
+        kept = self.stranded.get(node.name)
+        if kept is not None:
+            if kept[0] is not node.capability:
+                del self.stranded[node.name]  # the cache built the node again: its cards start afresh
+            else:
+                # Stranded before any pod placed since took its cards: those went to other cards.
+                for uid, (ids, memory) in kept[1].items():
+                    cards.hold(uid, ids, memory)
         for task in unnamed:
             self._give(task, node.name)
 
-    def kept_state(self) -> tuple[dict[str, _CardState], dict[str, tuple[str, list[int], int]]]:
-        """What the plugin keeps: per node, its cards' memory, ids, memory used and holders; per pod, its cards."""
+    def kept_state(
+        self,
+    ) -> tuple[
+        dict[str, _CardState], dict[str, tuple[str, list[int], int]], dict[str, dict[str, tuple[list[int], int]]]
+    ]:
+        """What the plugin keeps: per node, its cards' memory, ids, memory used and holders; per pod, its cards;
+        per node, the cards pods left stranded there."""
         cards = {name: (c.memory, c.ids, c.used, c.holders) for name, c in self.cards.items()}
-        return cards, dict(self.held)
+        stranded = {name: dict(kept[1]) for name, kept in self.stranded.items()}
+        return cards, dict(self.held), stranded
 
     def _asks(self, task: TaskInfo) -> bool:
         return (self.gpu_sharing and _request(task, GPU_MEMORY) > 0) or (
@@ -304,18 +344,40 @@ class DeviceSharePlugin:
 
     @hookimpl
     def on_allocate(self, ssn: Session, event: Event) -> None:
-        """A pod placed on a node with cards takes its cards."""
+        """A pod placed on a node with cards takes its cards (only with the ``predicates`` plugin, as in Volcano)."""
         task = event.task
-        if task.node_name in self.cards and task.uid not in self.held and _holds_cards(task):
+        if _PREDICATES not in ssn.plugins:
+            return
+        if task.node_name in self.cards and task.uid not in self.held and self._asks(task):
             self._give(task, task.node_name)
+            if task.uid in self.held:
+                self.taken.add(task.uid)
 
     @hookimpl
     def on_deallocate(self, ssn: Session, event: Event) -> None:
-        """A pod leaving its node gives its cards back."""
-        held = self.held.pop(event.task.uid, None)
-        if held is not None:
-            node, ids, memory = held
-            self.cards[node].release(event.task.uid, ids, memory)
+        """A pod leaving its node gives its cards back, unless it took them in this session.
+
+        Volcano v1.14.1 frees the cards named by the pod's ``volcano.sh/gpu-index``
+        annotation as the session read it; a pod that took its cards in the
+        session had none then, so its cards stay taken (stranded) until the
+        cache builds the node again, in this session and the following ones.
+        Without the ``predicates`` plugin, whose event handlers hand cards out
+        and back in Volcano, nothing changes.
+        """
+        if _PREDICATES not in ssn.plugins:
+            return
+        uid = event.task.uid
+        held = self.held.pop(uid, None)
+        if held is None:
+            return
+        node, ids, memory = held
+        if uid not in self.taken:
+            self.cards[node].release(uid, ids, memory)
+            return
+        self.taken.discard(uid)
+        _, pods = self.stranded.setdefault(node, (ssn.nodes[node].capability, {}))
+        before = pods.get(uid)
+        pods[uid] = (sorted({*before[0], *ids}), memory) if before is not None else (ids, memory)
 
     # ------------------------------------------------------------------ checks
 

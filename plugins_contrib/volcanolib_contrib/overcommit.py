@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
-from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.resource import PODS, Resource, exceeded_part
-from volcanolib.api.task import ALLOCATED_STATUSES
+from volcanolib.api.job import JobInfo
+from volcanolib.api.resource import Resource
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
@@ -94,7 +93,7 @@ class OvercommitPlugin:
         self._used = used = PartSums[str]()
         used.put_all((node.name, node.used.clone()) for node in ssn.node_list)
         self._reserved = reserved = PartSums[str]()
-        reserved.put_all((job.uid, _reservation(job)) for job in ssn.jobs.values())
+        reserved.put_all((job.uid, job.reserved_resources()) for job in ssn.jobs.values())
         self._settle(ssn)
 
     @hookimpl
@@ -109,7 +108,7 @@ class OvercommitPlugin:
             used.put(name, node.used.clone() if node is not None else None)
         for uid in delta.jobs:
             job = ssn.jobs.get(uid)
-            reserved.put(uid, _reservation(job) if job is not None else None)
+            reserved.put(uid, job.reserved_resources() if job is not None else None)
         if not (used.exact and reserved.exact):  # a sum that could depend on the order: count afresh
             self.on_session_open(ssn)
             return
@@ -143,18 +142,3 @@ class OvercommitPlugin:
         min_resources = job.pod_group.min_resources
         if min_resources is not None:
             self.inqueue.add(min_resources)
-
-
-def _reservation(job: JobInfo) -> Resource | None:
-    """What an admitted job reserves: an Inqueue job its minimum, a Running one what it has not placed of it."""
-    min_resources = job.pod_group.min_resources
-    if min_resources is None:
-        return None
-    phase = job.pod_group.phase
-    if phase is PodGroupPhase.INQUEUE:
-        return min_resources.clone()
-    if phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
-        missing = exceeded_part(min_resources, job.allocated)
-        missing.scalars.pop(PODS, None)
-        return missing
-    return None

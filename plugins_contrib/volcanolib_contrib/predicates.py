@@ -38,7 +38,7 @@ from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status
 from volcanolib.framework.traits import Traits
 from volcanolib_contrib import _k8s
-from volcanolib_contrib._nodepods import NodePods, pods_where, resumed_pods
+from volcanolib_contrib._nodepods import NodePods, listed_nodes, pods_where, resumed_pods
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -295,6 +295,8 @@ class PredicatesPlugin:
         self._existing_affinity: dict[str, _k8s.PodAffinity] = {}
         #: Pods with required anti-affinity terms, by task key.
         self._anti_pods: dict[str, TaskInfo] = {}
+        #: The nodes holding such a pod when the session opened: only their pods' terms are checked.
+        self._anti_nodes: frozenset[str] = frozenset()
         #: Nodes whose pod count has reached their capacity.
         self._full: set[str] = set()
         #: Each node's pod capacity, by name, as read this session.
@@ -318,6 +320,7 @@ class PredicatesPlugin:
             if _is_special(node):
                 self._special.append(node)
         self._anti_pods = pods_where(ssn.node_list, self._has_required_anti, affinity_only=True)
+        self._anti_nodes = listed_nodes(self._anti_pods)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -348,6 +351,7 @@ class PredicatesPlugin:
         else:
             self._special = [node for node in ssn.node_list if _is_special(node)]
         self._anti_pods = resumed_pods(anti, nodes, delta, self._has_required_anti)
+        self._anti_nodes = listed_nodes(self._anti_pods)
         self._verdicts = self._resumed_verdicts(verdicts, nodes, delta.replaced_nodes())
 
     def _resumed_verdicts(
@@ -542,8 +546,9 @@ class PredicatesPlugin:
         labels: Mapping[str, str] = pod.labels if pod is not None else {}
         namespace = task.namespace
         existing = state.existing
+        listed = self._anti_nodes
         for other in self._anti_pods.values():
-            node = nodes.get(other.node_name)
+            node = nodes.get(other.node_name) if other.node_name in listed else None
             if node is None:
                 continue
             node_labels = node.node.labels

@@ -237,7 +237,7 @@ class ProportionPlugin:
         if pending:
             for task in pending.values():
                 attr.request.add(task.resreq)
-        reserved = _reserved(job)
+        reserved = job.reserved_resources()
         if reserved is not None:
             attr.inqueue.add(reserved)
         attr.elastic.add(job.elastic_resources())
@@ -497,21 +497,7 @@ def _job_parts(job: JobInfo) -> tuple[Resource, Resource, Resource | None, Resou
     # What job.elastic_resources() gives, without copying the minimum first.
     minimum = job.pod_group.min_resources
     elastic = exceeded_part(job.allocated, minimum if minimum is not None else Resource())
-    return allocated, request, _something(_reserved(job)), _something(elastic)
-
-
-def _reserved(job: JobInfo) -> Resource | None:
-    """What an admitted job still reserves in its queue (``None``: nothing)."""
-    phase = job.pod_group.phase
-    min_resources = job.pod_group.min_resources
-    if min_resources is None:
-        return None
-    if phase is PodGroupPhase.INQUEUE or (
-        phase is PodGroupPhase.RUNNING and _allocated_task_num(job) >= job.min_available
-    ):
-        # Only what the admitted job has not placed yet is still reserved.
-        return exceeded_part(min_resources, job.allocated)
-    return None
+    return allocated, request, _something(job.reserved_resources()), _something(elastic)
 
 
 def _something(res: Resource | None) -> Resource | None:

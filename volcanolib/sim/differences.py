@@ -82,13 +82,16 @@ KNOWN_DIFFERENCES: Final[tuple[KnownDifference, ...]] = (
     ),
     KnownDifference(
         key="preempt-topology-aware",
-        summary="topology-aware preemption evicts nothing on a node where no set of victims lets the preemptor pass "
-        "every predicate",
+        summary="topology-aware preemption evicts nothing on a node where no set of victims lets the preemptor fit: "
+        "its queue, the node's resources and every predicate",
         reason=(
-            "volcanolib's dry run re-runs every predicate after each tentative eviction; Volcano's re-checks only "
-            "resources, the queue and inter-pod affinity, so it evicts a victim on a node whose host port stays taken"
+            "volcanolib's dry run re-runs every predicate, the queue check and the resource check after each "
+            "tentative eviction and keeps a node only when they all pass; Volcano's re-checks only resources, the "
+            "queue and inter-pod affinity while it removes victims, and once all are gone only the predicates it "
+            "simulates, so it evicts a victim on a node whose host port stays taken, or for a preemptor its queue "
+            "cannot take"
         ),
-        scenarios=("preempt-topology-aware-host-port-stays.yaml",),
+        scenarios=("preempt-topology-aware-host-port-stays.yaml", "random-preempt-topology-queue-never-fits.yaml"),
         applies=_topology_aware_preempt,
     ),
     KnownDifference(

@@ -184,6 +184,10 @@ def opened_afresh(scheduler: Scheduler, ssn: Session, name: str, seed: int) -> A
     """Plugin ``name`` opened afresh on ``ssn``, once the scheduler's resumed instance was checked to equal it."""
     plugin: Any = scheduler.host.plugins[name]
     fresh: Any = type(plugin)(plugin.arguments)
+    if name == "deviceshare":
+        # Stranded cards are the scheduler's memory, not read from the snapshot: a fresh open of the
+        # same scheduler starts from them too.
+        fresh.stranded = {node: (spec, dict(pods)) for node, (spec, pods) in plugin.stranded.items()}
     fresh.on_session_open(ssn)
     assert plugin.kept_state() == fresh.kept_state(), f"seed {seed}: {name} resumed differs from a fresh open"
     return fresh

@@ -212,6 +212,27 @@ def test_admission_checks_real_capability_and_reserves_in_the_permitting_vote() 
     assert ssn.job_enqueueable(ssn.jobs["default/free"])
 
 
+@pytest.mark.parametrize(("capability", "admitted"), [("6", True), ("5", False)])
+def test_an_inqueue_job_reserves_its_whole_minimum_whatever_it_holds(capability: str, admitted: bool) -> None:
+    # Volcano v1.14.1: an Inqueue PodGroup counts its full minResources as inqueue, even with tasks placed.
+    cache = FakeCache()
+    cache.add_node(build_node("n1", cpu="8", memory="16Gi"))
+    cache.add_queue(build_queue("q1", capability=build_resource(cpu=capability)))
+    inqueue = PodGroupPhase.INQUEUE
+    cache.add_pod_group(build_pod_group("part", queue="q1", phase=inqueue, min_resources=build_resource(cpu="3")))
+    cache.add_task(build_task("part-t-0", job="part", cpu="1", memory="1Gi", node="n1"))
+    cache.add_task(build_task("part-t-1", job="part", cpu="1", memory="1Gi"))
+    cache.add_pod_group(
+        build_pod_group("new", queue="q1", phase=PodGroupPhase.PENDING, min_resources=build_resource(cpu="2"))
+    )
+    cache.add_task(build_task("new-t-0", job="new", cpu="1", memory="1Gi"))
+    ssn = open_session(cache, CONF)
+    view = ssn.plugins["proportion"].queue_view("q1")
+    assert view is not None and view["inqueue"]["cpu"] == "3"
+    # 2 (min) + 1 (allocated) + 3 (inqueue) = 6; with only the 2 cpu not yet placed reserved it would be 5.
+    assert ssn.job_enqueueable(ssn.jobs["default/new"]) is admitted
+
+
 def test_elastic_resources_are_given_back_for_admission() -> None:
     cache = FakeCache()
     cache.add_node(build_node("n1", cpu="8", memory="16Gi"))
