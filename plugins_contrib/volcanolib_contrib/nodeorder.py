@@ -70,6 +70,7 @@ from volcanolib_contrib._nodepods import (
     DEFAULT_MILLI_CPU_REQUEST,
     NodePods,
     Usage,
+    listed_nodes,
     pods_where,
     resumed_pods,
 )
@@ -211,7 +212,7 @@ class NodeOrderPlugin:
         self._image_nodes = images
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = pods_where(ssn.node_list, self._has_affinity, affinity_only=True)
-        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
+        self._affinity_nodes = listed_nodes(self._affinity_pods)
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -246,7 +247,7 @@ class NodeOrderPlugin:
         self._image_nodes = {image: count for image, count in images.items() if count}
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = resumed_pods(affinity, new, delta, self._has_affinity)
-        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
+        self._affinity_nodes = listed_nodes(self._affinity_pods)
 
     def _count_node(self, images: dict[str, int], node: NodeInfo, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a node's images and PreferNoSchedule taint."""
