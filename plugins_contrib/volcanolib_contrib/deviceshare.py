@@ -346,7 +346,7 @@ class DeviceSharePlugin:
     def on_allocate(self, ssn: Session, event: Event) -> None:
         """A pod placed on a node with cards takes its cards (only with the ``predicates`` plugin, as in Volcano)."""
         task = event.task
-        if _PREDICATES not in ssn.plugins:
+        if ssn.plugin_option(_PREDICATES) is None:
             return
         if task.node_name in self.cards and task.uid not in self.held and self._asks(task):
             self._give(task, task.node_name)
@@ -364,7 +364,7 @@ class DeviceSharePlugin:
         Without the ``predicates`` plugin, whose event handlers hand cards out
         and back in Volcano, nothing changes.
         """
-        if _PREDICATES not in ssn.plugins:
+        if ssn.plugin_option(_PREDICATES) is None:
             return
         uid = event.task.uid
         held = self.held.pop(uid, None)
