@@ -135,6 +135,11 @@ class ControlPlane:
         self._log: IO[str] | None = None
 
     @property
+    def pid(self) -> int | None:
+        """The child process's id while it runs (to read its CPU time and memory)."""
+        return self._process.pid if self.running and self._process is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether the child process runs."""
         return self._process is not None and self._process.poll() is None
