@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import volcanobin  # noqa: E402
 from controlplane import ControlPlane  # noqa: E402
 
-SIDES = ("volcano", "volcanolib")
+SIDES = volcanobin.SIDES
 PARTS = ("ceiling", "bind", "restart")
 #: name -> (nodes, pending pods, running pods)
 SIZES = {"small": (500, 5_000, 14_000), "issue": (5_000, 50_000, 140_000)}
@@ -197,15 +197,6 @@ def free_port() -> int:
         return port
 
 
-def scheduler_command(side: str, kubeconfig: Path, conf: Path, port: int) -> list[str]:
-    """The scheduler of one side, its metrics on ``127.0.0.1:port``."""
-    address = f"127.0.0.1:{port}"
-    if side == "volcano":
-        return volcanobin.scheduler_command(kubeconfig, conf, metrics_address=address)
-    return [sys.executable, "-m", "volcanolib", "serve", "--kubeconfig", str(kubeconfig), "--conf", str(conf),
-            "--metrics-address", address, "--no-inspection"]  # fmt: skip
-
-
 class Usage:
     """A process's CPU seconds and peak resident memory, read from ``/proc`` (Linux)."""
 
@@ -265,7 +256,7 @@ def steady_cycle(port: int, seconds: float) -> dict[str, Any]:
 def scheduler(side: str, plane: ControlPlane, conf: Path, log: Path) -> Iterator[tuple[float, int, Usage]]:
     """Start one side's scheduler; yield its start (Unix seconds), metrics port and usage; stop it after."""
     port = free_port()
-    argv = scheduler_command(side, plane.kubeconfig, conf, port)  # built before the clock starts
+    argv = volcanobin.scheduler_command(side, plane.kubeconfig, conf, metrics_port=port)  # built before the clock
     with log.open("w") as out:
         started = time.time()
         process = subprocess.Popen(

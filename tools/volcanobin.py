@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from controlplane import BuildError, GoMissing
 from controlplane import build as _build
 
-__all__ = ["PROGRAMS", "VOLCANO_CONTROLLERS", "BuildError", "GoMissing", "Watch", "build", "controller_manager_command",
-           "post", "scheduler_command", "volcano_release"]  # fmt: skip
+__all__ = ["PROGRAMS", "SIDES", "VOLCANO_CONTROLLERS", "BuildError", "GoMissing", "Watch", "build",
+           "controllers_command", "post", "scheduler_command", "volcano_release"]  # fmt: skip
 
 #: The name given on the command line -> the program under ``oracle/cmd``.
 PROGRAMS = {"scheduler": "vc-scheduler", "controller-manager": "vc-controller-manager", "apiload": "apiload"}
@@ -67,29 +67,35 @@ def volcano_release() -> str:
     raise BuildError("oracle/go.mod does not require volcano.sh/volcano")
 
 
-def scheduler_command(
-    kubeconfig: str | Path, conf: str | Path, *, metrics_address: str | None = None, extra: Sequence[str] = ()
-) -> list[str]:
-    """Volcano's scheduler on one cluster: no leader election, ``conf`` as its volcano-scheduler.conf.
+#: The two sides: Volcano's programs, and volcanolib's commands.
+SIDES = ("volcano", "volcanolib")
 
-    With ``metrics_address`` (``127.0.0.1:PORT``) it serves ``/metrics`` there.
+
+def scheduler_command(side: str, kubeconfig: str | Path, conf: str | Path, *, metrics_port: int) -> list[str]:
+    """One side's scheduler on one cluster, with ``conf`` as its volcano-scheduler.conf.
+
+    ``volcano``: Volcano's ``vc-scheduler`` (no leader election, metrics on
+    ``127.0.0.1:metrics_port``); ``volcanolib``: ``volcanolib serve``
+    (the same). The programs are built first, when needed.
     """
-    argv = [str(build("scheduler")), "--kubeconfig", str(kubeconfig), "--scheduler-conf", str(conf),
-            "--leader-elect=false", "--healthz-address=127.0.0.1:0", "--cache-dumper=false"]  # fmt: skip
-    if metrics_address is not None:
-        argv += ["--enable-metrics", f"--listen-address={metrics_address}"]
+    address = f"127.0.0.1:{metrics_port}"
+    if side == "volcano":
+        return [str(build("scheduler")), "--kubeconfig", str(kubeconfig), "--scheduler-conf", str(conf),
+                "--leader-elect=false", "--enable-metrics", f"--listen-address={address}",
+                "--healthz-address=127.0.0.1:0", "--cache-dumper=false"]  # fmt: skip
+    return [sys.executable, "-m", "volcanolib", "serve", "--kubeconfig", str(kubeconfig), "--conf", str(conf),
+            "--metrics-address", address, "--no-inspection"]  # fmt: skip
+
+
+def controllers_command(side: str, kubeconfig: str | Path, *, extra: Sequence[str] = ()) -> list[str]:
+    """One side's controllers on one cluster: Volcano's controller manager (no leader election,
+    :data:`VOLCANO_CONTROLLERS` only), or ``volcanolib controllers``; ``extra`` flags after."""
+    if side == "volcano":
+        argv = [str(build("controller-manager")), "--kubeconfig", str(kubeconfig), "--leader-elect=false",
+                f"--controllers={','.join(VOLCANO_CONTROLLERS)}", "--healthz-address=127.0.0.1:0",
+                "--listen-address=127.0.0.1:0"]  # fmt: skip
     else:
-        argv += ["--listen-address=127.0.0.1:0"]
-    return [*argv, *extra]
-
-
-def controller_manager_command(
-    kubeconfig: str | Path, *, controllers: Sequence[str] = VOLCANO_CONTROLLERS, extra: Sequence[str] = ()
-) -> list[str]:
-    """Volcano's controller manager on one cluster: no leader election, ``controllers`` only."""
-    argv = [str(build("controller-manager")), "--kubeconfig", str(kubeconfig), "--leader-elect=false",
-            f"--controllers={','.join(controllers)}", "--healthz-address=127.0.0.1:0",
-            "--listen-address=127.0.0.1:0"]  # fmt: skip
+        argv = [sys.executable, "-m", "volcanolib", "controllers", "--kubeconfig", str(kubeconfig)]
     return [*argv, *extra]
 
 
