@@ -52,10 +52,10 @@ import json
 import os
 import platform
 import re
-import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -190,13 +190,6 @@ def fresh_plane() -> Iterator[ControlPlane]:
         plane.remove()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class Usage:
     """A process's CPU seconds and peak resident memory, read from ``/proc`` (Linux)."""
 
@@ -235,6 +228,47 @@ def latency(port: int) -> tuple[float, int] | None:
     return float(found["sum"]), int(float(found["count"]))
 
 
+class Startup(threading.Thread):
+    """Follows a scheduler's ``/metrics`` from its start, every quarter second, until its first cycle has ended.
+
+    It notes when the endpoint first answered, when the cache said it was
+    ready (``volcanolib_cache_ready``, volcanolib's only), when the first
+    cycle had ended and how long that cycle took.
+    """
+
+    def __init__(self, port: int, started: float) -> None:
+        super().__init__(daemon=True)
+        self.port, self.started = port, started
+        self.figures: dict[str, float] = {}
+        self.done = threading.Event()
+
+    def _note(self, name: str, value: float) -> None:
+        self.figures.setdefault(name, round(value, 2))
+
+    def run(self) -> None:
+        while not self.done.wait(0.25):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=60) as answer:
+                    text = answer.read().decode()
+            except OSError:
+                continue
+            now = time.time() - self.started
+            self._note("metrics_up_seconds", now)
+            if re.search(r"^volcanolib_cache_ready 1", text, re.MULTILINE):
+                self._note("cache_ready_seconds", now)
+            found = dict(re.findall(rf"^{LATENCY}_(sum|count) (\S+)$", text, re.MULTILINE))
+            if float(found.get("count", 0)) >= 1:
+                self._note("first_cycle_end_seconds", now)
+                self._note("first_cycle_seconds", float(found["sum"]) / 1000 / float(found["count"]))
+                return
+
+    def stop(self) -> dict[str, float]:
+        """Stop following; the figures noted."""
+        self.done.set()
+        self.join(70)
+        return self.figures
+
+
 def steady_cycle(port: int, seconds: float) -> dict[str, Any]:
     """The mean cycle (ms) over ``seconds``, once a cycle has started and ended since the call."""
     first = latency(port)
@@ -255,13 +289,11 @@ def steady_cycle(port: int, seconds: float) -> dict[str, Any]:
 @contextlib.contextmanager
 def scheduler(side: str, plane: ControlPlane, conf: Path, log: Path) -> Iterator[tuple[float, int, Usage]]:
     """Start one side's scheduler; yield its start (Unix seconds), metrics port and usage; stop it after."""
-    port = free_port()
+    port = volcanobin.free_port()
     argv = volcanobin.scheduler_command(side, plane.kubeconfig, conf, metrics_port=port)  # built before the clock
     with log.open("w") as out:
         started = time.time()
-        process = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT))
-        )
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=volcanobin.python_env())
         try:
             yield started, port, Usage(process.pid)
         finally:
@@ -351,7 +383,10 @@ def part_bind(side: str, args: argparse.Namespace, conf: Path, logs: Path) -> di
             assert watch.synced.wait(120), "the pods could not be listed"
             server = Usage(plane.pid)
             with scheduler(side, plane, conf, logs / f"bind-{side}.log") as (started, port, usage):
+                startup = Startup(port, started)
+                startup.start()
                 watch.wait(lambda changes: len(changes) >= args.pods, args.timeout)
+                record["startup"] = startup.stop()
                 record.update(bind_figures([t for t, _k, _v in watch.changes], started, args.pods))
                 record["binding_cpu_seconds"] = usage.since_start()
                 record["apiserver_cpu_seconds"] = server.since_start()
@@ -382,9 +417,12 @@ def part_restart(side: str, args: argparse.Namespace, conf: Path, logs: Path) ->
             assert watch.synced.wait(120), "the new pod could not be listed"
             server = Usage(plane.pid)
             with scheduler(side, plane, conf, logs / f"restart-{side}.log") as (started, port, usage):
+                startup = Startup(port, started)
+                startup.start()
                 bound = watch.wait(lambda changes: bool(changes), args.timeout)
                 record["restart_to_first_bind_seconds"] = round(watch.changes[0][0] - started, 2) if bound else None
                 record["start_cpu_seconds"] = usage.since_start()
+                record["startup"] = startup.stop()
                 record["apiserver_cpu_seconds"] = server.since_start()
                 if bound:
                     record["steady"] = steady_cycle(port, args.steady)
@@ -409,10 +447,17 @@ def _cell(record: dict[str, Any] | None, figure: Callable[[dict[str, Any]], Any]
     return "n/a"
 
 
+def _first_cycle(record: dict[str, Any]) -> str:
+    startup = record["startup"]
+    ready = f"cache ready {startup['cache_ready_seconds']} s; " if "cache_ready_seconds" in startup else ""
+    return f"{ready}{startup['first_cycle_end_seconds']} s ({startup['first_cycle_seconds']} s)"
+
+
 def table(records: list[dict[str, Any]], release: str) -> str:
     """The side-by-side figures, in Markdown."""
     by = {(r["part"], r.get("side")): r for r in records}
     rows: list[tuple[str, str, Callable[[dict[str, Any]], Any]]] = [
+        ("bind", "first cycle ended after start (its length)", _first_cycle),
         ("bind", "first bind after start", lambda r: f"{r['first_bind_seconds']} s"),
         ("bind", "binds per second (10th to 90th percentile)", lambda r: r["binds_per_second"]),
         ("bind", "all bound after start",
@@ -425,6 +470,7 @@ def table(records: list[dict[str, Any]], release: str) -> str:
         ("bind", "nodes used; pods per node min / median / max",
          lambda r: "{nodes_used}; {pods_per_node[min]} / {pods_per_node[median]} / {pods_per_node[max]}".format(
              **r["decisions"])),
+        ("restart", "first cycle ended after start (its length)", _first_cycle),
         ("restart", "restart to first bind", lambda r: f"{r['restart_to_first_bind_seconds']} s"),
         ("restart", "steady cycle after", lambda r: f"{r['steady']['mean_ms']} ms ({r['steady']['cycles']} cycles)"),
         ("restart", "scheduler CPU / peak memory", lambda r: f"{r['cpu_seconds']} s / {r['peak_rss_mib']} MiB"),

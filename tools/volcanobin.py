@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from controlplane import BuildError, GoMissing
 from controlplane import build as _build
 
-__all__ = ["PROGRAMS", "SIDES", "VOLCANO_CONTROLLERS", "BuildError", "GoMissing", "Watch", "build",
-           "controllers_command", "post", "scheduler_command", "volcano_release"]  # fmt: skip
+__all__ = ["PROGRAMS", "SIDES", "VOLCANO_CONTROLLERS", "BuildError", "Flow", "GoMissing", "Watch", "build",
+           "controllers_command", "free_port", "post", "python_env", "scheduler_command",
+           "volcano_release"]  # fmt: skip
 
 #: The name given on the command line -> the program under ``oracle/cmd``.
 PROGRAMS = {"scheduler": "vc-scheduler", "controller-manager": "vc-controller-manager", "apiload": "apiload"}
@@ -97,6 +99,99 @@ def controllers_command(side: str, kubeconfig: str | Path, *, extra: Sequence[st
     else:
         argv = [sys.executable, "-m", "volcanolib", "controllers", "--kubeconfig", str(kubeconfig)]
     return [*argv, *extra]
+
+
+class Flow:
+    """One side's whole flow on one cluster, as processes: fake kubelets, the scheduler, the controllers.
+
+    ``volcanolib kubelet-sim`` registers ``nodes`` nodes (``sim-0`` ...) and
+    runs the pods bound to them (``pod_startup`` seconds to Running, then
+    as their annotations say); then the side's scheduler
+    (:func:`scheduler_command`, ``conf``) and controllers
+    (:func:`controllers_command`, ``controllers_extra``) start. Their output
+    goes to ``logs/<side>-<program>.log``.
+    """
+
+    def __init__(
+        self,
+        side: str,
+        kubeconfig: str | Path,
+        conf: str | Path,
+        logs: Path,
+        *,
+        nodes: int = 4,
+        shape: Sequence[str] = ("--cpu", "8", "--memory", "32Gi"),
+        pod_startup: str = "1s",
+        controllers_extra: Sequence[str] = (),
+        metrics_port: int = 0,
+    ) -> None:
+        self.side = side
+        self.kubeconfig = Path(kubeconfig)
+        self.logs = logs
+        kubelet = [sys.executable, "-m", "volcanolib", "kubelet-sim", "--kubeconfig", str(kubeconfig),
+                   "--nodes", str(nodes), "--pod-startup", pod_startup, *shape]  # fmt: skip
+        self.commands = {
+            "kubelet-sim": kubelet,
+            "scheduler": scheduler_command(side, kubeconfig, conf, metrics_port=metrics_port or free_port()),
+            "controllers": controllers_command(side, kubeconfig, extra=controllers_extra),
+        }
+        #: The running processes, by program.
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Start the kubelets (and wait for their nodes), then the scheduler and the controllers.
+
+        :raises RuntimeError: when the kubelets do not register their nodes within ``timeout`` seconds.
+        """
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = (self.logs / f"{self.side}-kubelet-sim.log").open("wb")
+        kubelet = subprocess.Popen(self.commands["kubelet-sim"], stdout=subprocess.PIPE, stderr=log, env=python_env())
+        self.processes["kubelet-sim"] = kubelet
+        assert kubelet.stdout is not None
+        ready = threading.Event()
+
+        def read(stream: IO[bytes]) -> None:
+            for line in stream:
+                if b"nodes ready" in line:
+                    ready.set()
+                log.write(line)
+                log.flush()
+
+        threading.Thread(target=read, args=(kubelet.stdout,), daemon=True).start()
+        if not ready.wait(timeout):
+            self.stop()
+            raise RuntimeError(f"kubelet-sim did not register its nodes (see {log.name})")
+        for program in ("scheduler", "controllers"):
+            with (self.logs / f"{self.side}-{program}.log").open("wb") as out:
+                self.processes[program] = subprocess.Popen(
+                    self.commands[program], stdout=out, stderr=subprocess.STDOUT, env=python_env()
+                )
+
+    def stop(self) -> None:
+        """SIGTERM each process, the controllers first (SIGKILL after 20 s)."""
+        for program in ("controllers", "scheduler", "kubelet-sim"):
+            process = self.processes.pop(program, None)
+            if process is None:
+                continue
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def python_env() -> dict[str, str]:
+    """The environment, with this checkout first on PYTHONPATH (``python -m volcanolib`` runs this one)."""
+    root = str(Path(__file__).resolve().parents[1])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
 
 
 def post(kubeconfig: str | Path, requests: Iterable[dict[str, Any]], *, workers: int = 16) -> dict[str, Any]:
