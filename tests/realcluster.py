@@ -15,12 +15,15 @@ Without ``go`` on PATH these fixtures skip their test ("needs go to build
 the control plane"); with ``VOLCANOLIB_REQUIRE_GO=1`` (CI) a missing ``go``
 or a failed build fails it instead.
 
-What a controller-manager would do and the tests need is done here:
-ServiceAccounts and their tokens (the TokenRequest API), namespaces (never
-deleted: finishing a namespace's deletion is the namespace controller's
-job), a new Queue's ``Open`` state (Volcano's queue controller), and
-removing deleted pods (their kubelet: :meth:`RealServer.finalize_deleted_pods`
-runs a :class:`~volcanolib.kube.live.kubelet.KubeletSim` that only does that).
+The control plane runs kube-controller-manager's garbage collector and its
+ReplicaSet, Deployment, StatefulSet, ServiceAccount and namespace
+controllers (see ``oracle/cmd/cluster``). What else the tests need of a
+cluster is done here: a namespace with its ``default`` ServiceAccount at
+once (the ServiceAccount controller makes it a moment later), tokens of
+ServiceAccounts (the TokenRequest API), a new Queue's ``Open`` state
+(Volcano's queue controller), and removing deleted pods (their kubelet:
+:meth:`RealServer.finalize_deleted_pods` runs a
+:class:`~volcanolib.kube.live.kubelet.KubeletSim` that only does that).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from controlplane import BuildError, ControlPlane, GoMissing, environ_requires_go
+from controlplane import BuildError, ControlPlane, GoMissing
+from gotools import unavailable
 
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live._client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeApi
@@ -75,9 +79,10 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "clusterroles": ("/apis/rbac.authorization.k8s.io/v1", False),
     "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1", False),
 }
-#: What :meth:`RealCluster.reset` removes (namespaced ones in every namespace), in this order.
-RESET = ("pods", "podgroups", "jobs.batch.volcano.sh", "commands", "services", "secrets", "networkpolicies",
-         "replicasets", "deployments", "statefulsets", "poddisruptionbudgets", "events", "queues", "nodes",
+#: What :meth:`RealCluster.reset` removes (namespaced ones in every namespace), in this order: the
+#: owners whose controllers make pods first, so that none is made again once the pods are gone.
+RESET = ("deployments", "statefulsets", "replicasets", "pods", "podgroups", "jobs.batch.volcano.sh", "commands",
+         "services", "secrets", "networkpolicies", "poddisruptionbudgets", "events", "queues", "nodes",
          "hypernodes", "priorityclasses")  # fmt: skip
 #: Leases that are the control plane's own (kube-system) are kept; these namespaces' are removed.
 LEASE_NAMESPACES = ("default", "kube-node-lease", "volcano-system", "volcanolib-system")
@@ -90,14 +95,10 @@ def start_control_plane(**options: Any) -> ControlPlane:
     """Build and start a control plane; skip the test when ``go`` is missing (unless CI requires it)."""
     try:
         return ControlPlane(**options).start()
-    except GoMissing as exc:
-        if environ_requires_go():
-            pytest.fail(f"VOLCANOLIB_REQUIRE_GO is set: {exc}")
-        pytest.skip("needs go to build the control plane")
+    except GoMissing:
+        unavailable("needs go to build the control plane")
     except BuildError as exc:
-        if environ_requires_go():
-            pytest.fail(f"VOLCANOLIB_REQUIRE_GO is set: {exc}")
-        pytest.skip(f"the control plane did not build: {str(exc).splitlines()[0]}")
+        unavailable(f"the control plane did not build: {exc}")
 
 
 class RealCluster:
@@ -210,7 +211,7 @@ class RealCluster:
     # ------------------------------------------------------------------ what a controller-manager would do
 
     def ensure_namespace(self, name: str) -> None:
-        """Create a namespace with its ``default`` ServiceAccount (left in place: see the module)."""
+        """Create a namespace with its ``default`` ServiceAccount (left in place by :meth:`reset`)."""
         for resource, obj in (("namespaces", {"metadata": {"name": name}}),
                               ("serviceaccounts", {"metadata": {"name": "default", "namespace": name}})):  # fmt: skip
             try:
