@@ -33,7 +33,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,8 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "networkpolicies": ("/apis/networking.k8s.io/v1", True),
     "replicasets": ("/apis/apps/v1", True),
     "deployments": ("/apis/apps/v1", True),
+    "daemonsets": ("/apis/apps/v1", True),
+    "jobs.batch": ("/apis/batch/v1", True),
     "statefulsets": ("/apis/apps/v1", True),
     "hypernodes": ("/apis/topology.volcano.sh/v1alpha1", False),
     "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
@@ -81,9 +83,9 @@ RESOURCES: dict[str, tuple[str, bool]] = {
 }
 #: What :meth:`RealCluster.reset` removes (namespaced ones in every namespace), in this order: the
 #: owners whose controllers make pods first, so that none is made again once the pods are gone.
-RESET = ("deployments", "statefulsets", "replicasets", "pods", "podgroups", "jobs.batch.volcano.sh", "commands",
-         "services", "secrets", "networkpolicies", "poddisruptionbudgets", "events", "queues", "nodes",
-         "hypernodes", "priorityclasses")  # fmt: skip
+RESET = ("deployments", "statefulsets", "replicasets", "daemonsets", "jobs.batch", "pods", "podgroups",
+         "jobs.batch.volcano.sh", "commands", "services", "secrets", "networkpolicies", "poddisruptionbudgets",
+         "events", "queues", "nodes", "hypernodes", "priorityclasses")  # fmt: skip
 #: Leases that are the control plane's own (kube-system) are kept; these namespaces' are removed.
 LEASE_NAMESPACES = ("default", "kube-node-lease", "volcano-system", "volcanolib-system")
 VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
@@ -248,12 +250,15 @@ class RealCluster:
         self._tokens[key] = token = str(answer["status"]["token"])
         return token
 
-    def apply_manifests(self, path: Path) -> None:
-        """Create (or replace) the objects of a YAML file, as ``kubectl apply`` would for new objects."""
+    def apply_manifests(self, path: Path, *, skip: Collection[str] = ()) -> None:
+        """Create (or replace) the objects of a YAML file, as ``kubectl apply`` would for new objects.
+
+        :param skip: kinds not to apply (a ``Deployment`` of ``deploy/``, whose image is not there).
+        """
         kinds = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
                  "ClusterRoleBinding": "clusterrolebindings"}  # fmt: skip
         for doc in yaml.safe_load_all(path.read_text()):
-            if not doc:
+            if not doc or doc["kind"] in skip:
                 continue
             resource = kinds[doc["kind"]]
             try:
@@ -358,15 +363,22 @@ class RealServer:
     """The stand-in's handle (:class:`kube_api.KubeApiServer`'s state methods) on a real server.
 
     Objects are made and read as the admin; :meth:`requests` shows only the
-    requests of the identity :meth:`write_kubeconfig` hands out (a
-    ServiceAccount, ``cluster-admin`` unless another role is given), as the
-    stand-in's log shows only its clients' requests.
+    requests of the identity :meth:`write_kubeconfig` hands out (the
+    ServiceAccount ``user`` of ``namespace``, bound to ``cluster_role``
+    unless that is ``None``), as the stand-in's log shows only its clients'
+    requests.
     """
 
-    def __init__(self, cluster: RealCluster, user: str = TEST_USER, cluster_role: str = "cluster-admin") -> None:
+    def __init__(
+        self,
+        cluster: RealCluster,
+        user: str = TEST_USER,
+        cluster_role: str | None = "cluster-admin",
+        namespace: str = "default",
+    ) -> None:
         self.cluster = cluster
-        self.token = cluster.service_account(user, cluster_role=cluster_role)
-        self.user = f"system:serviceaccount:default:{user}"
+        self.token = cluster.service_account(user, namespace, cluster_role=cluster_role)
+        self.user = f"system:serviceaccount:{namespace}:{user}"
         self._api: KubeApi | None = None
         self._since = 0
         self._kubelet: Any = None
