@@ -70,3 +70,16 @@ def soak(session: nox.Session) -> None:
     session.install(*INSTALL)
     session.run("python", "-m", "pytest", "-m", "slow", "--runslow")
     session.run("python", "benchmarks/soak.py", *session.posargs)
+
+
+@nox.session
+def job_differential(session: nox.Session) -> None:
+    """Random job event sequences through Volcano's job controller (the oracle, built with Go) and volcanolib's.
+
+    Prints the agreement rate, the speed of each side and the disagreements; fails on a disagreement.
+    Arguments after ``--`` go to tests/oracle/jobdiff.py (default here: 20,000 sequences; e.g.
+    ``nox -s job_differential -- --count 2000 --out DIR``).
+    """
+    session.install(*INSTALL)
+    args = session.posargs or ["--count", "20000"]
+    session.run("python", "-m", "tests.oracle.jobdiff", *args)

@@ -32,8 +32,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: Fixtures that start a real control plane (kube-apiserver and etcd built with Go).
+_REAL_FIXTURES = frozenset({"real_cluster", "make_control_plane"})
+#: Parameters of the live tests' server fixtures that pick the real API server.
+_SERVER_PARAMS = ("server", "api_server")
+
+
+def _needs_real_server(item: pytest.Item) -> bool:
+    if _REAL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(params.get(name) == "real" for name in _SERVER_PARAMS)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave the slow soak and scale runs to ``nox -s soak``, and the Go lane to .ci/run (deselected, not skipped)."""
+    """Mark the tests on a real API server ``go``; leave the slow soak and scale runs to ``nox -s soak``.
+
+    The Go lane (the oracle, the real control plane) is left to .ci/run: deselected, not skipped.
+    """
+    for item in items:
+        if "go" not in item.keywords and _needs_real_server(item):
+            item.add_marker(pytest.mark.go)
     dropped: list[pytest.Item] = []
     if not config.getoption("--runslow"):
         dropped += [item for item in items if "slow" in item.keywords]

@@ -474,19 +474,28 @@ class JobController:
         return self._run(job, Request(event, p.task, p.name, p.uid, p.version), now)
 
     def tick(self, *, now: float) -> list[Change]:
-        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first."""
+        """Run the timed reactions due at or before ``now`` (policy timeouts), oldest first.
+
+        Timeouts due at the same instant fire together, as Volcano's timers
+        do: each runs in the phase the ones before it left, none is cancelled
+        by another's clean-up, and the jobs react once all of them ran.
+        """
         out: list[Change] = []
         while self._timers and self._timers[0].due <= now:
-            timer = heapq.heappop(self._timers)
-            if timer.cancelled:
-                continue
-            job = timer.job
-            if job.delayed.get(timer.key) is timer:
-                del job.delayed[timer.key]
-            if job.deleted:
-                continue
-            self._execute(job, timer.action, timer.request, now)
-            self._cleanup_delayed(job, timer.action, timer.request)
+            due = self._timers[0].due
+            fired: list[Timer] = []
+            while self._timers and self._timers[0].due == due:
+                timer = heapq.heappop(self._timers)
+                if not timer.cancelled:
+                    fired.append(timer)
+            for timer in fired:
+                job = timer.job
+                if job.delayed.get(timer.key) is timer:
+                    del job.delayed[timer.key]
+                if job.deleted:
+                    continue
+                self._execute(job, timer.action, timer.request, now)
+                self._cleanup_delayed(job, timer.action, timer.request)
             out.extend(self._drain(now))
         return out
 
@@ -805,13 +814,17 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
+
+    def _delete_pod_group(self, job: JobData) -> None:
+        """The last write of every kill, targeted ones too (Volcano v1.14.1): a new PodGroup must be admitted."""
         if job.pg_exists:
             job.pg_exists = False
             job.pg_phase = ""
             self._out.append(DeletePodGroup(job.spec.namespace, job.spec.pod_group_name))
 
     def _kill_target(self, job: JobData, action: str, req: Request, *, fn: StatusFn, now: float) -> None:
-        """KillTarget: delete the pods of one task or one pod (finished ones too); the PodGroup stays."""
+        """KillTarget: delete one task's pods or one pod (finished ones too), then the PodGroup; the version stays."""
         if action == RESTART_PARTITION:
             return  # partitions are not modelled: the partition does not exist, nothing happens
         if action == RESTART_TASK:
@@ -828,6 +841,7 @@ class JobController:
         job.task_status = {}
         self._apply_fn(job, fn)
         self._plugins_delete(job)
+        self._delete_pod_group(job)
 
 
 def _matches(policy: Policy, req: Request) -> bool:

@@ -311,5 +311,38 @@ def _template(job: str, role: str, labels: Mapping[str, str], annotations: Mappi
     """
     if role or not job:
         return ""
-    content = {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
-    return content_template(job, (labels, annotations, content))
+    return content_template(job, (labels, annotations, _shared_spec(spec)))
+
+
+# The API server's ServiceAccount admission adds to each pod a projected
+# volume of its own (``kube-api-access-<random>``) and mounts it in every
+# container: per pod, and nothing scheduling reads.
+_TOKEN_VOLUME_PREFIX = "kube-api-access-"
+
+
+def _shared_spec(spec: Any) -> Any:
+    """``spec`` without what differs between otherwise equal pods: ``nodeName`` and the injected token volume."""
+    if not isinstance(spec, Mapping):
+        return spec
+    content = {k: v for k, v in spec.items() if k != "nodeName"}
+    volumes = content.get("volumes")
+    if not isinstance(volumes, list) or not any(_token_volume(v) for v in volumes):
+        return content
+    content["volumes"] = [v for v in volumes if not _token_volume(v)]
+    for field in ("initContainers", "containers"):
+        containers = content.get(field)
+        if isinstance(containers, list):
+            content[field] = [_without_token_mount(c) for c in containers]
+    return content
+
+
+def _token_volume(volume: Any) -> bool:
+    return isinstance(volume, Mapping) and str(volume.get("name", "")).startswith(_TOKEN_VOLUME_PREFIX)
+
+
+def _without_token_mount(container: Any) -> Any:
+    mounts = container.get("volumeMounts") if isinstance(container, Mapping) else None
+    if not isinstance(mounts, list):
+        return container
+    kept = [m for m in mounts if not _token_volume(m)]
+    return {**container, "volumeMounts": kept} if len(kept) != len(mounts) else container

@@ -91,17 +91,6 @@ KNOWN_DIFFERENCES: Final[tuple[KnownDifference, ...]] = (
         scenarios=("deviceshare-over-subscribed-card-not-offered.yaml",),
         applies=_uses(plugin="deviceshare"),
     ),
-    KnownDifference(
-        key="preempt-queues-in-turn",
-        summary="preempt keeps each queue's preemptors apart, so intra-job preemption in one queue cannot "
-        "replace another queue's preemptors",
-        reason=(
-            "volcanolib follows a fix of Volcano's main branch made after v1.14.1 (the scenario is that fix's test); "
-            "under v1.14.1 the eviction the test expects happens in some runs only"
-        ),
-        scenarios=("preempt-multi-queue-preemptor-tasks-not-overwritten.yaml",),
-        applies=_uses(action="preempt"),
-    ),
 )
 
 

@@ -4,6 +4,7 @@
 //
 //	oracle simulate [--conf FILE] [--sessions N] [--runs K] [--per-session] FILE... [--json]
 //	oracle simulate --each [flags] FILE...     one scenario per file, one JSON line each
+//	oracle jobs FILE...                        drive Volcano's job controller through event sequences
 //	oracle has NAME...                         which names are Volcano plugins or actions (JSON)
 //	oracle version
 package main
@@ -22,11 +23,13 @@ import (
 	"time"
 
 	"volcanolib/oracle/internal/controllers"
+	"volcanolib/oracle/internal/jobsim"
 	"volcanolib/oracle/internal/scenario"
 	"volcanolib/oracle/internal/schedsim"
 )
 
 const usage = `usage: oracle simulate [--conf FILE] [--sessions N] [--runs K] [--per-session] [--each] FILE... [--json]
+       oracle jobs FILE...
        oracle has NAME...
        oracle version
 
@@ -44,6 +47,12 @@ result as volcanolib simulate --json prints it. Output is always JSON.
                   cache, and in the sessions (the first run's)
   --each          treat every FILE as its own scenario; print one JSON line
                   per file: {"file": F, "result": R} or {"file": F, "error": E}
+
+jobs runs Volcano's job controller through each event sequence FILE (a Job,
+then what happens to it step by step: docs/job-sequences.md) and prints one
+JSON line per file: {"file": F, "records": [R...]} with a record of the Job,
+its PodGroup and its pods after each step, or {"file": F, "error": E}.
+Exit status 2 when a file could not be read or its Job was refused.
 `
 
 func main() {
@@ -67,6 +76,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "simulate":
 		return simulate(args[1:], stdout, stderr)
+	case "jobs":
+		if len(args) < 2 {
+			fmt.Fprintf(stderr, "oracle jobs: no sequence file given\n")
+			return 2
+		}
+		jobsim.Main(args[1:], stdout, stderr) // ends the process
+		return 1
 	case "has":
 		// oracle has NAME...: which names are plugins and which actions of this Volcano.
 		if err := json.NewEncoder(stdout).Encode(schedsim.Known(args[1:])); err != nil {

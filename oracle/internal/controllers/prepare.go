@@ -28,13 +28,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	schedlisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 	wkoptions "volcano.sh/volcano/cmd/webhook-manager/app/options"
 	"volcano.sh/volcano/pkg/controllers/framework"
 	_ "volcano.sh/volcano/pkg/controllers/job"
@@ -119,20 +122,12 @@ func Prepare(scn *scenario.Scenario) error {
 	vinf.Start(stop)
 	vinf.WaitForCacheSync(stop)
 
-	// The job webhooks: defaults, then validation, as the API server calls them.
-	err := router.ForEachAdmission(&wkoptions.Config{EnabledAdmission: "/jobs/mutate,/jobs/validate"}, func(s *router.AdmissionService) error {
-		s.Config.SchedulerNames = []string{scn.SchedulerName}
-		s.Config.KubeClient = kube
-		s.Config.VolcanoClient = vc
-		s.Config.QueueLister = queueLister
-		return nil
-	})
-	if err != nil {
+	if err := ConfigureAdmission(kube, vc, queueLister, scn.SchedulerName); err != nil {
 		return err
 	}
 	jobs := make([]*batchv1alpha1.Job, 0, len(scn.Jobs))
 	for _, job := range scn.Jobs {
-		admitted, err := admit(job)
+		admitted, err := Admit(job)
 		if err != nil {
 			return err
 		}
@@ -270,8 +265,22 @@ func Prepare(scn *scenario.Scenario) error {
 	return nil
 }
 
-// admit applies the job webhooks to a Job: Volcano's defaults, then its validation.
-func admit(job *batchv1alpha1.Job) (*batchv1alpha1.Job, error) {
+// ConfigureAdmission points Volcano's job webhooks at a cluster: its clients, its
+// queues (validation reads them) and the scheduler name the defaults give.
+func ConfigureAdmission(kube kubernetes.Interface, vc vcclientset.Interface, queues schedlisters.QueueLister, schedulerName string) error {
+	// The job webhooks: defaults, then validation, as the API server calls them.
+	return router.ForEachAdmission(&wkoptions.Config{EnabledAdmission: "/jobs/mutate,/jobs/validate"}, func(s *router.AdmissionService) error {
+		s.Config.SchedulerNames = []string{schedulerName}
+		s.Config.KubeClient = kube
+		s.Config.VolcanoClient = vc
+		s.Config.QueueLister = queues
+		return nil
+	})
+}
+
+// Admit applies the job webhooks, as ConfigureAdmission set them up, to a Job:
+// Volcano's defaults, then its validation. A refusal is a *RefusedError.
+func Admit(job *batchv1alpha1.Job) (*batchv1alpha1.Job, error) {
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return nil, err

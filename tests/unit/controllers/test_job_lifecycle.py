@@ -309,7 +309,9 @@ def test_s5_6_quirk_task_less_restart_task_kills_nothing_but_counts_a_retry() ->
     h.admit(phase="Unknown")
     assert {n: p["metadata"]["uid"] for n, p in h.pods.items()} == before
     assert h.state("j").retry_count == 1
-    assert phases(h, "j")[-3:] == ["Restarting", "Pending", "Running"]
+    assert phases(h, "j")[-2:] == ["Restarting", "Pending"]
+    h.admit()  # the kill deleted the PodGroup: once the new one is admitted, the pods count again
+    assert phases(h, "j")[-1] == "Running"
 
 
 def test_s3_2_task_completed_fires_once_every_replica_succeeded() -> None:
@@ -327,7 +329,7 @@ def test_s3_2_task_completed_fires_once_every_replica_succeeded() -> None:
 # -- §5.6 targeted restarts ----------------------------------------------------------------------
 
 
-def test_s5_6_restart_task_deletes_the_task_pods_keeps_the_pod_group_and_version() -> None:
+def test_s5_6_restart_task_deletes_the_task_pods_and_the_pod_group_keeps_the_version() -> None:
     h = Harness()
     h.submit(job("j", task("a", 1), task("b", 2, policies=[{"event": "PodFailed", "action": "RestartTask"}])))
     h.admit()
@@ -336,23 +338,30 @@ def test_s5_6_restart_task_deletes_the_task_pods_keeps_the_pod_group_and_version
     a_uid = h.pods["j-a-0"]["metadata"]["uid"]
     changes = h.phase("j-b-1", "Failed", exit_code=1)
     assert sorted(c.name for c in changes if isinstance(c, DeletePod)) == ["j-b-0", "j-b-1"]  # finished ones too
-    assert not any(isinstance(c, (DeletePodGroup, CreatePodGroup)) for c in changes)
-    assert sorted(c.manifest["metadata"]["name"] for c in changes if isinstance(c, CreatePod)) == ["j-b-0", "j-b-1"]
+    # Volcano (v1.14.1) deletes the PodGroup on every kill, targeted ones too: a new one must be admitted
+    kinds = [type(c).__name__ for c in changes if isinstance(c, (DeletePodGroup, CreatePodGroup))]
+    assert kinds == ["DeletePodGroup", "CreatePodGroup"]
+    assert not any(isinstance(c, CreatePod) for c in changes)
     assert h.pods["j-a-0"]["metadata"]["uid"] == a_uid
     state = h.state("j")
-    assert (state.phase, state.retry_count, state.version) == ("Pending", 1, 0)
+    assert (state.phase, state.retry_count, state.version) == ("Restarting", 1, 0)
+    changes = h.admit()
+    assert sorted(c.manifest["metadata"]["name"] for c in changes if isinstance(c, CreatePod)) == ["j-b-0", "j-b-1"]
     assert phases(h, "j")[-2:] == ["Restarting", "Pending"]
 
 
-def test_s5_6_restart_pod_recreates_only_that_pod() -> None:
+def test_s5_6_restart_pod_recreates_only_that_pod_once_the_new_pod_group_is_admitted() -> None:
     h = Harness()
     h.submit(job("j", task("a", 3), policies=[{"event": "PodFailed", "action": "RestartPod"}]))
     h.admit()
     h.run_all()
     changes = h.phase("j-a-1", "Failed", exit_code=1)
     assert [c.name for c in changes if isinstance(c, DeletePod)] == ["j-a-1"]
-    assert [c.manifest["metadata"]["name"] for c in changes if isinstance(c, CreatePod)] == ["j-a-1"]
+    assert any(isinstance(c, DeletePodGroup) for c in changes)
+    assert not any(isinstance(c, CreatePod) for c in changes)
     assert h.state("j").retry_count == 1
+    changes = h.admit()
+    assert [c.manifest["metadata"]["name"] for c in changes if isinstance(c, CreatePod)] == ["j-a-1"]
     h.phase("j-a-1", "Running")
     assert h.state("j").phase == "Running"
 
@@ -363,8 +372,10 @@ def test_s5_6_restart_pod_after_eviction_kills_nothing_and_the_pod_comes_back() 
     h.admit()
     h.run_all()
     h.evict("j-a-0")
-    assert sorted(h.pods) == ["j-a-0", "j-a-1"]
+    assert sorted(h.pods) == ["j-a-1"]  # the PodGroup was deleted: the pod waits for the new one
     assert (h.state("j").retry_count, h.state("j").phase) == (1, "Pending")
+    h.admit()
+    assert sorted(h.pods) == ["j-a-0", "j-a-1"]
 
 
 # -- §5.1: phase x action -------------------------------------------------------------------------
@@ -658,12 +669,42 @@ def test_s5_6_targeted_restarts_also_use_up_max_retry() -> None:
     h.admit()
     h.run_all()
     h.phase("j-a-0", "Failed", exit_code=1)
+    assert (h.state("j").phase, h.state("j").retry_count) == ("Restarting", 1)
+    h.admit()  # the new PodGroup: a-0 comes back
     assert (h.state("j").phase, h.state("j").retry_count) == ("Pending", 1)
     h.run_all()
     h.phase("j-a-0", "Failed", exit_code=1)  # retry 2 >= maxRetry 2: the restart check fails the job
     assert (h.state("j").phase, h.state("j").retry_count) == ("Failed", 2)
     assert phases(h, "j")[-2:] == ["Restarting", "Failed"]
     assert h.pods == {}  # the Failed state's soft kill deletes the pods still running or pending
+
+
+def test_s4_3_timeouts_due_together_all_fire_before_the_job_reacts() -> None:
+    # Pods made together wait out their PodPending timeouts together. Volcano's timers then all
+    # fire at that instant: the second RestartPod runs in the Restarting phase the first left
+    # (a kill, no second retry), before the job's sync takes it back to Pending.
+    h = Harness()
+    policy = {"event": "PodPending", "action": "RestartPod", "timeout": "10s"}
+    h.submit(job("j", task("a", 3, minAvailable=2, policies=[policy]), minAvailable=2))
+    h.admit()
+    h.phase("j-a-0", "Running")  # a-1 and a-2 stay Pending: two timers due at 10 s
+    changes = h.tick(10.0)
+    assert sorted(c.name for c in changes if isinstance(c, DeletePod)) == ["j-a-1", "j-a-2"]
+    state = h.state("j")
+    assert (state.phase, state.retry_count) == ("Pending", 1)
+
+
+def test_s4_3_a_timeout_due_with_another_fires_although_the_other_cleans_up_its_scope() -> None:
+    # Two job-level RestartJob timeouts due together: the first's clean-up cannot stop the second,
+    # which has fired too; it kills again in Restarting (no second retry).
+    h = Harness()
+    policy = {"event": "PodPending", "action": "RestartJob", "timeout": "10s"}
+    h.submit(job("j", task("a", 2), policies=[policy]))
+    h.admit()
+    version = h.state("j").version
+    h.tick(10.0)
+    state = h.state("j")
+    assert (state.phase, state.retry_count, state.version) == ("Restarting", 1, version + 2)
 
 
 def test_s4_3_a_delayed_action_runs_in_the_phase_of_the_moment_it_fires() -> None:

@@ -632,3 +632,27 @@ def test_pods_asking_alike_share_one_request_object() -> None:
     a, b, c = (task(cluster, name) for name in "abc")
     assert a.resreq is b.resreq and a.resreq.milli_cpu == 1000
     assert c.resreq is not a.resreq and c.resreq.milli_cpu == 2000
+
+
+def _with_token(name: str, token: str, *, extra_volume: str = "") -> dict[str, Any]:
+    """A pod as a real API server stores it: its ServiceAccount token volume (a per-pod name) mounted."""
+    projected = {"sources": [{"serviceAccountToken": {"path": "token"}}]}
+    volumes: list[dict[str, Any]] = [{"name": token, "projected": projected}]
+    mounts = [{"name": token, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}]
+    if extra_volume:
+        volumes.append({"name": extra_volume, "emptyDir": {}})
+        mounts.append({"name": extra_volume, "mountPath": "/data"})
+    container = {"name": "c", "resources": {"requests": {"cpu": "1"}}, "volumeMounts": mounts}
+    return pod(name, spec={"containers": [container], "volumes": volumes, "nodeName": ""})
+
+
+def test_pods_differing_only_in_their_injected_token_volume_share_a_template() -> None:
+    cluster = load(
+        pod_group(),
+        _with_token("a", "kube-api-access-x7k2p"),
+        _with_token("b", "kube-api-access-9qzt4"),
+        _with_token("c", "kube-api-access-m2v8d", extra_volume="scratch"),
+    )
+    a, b, c = task(cluster, "a"), task(cluster, "b"), task(cluster, "c")
+    assert a.template == b.template and a.template.startswith("ns1/pg1/~")
+    assert c.template != a.template  # a volume of the pod's own still tells it apart
