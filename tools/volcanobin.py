@@ -162,10 +162,20 @@ class Flow:
             self.stop()
             raise RuntimeError(f"kubelet-sim did not register its nodes (see {log.name})")
         for program in ("scheduler", "controllers"):
-            with (self.logs / f"{self.side}-{program}.log").open("wb") as out:
-                self.processes[program] = subprocess.Popen(
-                    self.commands[program], stdout=out, stderr=subprocess.STDOUT, env=python_env()
-                )
+            self.launch(program)
+
+    def launch(self, program: str) -> None:
+        """Start ``program`` (``scheduler`` or ``controllers``), its output appended to its log."""
+        with (self.logs / f"{self.side}-{program}.log").open("ab") as out:
+            self.processes[program] = subprocess.Popen(
+                self.commands[program], stdout=out, stderr=subprocess.STDOUT, env=python_env()
+            )
+
+    def kill(self, program: str) -> None:
+        """SIGKILL ``program``: it stops wherever it was, as a crash would stop it."""
+        process = self.processes.pop(program)
+        process.kill()
+        process.wait()
 
     def stop(self) -> None:
         """SIGTERM each process, the controllers first (SIGKILL after 20 s)."""

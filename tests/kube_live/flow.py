@@ -20,6 +20,7 @@ run on threads; :meth:`FlowCluster.stop_controllers` and
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from conftest_helpers import eventually
 from kube_api import KubeApiServer, make_node, make_queue
+from urllib3.exceptions import HTTPError
 
 from volcanolib.kube.live import KubeApi, load_api
-from volcanolib.kube.live._client import ApiError
+from volcanolib.kube.live._client import ApiError, watch_lines
 from volcanolib.kube.live.controllers import ControllerManager
 from volcanolib.kube.live.controllers._api import collection_path, object_path
 from volcanolib.kube.live.kubelet import KubeletSim, NodeShape
@@ -255,6 +257,31 @@ class FlowCluster:
     def delete(self, resource: str, name: str, namespace: str = "default") -> None:
         ns = "" if resource in ("nodes", "queues") else namespace
         self.api.request("DELETE", _path(resource, ns, name))
+
+    @contextmanager
+    def job_phases(self, name: str, namespace: str = "default") -> Iterator[list[str]]:
+        """Watch one Job from before it exists: the list of the phases the API server announced, as they come."""
+        phases: list[str] = []
+        path = _path("jobs", namespace)
+        response = self.api.stream(path, query={"watch": "true", "fieldSelector": f"metadata.name={name}"}, timeout=120)
+
+        def read() -> None:
+            try:
+                for line in watch_lines(response):
+                    obj = json.loads(line)["object"]
+                    phase = str(((obj.get("status") or {}).get("state") or {}).get("phase") or "")
+                    if phase and phase != (phases[-1] if phases else ""):
+                        phases.append(phase)
+            except (OSError, ValueError, HTTPError):
+                pass  # closed
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            yield phases
+        finally:
+            response.release_conn()
+            response.close()
 
     # ------------------------------------------------------------------ the kubelet's part
 

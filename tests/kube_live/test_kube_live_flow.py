@@ -145,10 +145,14 @@ def test_a_failed_pod_restarts_the_job_once_then_it_completes(flow: FlowCluster)
 
 def test_max_retry_reached_ends_failed(flow: FlowCluster) -> None:
     flow.start_controllers()
-    flow.create("jobs", job("m", task("a", 1), maxRetry=1, policies=[{"event": "PodFailed", "action": "RestartJob"}]))
-    wait(lambda: flow.running(prefix="m-") == ["m-a-0"], "the pod running")
-    flow.pod_phase("m-a-0", "Failed", exit_code=1)
-    wait(lambda: flow.job_phase("m") == "Failed", "Failed")
+    with flow.job_phases("m") as phases:
+        flow.create(
+            "jobs", job("m", task("a", 1), maxRetry=1, policies=[{"event": "PodFailed", "action": "RestartJob"}])
+        )
+        wait(lambda: flow.running(prefix="m-") == ["m-a-0"], "the pod running")
+        flow.pod_phase("m-a-0", "Failed", exit_code=1)
+        wait(lambda: phases[-1:] == ["Failed"], "Failed")
+    assert phases == ["Pending", "Running", "Restarting", "Failed"]  # each phase written, as Volcano writes them
     assert ((flow.get("jobs", "m") or {})["status"])["retryCount"] == 1
     assert flow.get("pods", "m-a-0") is not None  # the last retry keeps the failed pod
 
