@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import platform
@@ -215,12 +216,19 @@ class Usage:
         return None
 
 
+def metrics_text(port: int, timeout: float) -> str | None:
+    """A scheduler's ``/metrics`` text, or None when it does not answer (yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as answer:
+            return str(answer.read().decode())
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 def latency(port: int) -> tuple[float, int] | None:
     """The sum (ms) and count of the e2e scheduling latency histogram, or None when /metrics does not answer."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-    except OSError:
+    text = metrics_text(port, 10)
+    if text is None:
         return None
     found = dict(re.findall(rf"^{LATENCY}_(sum|count) (\S+)$", text, re.MULTILINE))
     if len(found) < 2:
@@ -247,10 +255,8 @@ class Startup(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(0.25):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=60) as answer:
-                    text = answer.read().decode()
-            except OSError:
+            text = metrics_text(self.port, 60)
+            if text is None:
                 continue
             now = time.time() - self.started
             self._note("metrics_up_seconds", now)
@@ -386,13 +392,13 @@ def part_bind(side: str, args: argparse.Namespace, conf: Path, logs: Path) -> di
                 startup = Startup(port, started)
                 startup.start()
                 watch.wait(lambda changes: len(changes) >= args.pods, args.timeout)
-                record["startup"] = startup.stop()
                 record.update(bind_figures([t for t, _k, _v in watch.changes], started, args.pods))
                 record["binding_cpu_seconds"] = usage.since_start()
                 record["apiserver_cpu_seconds"] = server.since_start()
                 record["load_average_binding"] = load_average()
                 if record["all_bound_seconds"] is not None:
                     record["steady"] = steady_cycle(port, args.steady)
+                record["startup"] = startup.stop()  # the first cycle may end after the last bind
                 record["cpu_seconds"] = usage.since_start()
                 record["peak_rss_mib"] = usage.peak_mib()
             record["decisions"] = decisions(watch.latest(), args.gang)
@@ -422,10 +428,10 @@ def part_restart(side: str, args: argparse.Namespace, conf: Path, logs: Path) ->
                 bound = watch.wait(lambda changes: bool(changes), args.timeout)
                 record["restart_to_first_bind_seconds"] = round(watch.changes[0][0] - started, 2) if bound else None
                 record["start_cpu_seconds"] = usage.since_start()
-                record["startup"] = startup.stop()
                 record["apiserver_cpu_seconds"] = server.since_start()
                 if bound:
                     record["steady"] = steady_cycle(port, args.steady)
+                record["startup"] = startup.stop()  # the first cycle may end after the bind: stopped once it has
                 record["cpu_seconds"] = usage.since_start()
                 record["peak_rss_mib"] = usage.peak_mib()
         finally:

@@ -21,7 +21,7 @@ Jobs of ``--pods`` pods, each one task, ``minAvailable`` all of them, pods
 that run until deleted) and Go watchers follow the Jobs' phases and the
 pods' phases. Measured from the first creation: the first Job Running,
 Jobs Running per second (10th to 90th percentile), every Job Running;
-when the pods were made and Running; each process's CPU seconds; the load
+when the pods were made, and the first and the last pod Running; each process's CPU seconds; the load
 average (the machine may be shared). Records go to
 ``bench-results/live-controllers.json``, a table to stdout.
 """
@@ -121,6 +121,10 @@ def run_side(side: str, args: argparse.Namespace, logs: Path) -> dict[str, Any]:
                 all_pods_made_seconds=round(made[-1] - started, 2) if len(made) >= expected_pods else None,
                 pods_made_per_second=_rate(made, expected_pods),
                 pods_running=len(pods_running),
+                first_pod_running_seconds=round(pods_running[0] - started, 2) if pods_running else None,
+                all_pods_running_seconds=(
+                    round(pods_running[-1] - started, 2) if len(pods_running) >= expected_pods else None
+                ),
                 pods_running_per_second=_rate(pods_running, expected_pods),
                 cpu_seconds={name: u.since_start() for name, u in usage.items()},
                 apiserver_cpu_seconds=server.since_start(),
@@ -155,6 +159,8 @@ def table(records: list[dict[str, Any]], release: str) -> str:
         ("every Job Running", "all_jobs_running_seconds", " s"),
         ("pods made per second", "pods_made_per_second", ""),
         ("every pod made", "all_pods_made_seconds", " s"),
+        ("first pod Running", "first_pod_running_seconds", " s"),
+        ("every pod Running", "all_pods_running_seconds", " s"),
         ("CPU seconds by process", "cpu_seconds", ""),
         ("API server CPU seconds", "apiserver_cpu_seconds", ""),
     ]
