@@ -1,4 +1,4 @@
-"""Automation: nox -s tests | typecheck | lint | bench | docs | soak."""
+"""Automation: nox -s tests | typecheck | lint | bench | docs | soak | differential."""
 
 from __future__ import annotations
 
@@ -70,6 +70,19 @@ def soak(session: nox.Session) -> None:
     session.install(*INSTALL)
     session.run("python", "-m", "pytest", "-m", "slow", "--runslow")
     session.run("python", "benchmarks/soak.py", *session.posargs)
+
+
+@nox.session
+def differential(session: nox.Session) -> None:
+    """Random scenarios per feature area through the real Volcano (the oracle, built with Go) and volcanolib.
+
+    Prints the agreement per area and the most common disagreements. Arguments after ``--`` go to
+    tests/oracle/differential.py (default here: 1,000 scenarios per area, 8 oracle runs each; e.g.
+    ``nox -s differential -- --count 50 --areas gang,preempt --out DIR``).
+    """
+    session.install(*INSTALL)
+    args = session.posargs or ["--count", "1000", "--runs", "8"]
+    session.run("python", "-m", "tests.oracle.differential", *args)
 
 
 @nox.session

@@ -246,6 +246,7 @@ def steady_state(
     gang: int = GANG,
     profile: str | Path | None = None,
     progress: Callable[[str], Any] | None = None,
+    verify: bool = False,
 ) -> dict[str, Any]:
     """Set up the W1 cluster in ``path`` with every pod running, run the cycles, return the record.
 
@@ -261,6 +262,7 @@ def steady_state(
     :param gang: pods per arriving PodGroup.
     :param profile: where to write a cProfile ``.prof`` of one extra cycle after the measured ones.
     :param progress: called with one line per cycle (e.g. ``print``).
+    :param verify: run the scheduler in verify mode (``docs/incremental.md``), to measure what it costs.
     :raises SteadyStateError: when the placement session leaves a pod unplaced.
     :returns: the record described in ``benchmarks/README.md``.
     """
@@ -279,7 +281,7 @@ def steady_state(
     cache = cluster.to_cache()
     cache_seconds = time.perf_counter() - t0
     clock = _Clock(cluster.newest_timestamp + PERIOD)
-    scheduler = Scheduler(cache, scenario.config, seed=seed, clock=clock)
+    scheduler = Scheduler(cache, scenario.config, seed=seed, clock=clock, verify=verify)
     placement = scheduler.run_once()
     placement_seconds = placement.timings["session"]
     placement_binds = len(placement.binds)
@@ -407,6 +409,7 @@ def steady_state(
         "file": Path(path).name,
         "scenario": scenario.name,
         "seed": seed,
+        "verify": verify,
         "nodes": len(cluster.nodes),
         "pods": len(cluster.tasks),
         "pod_groups": len(cluster.pod_groups),
@@ -458,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finishes", type=int, help="pods finishing per cycle (default: the churn)")
     parser.add_argument("--gang", type=int, default=GANG, help=f"pods per arriving PodGroup (default {GANG})")
     parser.add_argument("--profile", type=Path, help="write a cProfile .prof of one extra cycle here")
+    parser.add_argument("--verify", action="store_true", help="run the scheduler in verify mode")
     parser.add_argument("--result", type=Path, help="write the JSON record here (default: standard output)")
     args = parser.parse_args(argv)
     try:
@@ -473,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
             finishes=args.finishes,
             gang=args.gang,
             profile=args.profile,
+            verify=args.verify,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
         )
     except (SteadyStateError, ValueError) as exc:

@@ -25,11 +25,22 @@ _GO_LANE = "needs Go: run by .ci/run, `nox -s oracle`, or `pytest --go`"
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
     parser.addoption(
+        "--check-fast-paths",
+        action="store_true",
+        default=False,
+        help="check every fast path against its reference in every test (VOLCANOLIB_CHECK_FAST_PATHS=1)",
+    )
+    parser.addoption(
         "--go",
         action="store_true",
         default=False,
         help="run the tests that build the oracle or the control plane with Go (marked go)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--check-fast-paths"):
+        os.environ["VOLCANOLIB_CHECK_FAST_PATHS"] = "1"
 
 
 #: Fixtures that start a real control plane (kube-apiserver and etcd built with Go).
@@ -60,6 +71,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not (config.getoption("--go") or REQUIRE_GO):
         go = [item for item in items if "go" in item.keywords and item not in dropped]
         config.stash[_go_key] = len(go)
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:  # a pytest-xdist worker: the controller prints the summary
+            workeroutput[_GO_OUTPUT] = len(go)
         dropped += go
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -68,6 +82,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _go_key = pytest.StashKey[int]()
+_GO_OUTPUT = "volcanolib_go_deselected"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """With pytest-xdist, the workers collect: carry their count of the Go lane to the controller's summary."""
+    count = getattr(node, "workeroutput", {}).get(_GO_OUTPUT, 0)
+    config: pytest.Config = node.config  # type: ignore[attr-defined]
+    config.stash[_go_key] = max(config.stash.get(_go_key, 0), count)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -1,6 +1,8 @@
-"""Write docs/hooks.md and the switch table of docs/configuration.md from the hook declarations.
+"""Write docs/hooks.md, the switch table of docs/configuration.md and the session's typed hook answers.
 
-Run after changing a hook: ``python tools/gen_hook_docs.py``. Each hook gets
+Run after changing a hook: ``python tools/gen_hook_docs.py``. The session's
+answers (``volcanolib/framework/_answers.py``) are the attribute and type each
+hook declares (``answer=``), with its rule. Each hook gets
 its signature, its rule and switch, and its docstring rendered by mkdocstrings. Everything
 comes from :data:`volcanolib.framework.hookspecs.SPECS` (each hook's phase,
 rule, switch and faster form, as its marker declares them), the hooks'
@@ -115,7 +117,54 @@ def configuration_page(text: str) -> str:
     return text[:start] + switch_table() + text[end:]
 
 
+#: Where the session's typed hook answers are written.
+ANSWERS = ROOT / "volcanolib" / "framework" / "_answers.py"
+
+
+def answers_module() -> str:
+    """The text of ``volcanolib/framework/_answers.py``: one typed attribute per hook that declares an answer."""
+    out = [
+        '"""The session\'s combined hook answers, with their types: generated from the hook declarations.',
+        "",
+        "Do not edit: run ``python tools/gen_hook_docs.py`` after changing a hook (a test",
+        "checks that this module and the declarations agree).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from collections.abc import Callable, Mapping, Sequence",
+        "from typing import TYPE_CHECKING, Any",
+        "",
+        "if TYPE_CHECKING:",
+        "    from volcanolib.api.hypernode import HyperNodeInfo",
+        "    from volcanolib.api.job import JobInfo",
+        "    from volcanolib.api.node import NodeInfo",
+        "    from volcanolib.api.queue import QueueInfo",
+        "    from volcanolib.api.task import TaskInfo",
+        "    from volcanolib.framework.status import Event, Status",
+        "    from volcanolib.framework.victims import EvictionContext",
+        "",
+        '__all__ = ["HookAnswers"]',
+        "",
+        "",
+        "class HookAnswers:",
+        '    """The combined answer of every hook, as the session\'s attributes (see :class:`Session`)."""',
+        "",
+    ]
+    for spec in SPECS.values():
+        if spec.attribute is None or spec.answer is None:
+            continue
+        doc = f"``{spec.name}``, rule ``{spec.rule.value}``"
+        if spec.form_of is not None:
+            doc = f"The key form of ``{spec.form_of}``, rule ``{spec.rule.value}``"
+        if spec.tie_break is not None:
+            doc += f", then {spec.tie_break}"
+        out += [f"    #: {doc}.", f"    {spec.attribute}: {spec.answer}"]
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":
+    ANSWERS.write_text(answers_module())
     (ROOT / "docs" / "hooks.md").write_text(render())
     configuration = ROOT / "docs" / "configuration.md"
     configuration.write_text(configuration_page(configuration.read_text()))

@@ -44,15 +44,17 @@ from volcanolib.errors import (
 )
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments, argument, argument_per_name, argument_table, parse_arguments
-from volcanolib.framework.carry import PartSums
 from volcanolib.framework.config import Arguments, SchedulerConfig, load_config, parse_config
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.placement import Placement, PredicateCache
+from volcanolib.framework.plugin_session import PluginSession
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.registry import Action, Plugin, Registry, hookimpl
 from volcanolib.framework.session import Session
 from volcanolib.framework.statement import Savepoint, Statement
 from volcanolib.framework.status import Code, Event, Status, Vote
+from volcanolib.framework.sums import PartSums
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib.scheduler import CycleResult, Scheduler
 
@@ -93,6 +95,7 @@ __all__ = [
     "PluginConfigError",
     "PluginError",
     "PluginNotFoundError",
+    "PluginSession",
     "Pod",
     "PodGroup",
     "PodGroupPhase",
@@ -114,6 +117,7 @@ __all__ = [
     "Taint",
     "TaskInfo",
     "TaskStatus",
+    "Traits",
     "VictimOrder",
     "VolcanolibError",
     "Vote",

@@ -33,7 +33,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from volcanolib.errors import VolcanolibError
@@ -120,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --json: add each session's binds, evictions and pipelined pods and the PodGroup status it wrote",
     )
+    simulate.set_defaults(handler=_simulate)
 
     check = sub.add_parser(
         "check",
@@ -129,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE", help="scenario files with an expect block")
     check.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
     check.add_argument("-q", "--quiet", action="store_true", help="print only the files that fail")
+    check.set_defaults(handler=_check)
 
     explain = sub.add_parser(
         "explain",
@@ -161,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-nodes", type=_natural, default=20, metavar="N", help="nodes shown per pod (default 20, 0 = all)"
     )
     explain.add_argument("--json", action="store_true", help="print the explanation as JSON (as serve's /explain)")
+    explain.set_defaults(handler=_explain)
 
     plugins = sub.add_parser(
         "plugins",
@@ -169,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
         "and the hooks each plugin implements.",
     )
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    plugins.set_defaults(handler=_plugins)
+    # Every subcommand names its handler the same way (set_defaults(handler=...)), these in their own modules.
     from volcanolib.replay.cli import add_commands as add_replay_commands
 
     add_replay_commands(sub)
@@ -309,6 +314,7 @@ def _explain_live(args: argparse.Namespace) -> Any:
 def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from volcanolib.errors import PluginConfigError
     from volcanolib.framework.registry import Registry, check_plugin_class, hooks_of, one_line
+    from volcanolib.framework.traits import trait_names
 
     registry = Registry()
     plugins: list[dict[str, Any]] = []
@@ -318,9 +324,11 @@ def _plugin_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             cls = provider.load()
         except Exception as exc:  # a broken plugin is listed, not fatal
             row["hooks"] = []
+            row["traits"] = []
             row["error"] = f"cannot load: {one_line(exc)}"
         else:
             row["hooks"] = hooks_of(cls)
+            row["traits"] = trait_names(cls, row["hooks"])
             try:
                 check_plugin_class(name, cls)
             except PluginConfigError as exc:  # it loads, but no configuration naming it would
@@ -355,15 +363,6 @@ def _plugins(args: argparse.Namespace, out: TextIO) -> int:
 _ONE_SCENARIO = frozenset({"simulate", "explain"})
 
 
-def _serve(args: argparse.Namespace, out: TextIO) -> int:
-    from volcanolib.kube.live.serve import run
-
-    return run(args, out)
-
-
-_COMMANDS = {"simulate": _simulate, "check": _check, "explain": _explain, "plugins": _plugins, "serve": _serve}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
@@ -388,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     handler = _setup_logging(sys.stderr)
     try:
-        return (getattr(args, "handler", None) or _COMMANDS[args.command])(args, sys.stdout)
+        handler_of_command: Callable[[argparse.Namespace, TextIO], int] = args.handler
+        return handler_of_command(args, sys.stdout)
     except VolcanolibError as exc:
         message = " ".join(str(exc).split("\n"))
         sys.stderr.write(f"{PROG}: error: {message}\n")

@@ -13,6 +13,7 @@ so callers may catch either::
     │   ├── PluginNotFoundError (LookupError)  no plugin or action of that name
     │   └── PluginConfigError (ValueError)     a plugin refused at load time
     ├── CacheError                          a cache operation failed
+    ├── VerifyError (AssertionError)        verify mode: a shortcut differs from computing afresh
     └── MissingExtraError (ImportError)     an optional part needs an extra that is not installed
 
 Errors caused by user input (configuration, manifests, plugin arguments)
@@ -33,6 +34,7 @@ __all__ = [
     "QuantityError",
     "ResourceError",
     "TraceError",
+    "VerifyError",
     "VolcanolibError",
 ]
 
@@ -161,6 +163,23 @@ class PluginConfigError(PluginError, ValueError):
 
 class CacheError(VolcanolibError):
     """A cache operation (bind, evict, status update) failed."""
+
+
+class VerifyError(VolcanolibError, AssertionError):
+    """Verify mode found a shortcut of an incremental cycle that differs from computing afresh.
+
+    See ``docs/incremental.md``. The message names the plugin (or the job,
+    or the node class token) and what differs.
+
+    :param plugin: the plugin at fault, when one is known.
+
+    .. versionadded:: 0.2
+    """
+
+    def __init__(self, message: str, *, plugin: str | None = None) -> None:
+        self.message = message
+        self.plugin = plugin
+        super().__init__(f"plugin {plugin!r}: {message}" if plugin else message)
 
 
 class MissingExtraError(VolcanolibError, ImportError):

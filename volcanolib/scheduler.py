@@ -24,6 +24,7 @@ from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, is_file
 from volcanolib.framework.dispatch import compile_tables
 from volcanolib.framework.registry import PluginHost, Registry, located, one_line
 from volcanolib.framework.session import Session
+from volcanolib.framework.traits import SETTLED_JOBS, log_fast_paths_off
 
 __all__ = ["CycleResult", "Scheduler"]
 
@@ -50,6 +51,8 @@ class CycleResult:
     failed_binds: tuple[tuple[TaskInfo, str, str], ...] = ()
     #: Whether the actions ran (false when a plugin failed at session open).
     ran: bool = True
+    #: The plugins that resumed (``on_session_resume``) rather than opened afresh, in tier order.
+    resumed: tuple[str, ...] = ()
     #: The closed session, for inspection (jobs, nodes, fit errors); read it before the next cycle,
     #: whose snapshot may reuse, and whose session may change, the objects it left unchanged.
     session: Session | None = attrs.field(default=None, repr=False)
@@ -108,6 +111,11 @@ class Scheduler:
     :param pause_gc: pause Python's cyclic garbage collector during each
         cycle (a cycle runs about a third faster on a large cluster; the
         collector resumes between cycles).
+    :param verify: verify mode: every shortcut of an incremental cycle is
+        checked against computing afresh (resumed plugins, node classes kept,
+        jobs left alone at close), and a difference raises
+        :class:`~volcanolib.errors.VerifyError` naming the plugin; see
+        ``docs/incremental.md``. Slower; the decisions are the same.
     :raises ConfigError: when the configuration is invalid at start.
     """
 
@@ -121,8 +129,10 @@ class Scheduler:
         registry: Registry | None = None,
         clock: Callable[[], float] = time.time,
         pause_gc: bool = True,
+        verify: bool = False,
     ) -> None:
         self.cache = cache
+        self.verify = verify
         self.pause_gc = pause_gc
         self.seed = seed
         self.period = period
@@ -176,8 +186,10 @@ class Scheduler:
         self.config = config
         self.host = host
         self.tables = tables
+        #: The fast paths the configuration's plugins switch off, each with the plugins that do (logged once).
+        self.fast_paths_off = log_fast_paths_off(config.source, host.plugins, tables)
         # New plugins start with nothing kept.
-        self._carry = Carry()
+        self._carry = Carry(quiet_jobs=SETTLED_JOBS not in self.fast_paths_off)
 
     def _mtime(self) -> float | None:
         try:
@@ -239,6 +251,7 @@ class Scheduler:
             uid=f"cycle-{self._cycle}",
             clock=self.clock,
             carry=self._carry,
+            verify=self.host.build if self.verify else None,
         )
 
     def run_once(
@@ -311,6 +324,7 @@ class Scheduler:
             timings=timings,
             plugin_errors=tuple(ssn.plugin_errors),
             ran=ran,
+            resumed=ssn.resumed,
             session=ssn,
         )
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
-from volcanolib import Status, argument, hookimpl
+from volcanolib import Status, Traits, argument, hookimpl
 from volcanolib.framework.arguments import parse_str
 
 if TYPE_CHECKING:
@@ -154,6 +154,9 @@ class TeamFencePlugin:
 
     name: ClassVar[str] = "teamfence"
     Arguments: ClassVar[type[TeamFenceArguments]] = TeamFenceArguments
+    #: What it promises across sessions (docs/incremental.md): no clock, a job's key read from the job
+    #: alone, no job status written but through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, local_job_keys=True, status_through_session=True)
 
     def __init__(self, arguments: TeamFenceArguments) -> None:
         self.team_label = arguments.team_label

@@ -97,7 +97,8 @@ def test_flat_queue_order_priority_then_share_then_deserved() -> None:
         add_job(cache, f"job-{name}", name, running=running)
     ssn = open_session(cache, FLAT)
     order = sorted(
-        (q for q in ssn.queues.values() if q.name != "default"), key=functools.cmp_to_key(ssn.compare_queues)
+        (q for q in ssn.queues.values() if q.name not in ("default", "root")),
+        key=functools.cmp_to_key(ssn.compare_queues),
     )
     assert [q.name for q in order] == ["urgent", "quarter", "half", "full", "besteffort"]
     views = {name: ssn.plugins["capacity"].queue_view(name) for name in ("half", "besteffort", "default")}
@@ -308,6 +309,20 @@ def test_hierarchy_child_real_capability_leaves_room_for_sibling_guarantees() ->
     assert attrs["dev"].real_capability.milli_cpu == 4000
     assert attrs["prod"].real_capability.milli_cpu == 8000
     assert attrs["dev"].deserved.milli_cpu == 2000, "deserved is raised to the guarantee"
+
+
+def test_hierarchy_root_need_not_be_listed() -> None:
+    """Volcano's scheduler makes the root queue at start: a tree whose root is not listed is valid."""
+    cache = new_cache()
+    cache.add_queue(build_queue("eng", deserved=res("4")))
+    cache.add_queue(build_queue("dev", parent="eng"))
+    add_job(cache, "d", "dev", pending=1, min_resources=res("1"), phase=PodGroupPhase.PENDING)
+    ssn = open_session(cache, hierarchical())
+    plugin = ssn.plugins["capacity"]
+    assert plugin.ready
+    assert plugin.queue_attrs["dev"].ancestors == ["root", "eng"]
+    assert ssn.job_enqueueable(ssn.jobs["default/d"])
+    assert ssn.allocatable(ssn.queues["dev"], task_of(ssn, "d"))
 
 
 def test_hierarchy_missing_parent_invalidates_the_tree() -> None:

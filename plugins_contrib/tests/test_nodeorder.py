@@ -36,6 +36,12 @@ tiers:
 """
 
 
+def preferred_pod_term(kind: str, weight: int, app: str) -> dict[str, Any]:
+    """An affinity with one preferred ``kind`` (podAffinity, podAntiAffinity) term on ``app`` pods by zone."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "podAffinityTerm": term}]}}
+
+
 def scores(ssn: Any, key: str) -> dict[str, float]:
     return ssn.node_scores(find(ssn, key), ssn.node_list)
 
@@ -108,7 +114,8 @@ def test_balanced_allocation_with_two_and_three_resources() -> None:
     assert scores(ssn, "default/be") == {"n1": 0, "n2": 0, "g": 0}, "best-effort tasks skip the plugin"
 
 
-def test_node_affinity_preferred_terms_are_normalised_over_candidates() -> None:
+def test_node_affinity_preferred_terms_are_summed_not_normalised() -> None:
+    """Volcano v1.14.1 adds the Kubernetes NodeAffinity score node by node, without its normalisation."""
     pref = {
         "nodeAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -123,8 +130,9 @@ def test_node_affinity_preferred_terms_are_normalised_over_candidates() -> None:
         node("none"),
     ]
     ssn = session(only(nodeaffinity=2), nodes, [pod_task("p", job="j", affinity=pref), pod_task("q", job="j")])
-    assert scores(ssn, "default/p") == {"both": 200, "zone": 80, "none": 0}
-    assert ssn.node_scores(find(ssn, "default/p"), [ssn.nodes["zone"], ssn.nodes["none"]]) == {"zone": 200, "none": 0}
+    assert scores(ssn, "default/p") == {"both": 10, "zone": 4, "none": 0}
+    # The score of a node does not depend on the other candidates.
+    assert ssn.node_scores(find(ssn, "default/p"), [ssn.nodes["zone"], ssn.nodes["none"]]) == {"zone": 4, "none": 0}
     assert scores(ssn, "default/q") == {"both": 0, "zone": 0, "none": 0}
 
 
@@ -184,22 +192,30 @@ def test_pod_affinity_preferred_terms_by_topology() -> None:
 
 def test_existing_pods_preferred_affinity_attracts_the_task() -> None:
     nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
-    likes_web = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
+    likes_web = preferred_pod_term("podAffinity", 5, "web")
     tasks = [
         pod_task("cache", node="b1", labels={"app": "cache"}, affinity=likes_web),
         pod_task("w", job="j", labels={"app": "web"}),
     ]
     ssn = session(only(podaffinity=1), nodes, tasks)
     assert scores(ssn, "default/w") == {"a1": 0, "b1": 100}
+
+
+def test_pods_with_affinity_placed_this_session_score_only_tasks_with_terms_of_their_own() -> None:
+    """Volcano lists the nodes holding pods with affinity once, when the session opens: a task without
+    preferred terms of its own does not see a pod with affinity placed since then on another node."""
+    nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
+    likes_web = preferred_pod_term("podAffinity", 5, "web")
+    avoids_db = preferred_pod_term("podAntiAffinity", 1, "db")
+    tasks = [
+        pod_task("cache", job="c", labels={"app": "cache"}, affinity=likes_web),
+        pod_task("w", job="j", labels={"app": "web"}),
+        pod_task("w2", job="k", labels={"app": "web"}, affinity=avoids_db),
+    ]
+    ssn = session(only(podaffinity=1), nodes, tasks)
+    ssn.allocate(find(ssn, "default/cache"), ssn.nodes["b1"])
+    assert scores(ssn, "default/w") == {"a1": 0, "b1": 0}
+    assert scores(ssn, "default/w2") == {"a1": 0, "b1": 100}
 
 
 def test_soft_topology_spread_prefers_the_emptier_domain() -> None:
@@ -361,16 +377,7 @@ def test_node_request_sums_stay_exact_whenever_they_are_first_read() -> None:
 def test_node_class_key_only_for_tasks_without_preferred_pod_affinity() -> None:
     nodes = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"})]
     near = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
-    prefers = {
-        "podAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 5,
-                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                }
-            ]
-        }
-    }
+    prefers = preferred_pod_term("podAffinity", 5, "web")
     requires = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [

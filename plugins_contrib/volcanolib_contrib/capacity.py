@@ -19,11 +19,12 @@ Flat mode (default)
     Deserved is capped by the real capability.
 
 Hierarchical mode (``enableHierarchy: true``)
-    Every queue gets state; its parent is ``spec.parent`` or ``root``. A
-    missing parent or root queue, or a job in a queue that has children,
-    makes the tree invalid: then nothing may be allocated, enqueued or
-    reclaimed. A job's usage counts for its queue and every ancestor. Root's
-    capability is unbounded unless set; a child without cpu, memory or a
+    Every queue gets state; its parent is ``spec.parent`` or ``root`` (which
+    always exists, see :data:`~volcanolib.api.queue.ROOT_QUEUE`). A missing
+    parent, or a job in a queue that has children, makes the tree invalid:
+    then nothing may be allocated, enqueued or reclaimed. A job's usage
+    counts for its queue and every ancestor. Root's capability is unbounded
+    unless set; a child without cpu, memory or a
     scalar in its capability inherits its parent's; a child's real
     capability is (parent's real capability - the guarantees of the parent's
     children) + own guarantee, capped by its capability. Root's deserved and
@@ -43,14 +44,15 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import attrs
 
 from volcanolib.api.job import JobInfo, PodGroupPhase
-from volcanolib.api.queue import QueueFigures
+from volcanolib.api.queue import ROOT_QUEUE, QueueFigures
 from volcanolib.api.resource import INFINITE, PODS, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus, in_statuses
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.shortfall import ALLOCATE, ENQUEUE, QueueShortfall, needed_request
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import JobSums
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import EvictionContext, EvictionKind, VictimOrder
 from volcanolib_contrib._resources import (
     greater_partly_with_relevant_dimensions,
@@ -69,8 +71,6 @@ __all__ = ["ANCESTOR_RECLAIM_LEVEL", "ROOT_QUEUE", "CapacityArguments", "Capacit
 
 #: The argument bounding how far up reclaim checks ancestors.
 ANCESTOR_RECLAIM_LEVEL: Final = "ancestorReclaimLevel"
-#: The implicit top of the queue tree.
-ROOT_QUEUE: Final = "root"
 
 _ZERO: Final = Mode.ZERO
 _INF: Final = Mode.INFINITY
@@ -227,6 +227,8 @@ class CapacityPlugin:
 
     name: ClassVar[str] = "capacity"
     Arguments: ClassVar[type[CapacityArguments]] = CapacityArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: CapacityArguments) -> None:
         self.arguments = arguments
@@ -246,8 +248,7 @@ class CapacityPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot (flat or hierarchical) and compute shares."""
-        self._sums = JobSums(4)
-        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_usage)
+        self._sums = JobSums.kept_or_afresh(None, None, ssn.jobs, ssn.queues, _job_usage, width=4)
         self._settle(ssn)
 
     @hookimpl
@@ -256,10 +257,8 @@ class CapacityPlugin:
 
         Opens afresh when a queue changed.
         """
-        if delta.queues:
-            self.on_session_open(ssn)
-            return
-        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_usage)
+        kept = None if delta.queues else self._sums
+        self._sums = JobSums.kept_or_afresh(kept, delta.jobs, ssn.jobs, ssn.queues, _job_usage, width=4)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:

@@ -47,6 +47,7 @@ from volcanolib.framework.arguments import argument
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Status
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -197,6 +198,8 @@ class DeviceSharePlugin:
 
     name: ClassVar[str] = "deviceshare"
     Arguments: ClassVar[type[DeviceShareArguments]] = DeviceShareArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: DeviceShareArguments) -> None:
         if arguments.gpu_sharing and arguments.gpu_number:

@@ -39,7 +39,7 @@ from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import argument
 from volcanolib.framework.queues import job_queues
-from volcanolib.framework.victims import EvictionContext, EvictionKind
+from volcanolib.framework.victims import EvictionContext, EvictionKind, Reversed
 
 if TYPE_CHECKING:
     from volcanolib.api.queue import QueueInfo
@@ -176,26 +176,6 @@ def bundle_roi(bundle: Bundle, need: Resource, needed: list[tuple[str, float]] |
     return _score(bundle.local, dims, cap=True) / cost
 
 
-class _Reversed:
-    """Orders values the other way round (a sort key for "last first")."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __lt__(self, other: _Reversed) -> bool:
-        return bool(other.value < self.value)
-
-    def __gt__(self, other: _Reversed) -> bool:
-        return bool(other.value > self.value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Reversed) and bool(self.value == other.value)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 #: Orders two bundles of one kind: negative when the left one gives up first, 0 to leave it to the ROI.
 Between = Callable[[Bundle, Bundle], int]
 #: The key form of a :data:`Between`: smaller gives up first, equal keys leave it to the ROI.
@@ -281,9 +261,9 @@ def _preemptable_job(job: JobInfo) -> bool:
     return True
 
 
-def _more_disruptive_first(task: TaskInfo) -> tuple[float, float, float, _Reversed]:
+def _more_disruptive_first(task: TaskInfo) -> tuple[float, float, float, Reversed]:
     res = task.resreq
-    return (-res.milli_cpu, -res.memory, -sum(res.scalars.values()), _Reversed(task.uid))
+    return (-res.milli_cpu, -res.memory, -sum(res.scalars.values()), Reversed(task.uid))
 
 
 def _first_fit(pending: Sequence[TaskInfo], viable: dict[str, list[NodeInfo]], available: dict[str, Resource]) -> bool:
@@ -699,7 +679,7 @@ class GangPreempt(_GangEvict):
     def _between(self, ssn: Session, preemptor_job: JobInfo, preemptor: TaskInfo) -> tuple[Between, BetweenKey | None]:
         compare_jobs = ssn.compare_jobs
         job_key = ssn.job_key
-        keys: dict[str, _Reversed] = {}
+        keys: dict[str, Reversed] = {}
 
         def between(left: Bundle, right: Bundle) -> int:
             if left.job is right.job:
@@ -707,11 +687,11 @@ class GangPreempt(_GangEvict):
             # The job the job order serves last gives up first.
             return -compare_jobs(left.job, right.job)
 
-        def key(bundle: Bundle) -> _Reversed:
+        def key(bundle: Bundle) -> Reversed:
             job = bundle.job
             found = keys.get(job.uid)
             if found is None:
-                found = keys[job.uid] = _Reversed(job_key(job))
+                found = keys[job.uid] = Reversed(job_key(job))
             return found
 
         return between, key
@@ -777,13 +757,13 @@ class GangReclaim(_GangEvict):
             return between, None
         # Without a victim queue order, the queue the queue order serves last gives up first.
         queue_key = ssn.queue_key
-        keys: dict[str, _Reversed] = {}
+        keys: dict[str, Reversed] = {}
 
-        def key(bundle: Bundle) -> _Reversed:
+        def key(bundle: Bundle) -> Reversed:
             name = bundle.job.queue
             found = keys.get(name)
             if found is None:
-                found = keys[name] = _Reversed(queue_key(queues[name]))
+                found = keys[name] = Reversed(queue_key(queues[name]))
             return found
 
         return between, key

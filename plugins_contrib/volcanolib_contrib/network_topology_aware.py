@@ -48,6 +48,7 @@ from volcanolib.api.resource import CPU, MEMORY, Resource
 from volcanolib.framework.arguments import argument, argument_per_name
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -126,6 +127,8 @@ class NetworkTopologyAwarePlugin:
 
     name: ClassVar[str] = "network-topology-aware"
     Arguments: ClassVar[type[NetworkTopologyAwareArguments]] = NetworkTopologyAwareArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NetworkTopologyAwareArguments) -> None:
         self.arguments = arguments

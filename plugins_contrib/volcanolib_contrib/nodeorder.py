@@ -1,8 +1,8 @@
 """nodeorder: the Kubernetes score plugins, weighted, as the current Volcano runs them.
 
 Every score below is a Kubernetes score (an integer, 0..100 after
-normalisation) multiplied by its weight argument; the node's score is the
-sum. All of them are computed in :meth:`NodeOrderPlugin.batch_node_order`
+normalisation, node affinity's sum of weights aside) multiplied by its
+weight argument; the node's score is the sum. All of them are computed in :meth:`NodeOrderPlugin.batch_node_order`
 over the candidate nodes, because several are normalised over them:
 
 ``leastrequested`` (NodeResourcesFit, LeastAllocated, cpu 50 / memory 50)
@@ -22,12 +22,16 @@ over the candidate nodes, because several are normalised over them:
     requests none of them.
 ``nodeaffinity``
     sum of the weights of the preferred node affinity terms the node
-    matches, normalised to 100 by the best candidate. Skipped without terms.
+    matches, not normalised (Volcano scores it node by node, without the
+    Kubernetes plugin's normalisation over the candidates).
 ``podaffinity`` (InterPodAffinity)
     for every topology domain, the weights of the task's preferred terms
     matched by pods there (anti-affinity subtracting) plus the preferred
     terms of those pods matched by the task; a node scores the sum over its
     domains, normalised min-max to 0..100. Skipped when nothing applies.
+    For a task without preferred terms of its own, only the pods on the
+    nodes that held a pod with affinity when the session opened count
+    (Volcano lists those nodes once per session).
 ``tainttoleration``
     the node's PreferNoSchedule taints the task does not tolerate, counted,
     normalised by the maximum and reversed (no such taint anywhere: 100).
@@ -59,6 +63,7 @@ from volcanolib.api.task import TaskStatus
 from volcanolib.framework.arguments import argument, argument_specs
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 from volcanolib_contrib import _k8s
 from volcanolib_contrib._nodepods import (
     DEFAULT_MEMORY_REQUEST,
@@ -154,6 +159,8 @@ class NodeOrderPlugin:
 
     name: ClassVar[str] = "nodeorder"
     Arguments: ClassVar[type[NodeOrderArguments]] = NodeOrderArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NodeOrderArguments) -> None:
         self.arguments = arguments
@@ -183,6 +190,9 @@ class NodeOrderPlugin:
         self._affinities: dict[str, _k8s.PodAffinity] = {}
         self._spreads: dict[str, list[_k8s.SpreadConstraint]] = {}
         self._affinity_pods: dict[str, TaskInfo] = {}
+        #: The nodes that held a pod with affinity when the session opened: Volcano lists them once per
+        #: session, so the pods with affinity placed on other nodes since then do not score other pods.
+        self._affinity_nodes: frozenset[str] = frozenset()
         #: Node class keys by task template (what they read is fixed for a template within a session);
         #: ``None`` for a template whose pod affinity or soft spread constraints the scores read.
         self._class_keys: dict[str, NodeClassKey | None] = {}
@@ -201,6 +211,7 @@ class NodeOrderPlugin:
         self._image_nodes = images
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = pods_where(ssn.node_list, self._has_affinity, affinity_only=True)
+        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
 
     @hookimpl
     def on_session_resume(self, ssn: Session, delta: SnapshotDelta) -> None:
@@ -235,6 +246,7 @@ class NodeOrderPlugin:
         self._image_nodes = {image: count for image, count in images.items() if count}
         self._prefer_tainted = self._tainted > 0
         self._affinity_pods = resumed_pods(affinity, new, delta, self._has_affinity)
+        self._affinity_nodes = frozenset(t.node_name for t in self._affinity_pods.values())
 
     def _count_node(self, images: dict[str, int], node: NodeInfo, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a node's images and PreferNoSchedule taint."""
@@ -401,14 +413,13 @@ class NodeOrderPlugin:
         return terms
 
     def _node_affinity_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+        """The weights of the preferred terms each node matches, summed; ``None`` without such terms."""
         if task.pod is None or not task.pod.affinity:  # no affinity, no preferred term
             return None
         terms = self._preferred_terms(task)
         if not terms.terms:
             return None
-        scores = {node.name: terms.score(node.node) for node in nodes}
-        _k8s.default_normalize(scores, reverse=False)
-        return scores
+        return {node.name: terms.score(node.node) for node in nodes}
 
     def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """Untolerated PreferNoSchedule taints, normalised and reversed; ``None`` when no node has such a taint."""
@@ -440,9 +451,12 @@ class NodeOrderPlugin:
         if has_constraints:
             candidates = [(node, list(self._pods.pods(node))) for node in self._ssn.node_list]
         else:
+            # Only the nodes that had a pod with affinity when the session opened, as Volcano lists them.
             by_node: dict[str, list[TaskInfo]] = {}
+            listed = self._affinity_nodes
             for other in self._affinity_pods.values():
-                by_node.setdefault(other.node_name, []).append(other)
+                if other.node_name in listed:
+                    by_node.setdefault(other.node_name, []).append(other)
             candidates = [(self._ssn.nodes[n], tasks) for n, tasks in by_node.items() if n in self._ssn.nodes]
         for node, others in candidates:
             node_labels = node.node.labels
@@ -692,8 +706,8 @@ class NodeOrderPlugin:
                 image_score(task, node) if images else None,
             )
 
-        # Taint and node affinity scores are normalised over the candidates; the others are not.
-        found = NodeClassKey(token, key, pointwise=tolerations is None and terms is None, durable=True)
+        # Taint scores are normalised over the candidates; the others are not.
+        found = NodeClassKey(token, key, pointwise=tolerations is None, durable=True)
         self._keys_by_token[token] = found
         return found
 

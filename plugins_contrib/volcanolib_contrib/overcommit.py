@@ -29,9 +29,10 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.api.resource import PODS, Resource, exceeded_part
 from volcanolib.api.task import ALLOCATED_STATUSES
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.carry import PartSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import PartSums
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -69,6 +70,8 @@ class OvercommitPlugin:
 
     name: ClassVar[str] = "overcommit"
     Arguments: ClassVar[type[OvercommitArguments]] = OvercommitArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: OvercommitArguments) -> None:
         self.arguments = arguments

@@ -36,6 +36,7 @@ from volcanolib.framework.arguments import argument, argument_per_name
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Code, Status
+from volcanolib.framework.traits import Traits
 from volcanolib_contrib import _k8s
 from volcanolib_contrib._nodepods import NodePods, pods_where, resumed_pods
 
@@ -267,6 +268,8 @@ class PredicatesPlugin:
 
     name: ClassVar[str] = "predicates"
     Arguments: ClassVar[type[PredicatesArguments]] = PredicatesArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: PredicatesArguments) -> None:
         self.arguments = arguments

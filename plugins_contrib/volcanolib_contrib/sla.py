@@ -32,6 +32,7 @@ from volcanolib.api.duration import parse_duration
 from volcanolib.framework.arguments import argument, parse_str
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.status import Vote
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -75,8 +76,8 @@ class SlaPlugin:
 
     name: ClassVar[str] = "sla"
     Arguments: ClassVar[type[SlaArguments]] = SlaArguments
-    #: A job's key depends on its PodGroup only.
-    job_order_key_is_local: ClassVar[bool] = True
+    #: A job's key depends on its PodGroup only; admission reads the clock; no job status written.
+    traits: ClassVar[Traits] = Traits(local_job_keys=True, status_through_session=True)
 
     def __init__(self, arguments: SlaArguments) -> None:
         self.arguments = arguments

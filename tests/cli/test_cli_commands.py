@@ -228,6 +228,10 @@ def test_plugins_lists_plugins_actions_distributions_and_hooks() -> None:
     data = json.loads(run("plugins", "--json").stdout)
     names = {p["name"]: p for p in data["plugins"]}
     assert "on_session_close" in names["gang"]["hooks"]
+    assert names["gang"]["traits"] == ["clock-free", "local-job-keys", "status-through-session"]
+    assert names["drf"]["traits"] == ["clock-free", "local-job-keys", "status-through-session", "resumes"]
+    assert "node-classes" in names["binpack"]["traits"] and "clock-free" not in names["sla"]["traits"]
+    assert "clock-free, local-job-keys" in gang
     assert {a["name"] for a in data["actions"]} >= {"enqueue", "allocate", "backfill", "preempt", "reclaim"}
 
 

@@ -42,7 +42,7 @@ def test_plugins_shows_a_plugin_that_fails_validation_as_broken() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     badhook = next(line for line in lines if line.split()[:1] == ["badhook"])
-    assert badhook.split()[2:4] == ["BROKEN:", "unknown"]
+    assert badhook.split()[2:5] == ["-", "BROKEN:", "unknown"]  # no traits
     assert badhook.endswith("unknown hook 'job_ordr': no such hook specification")
     ordered = next(line for line in lines if line.split()[:1] == ["ordered-first"])
     assert "BROKEN: hook 'job_order': tiered hooks take their order from the configuration" in ordered

@@ -17,9 +17,9 @@ from conftest_helpers import api_server, eventually
 from kube_api import make_pod
 
 from volcanolib.cli import main
-from volcanolib.kube._fields import format_timestamp
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live.kubelet import KubeletSim, NodeShape
+from volcanolib.manifests.fields import format_timestamp
 
 
 @pytest.fixture

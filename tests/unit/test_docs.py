@@ -1,4 +1,4 @@
-"""The hook reference page and the switch table stay in step with the hook declarations."""
+"""The hook reference page, the switch table and the session's typed answers stay in step with the declarations."""
 
 from __future__ import annotations
 
@@ -26,6 +26,25 @@ def test_hook_page_is_the_generated_one() -> None:
     assert (DOCS / "hooks.md").read_text() == _generator().render(), (
         "docs/hooks.md is stale: run python tools/gen_hook_docs.py"
     )
+
+
+def test_session_hook_answers_are_the_generated_ones() -> None:
+    generator = _generator()
+    assert generator.ANSWERS.read_text() == generator.answers_module(), (
+        "volcanolib/framework/_answers.py is stale: run python tools/gen_hook_docs.py"
+    )
+
+
+def test_every_declared_answer_is_a_session_attribute_after_compiling() -> None:
+    from volcanolib.testing import FakeCache, open_session
+
+    ssn = open_session(FakeCache(), "actions: ''\ntiers:\n- plugins:\n  - name: gang\n")
+    try:
+        for spec in hookspecs.SPECS.values():
+            if spec.attribute is not None:
+                assert callable(getattr(ssn, spec.attribute)), spec.name
+    finally:
+        ssn.close()
 
 
 def test_switch_table_is_the_generated_one() -> None:

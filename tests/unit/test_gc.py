@@ -99,7 +99,7 @@ def test_a_released_session_is_freed_without_the_collector() -> None:
         for _ in range(3):
             result = scheduler.run_once()
             assert result.session is not None and result.binds is not None
-            result.session.release()
+            result.session.detach_plugins()
             refs.append(weakref.ref(result.session))
             del result
             cache.start_bound_tasks()

@@ -30,6 +30,7 @@ from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.statement import Operation
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -300,6 +301,8 @@ class Allocate(BaseAction[AllocateArguments]):
 
     name: ClassVar[str] = "allocate"
     Arguments = AllocateArguments
+    #: Reads no clock: a replay may skip a session that would see the same cluster (docs/incremental.md).
+    traits: ClassVar[Traits] = Traits(clock_free=True)
 
     def execute(self, ssn: Session) -> None:
         """Run the allocation over the session."""

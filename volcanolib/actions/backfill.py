@@ -14,6 +14,7 @@ from volcanolib.errors import ResourceError
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import predicate_error_cache_argument
 from volcanolib.framework.queues import job_queues
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -57,6 +58,8 @@ class Backfill(BaseAction[BackfillArguments]):
 
     name: ClassVar[str] = "backfill"
     Arguments = BackfillArguments
+    #: Reads no clock: a replay may skip a session that would see the same cluster (docs/incremental.md).
+    traits: ClassVar[Traits] = Traits(clock_free=True)
 
     def execute(self, ssn: Session) -> None:
         """Place every best-effort task that some node accepts."""

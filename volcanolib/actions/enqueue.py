@@ -12,6 +12,7 @@ from volcanolib.api.job import JobInfo, PodGroupPhase
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.queues import job_queues
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.framework.session import Session
@@ -38,6 +39,8 @@ class Enqueue(BaseAction[NoArguments]):
 
     name: ClassVar[str] = "enqueue"
     Arguments = NoArguments
+    #: Reads no clock: a replay may skip a session that would see the same cluster (docs/incremental.md).
+    traits: ClassVar[Traits] = Traits(clock_free=True)
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs, queue by queue in turns."""

@@ -26,6 +26,7 @@ from volcanolib.framework.arguments import argument
 from volcanolib.framework.placement import PredicateCache, node_classes_argument, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
 from volcanolib.framework.status import Code
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import VictimOrder, make_room, validate_victims
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class Preempt(BaseAction[PreemptArguments]):
 
     name: ClassVar[str] = "preempt"
     Arguments = PreemptArguments
+    #: Reads no clock: a replay may skip a session that would see the same cluster (docs/incremental.md).
+    traits: ClassVar[Traits] = Traits(clock_free=True)
 
     def execute(self, ssn: Session) -> None:
         """Run both preemption phases, queue by queue."""

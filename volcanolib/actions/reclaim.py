@@ -15,6 +15,7 @@ from volcanolib.api.task import TaskInfo, TaskStatus
 from volcanolib.framework.action import BaseAction
 from volcanolib.framework.placement import PredicateCache, VictimNodes, predicate_error_cache_argument
 from volcanolib.framework.queues import PriorityQueue, job_queues
+from volcanolib.framework.traits import Traits
 from volcanolib.framework.victims import VictimOrder, make_room, validate_victims
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class Reclaim(BaseAction[ReclaimArguments]):
 
     name: ClassVar[str] = "reclaim"
     Arguments = ReclaimArguments
+    #: Reads no clock: a replay may skip a session that would see the same cluster (docs/incremental.md).
+    traits: ClassVar[Traits] = Traits(clock_free=True)
 
     def execute(self, ssn: Session) -> None:
         """Reclaim resources for the starving jobs of every queue that is not overused."""

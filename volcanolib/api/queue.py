@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
 from volcanolib.api.resource import Mode, Resource
 
-__all__ = ["QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
+__all__ = ["ROOT_QUEUE", "QueueFigures", "QueueInfo", "QueueState", "QueueSums"]
+
+#: The queue at the top of every queue tree, which a Volcano cluster always has (its scheduler makes it
+#: at start, not reclaimable); a queue without ``spec.parent`` is its child.
+ROOT_QUEUE: Final = "root"
 
 
 class QueueState(str, enum.Enum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, KeysView, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
 import attrs
@@ -14,7 +14,7 @@ from volcanolib.api.cluster import ClusterInfo, SnapshotChanges, SnapshotDelta
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE, HyperNode, HyperNodeTree
 from volcanolib.api.job import JobInfo, PodGroup, PodGroupCondition
 from volcanolib.api.node import NodeInfo
-from volcanolib.api.queue import QueueInfo
+from volcanolib.api.queue import ROOT_QUEUE, QueueInfo
 from volcanolib.api.resource import Resource
 from volcanolib.api.task import COMPLETED_STATUSES, TaskInfo, TaskStatus, allocated_status, in_statuses
 from volcanolib.cache.protocol import Binder, Evictor, StatusUpdater
@@ -136,7 +136,9 @@ class InMemoryCache:
     Feed it nodes, pods (tasks), pod groups, queues and priority classes;
     a :class:`~volcanolib.scheduler.Scheduler` snapshots it every cycle and
     binds and evicts through the injected :class:`Binder` and
-    :class:`Evictor`. The ``default`` queue always exists.
+    :class:`Evictor`. The ``default`` queue and the ``root`` queue (the top of
+    every queue tree, not reclaimable) always exist, as Volcano's scheduler
+    makes both at start.
 
     :param binder: binds tasks; by default every bind succeeds.
     :param evictor: evicts tasks; by default every eviction succeeds.
@@ -174,7 +176,10 @@ class InMemoryCache:
         self._bound: set[str] = set()
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
-        self._queues: dict[str, QueueInfo] = {default_queue: QueueInfo(default_queue)}
+        self._queues: dict[str, QueueInfo] = {
+            ROOT_QUEUE: QueueInfo(ROOT_QUEUE, reclaimable=False),
+            default_queue: QueueInfo(default_queue),
+        }
         self._priority_classes: dict[str, int] = {}
         self._global_default: str | None = None
         #: Events recorded so far, oldest first (the latest ``max_events`` of them).
@@ -326,6 +331,27 @@ class InMemoryCache:
         """
         return self._tasks.get(uid)
 
+    def get_job(self, uid: str) -> JobInfo | None:
+        """The cache's own job of that uid (``namespace/name`` of its PodGroup; read it, do not change it), or ``None``.
+
+        .. versionadded:: 0.2
+        """
+        return self._jobs.get(uid)
+
+    def job_uids(self) -> KeysView[str]:
+        """The uid of every job the cache holds (a live, read-only view).
+
+        .. versionadded:: 0.2
+        """
+        return self._jobs.keys()
+
+    def counts(self) -> tuple[int, int, int]:
+        """How many nodes, jobs and tasks the cache holds.
+
+        .. versionadded:: 0.2
+        """
+        return len(self._nodes), len(self._jobs), len(self._tasks)
+
     def get_node(self, name: str) -> NodeInfo | None:
         """The cache's own node of that name (read it, do not change it), or ``None``.
 
@@ -401,8 +427,8 @@ class InMemoryCache:
 
     @_locked
     def delete_queue(self, name: str) -> None:
-        """Remove a queue (the default queue stays)."""
-        if name != self.default_queue and self._queues.pop(name, None) is not None:
+        """Remove a queue (the default and root queues stay)."""
+        if name not in (self.default_queue, ROOT_QUEUE) and self._queues.pop(name, None) is not None:
             self._changed_queues.add(name)
 
     @_locked

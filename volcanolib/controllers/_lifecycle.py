@@ -13,8 +13,8 @@ from typing import Final
 
 import attrs
 
-from volcanolib.kube import _fields as f
 from volcanolib.kube.jobs import JobSpec
+from volcanolib.manifests import fields as f
 from volcanolib.manifests.admission import DEFAULT_MAX_RETRY, POLICY_ACTIONS, POLICY_EVENTS, Policy, read_policies
 
 __all__ = ["ACTIONS", "EVENTS", "Lifecycle", "Policy", "read_lifecycle"]

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from volcanolib.kube.jobs import JOB_NAME_KEY, JOB_NAMESPACE_KEY, JobSpec
+from volcanolib.kube.jobs import JobSpec
 from volcanolib.manifests.admission import plugin_flag
+from volcanolib.manifests.keys import JOB_NAME_KEY, JOB_NAMESPACE_KEY
 
 __all__ = ["ACTIVE_PLUGINS", "PluginObject", "controlled_resources", "job_objects", "on_pod_create"]
 

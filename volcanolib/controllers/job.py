@@ -70,8 +70,8 @@ from volcanolib.controllers._states import (
     to,
     to_restarting,
 )
-from volcanolib.kube import _fields as f
 from volcanolib.kube.jobs import JobSpec, TaskSpec, parse_job, pod_group_manifest, pod_manifest
+from volcanolib.manifests import fields as f
 
 __all__ = [
     "Change",

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from volcanolib.errors import PluginConfigError
 from volcanolib.framework.combine import Table, guard
-from volcanolib.framework.hookspecs import SPECS
+from volcanolib.framework.hookspecs import SPECS, refuse_own_order
 
 if TYPE_CHECKING:
     from volcanolib.framework.registry import PluginHost
@@ -67,13 +66,7 @@ def compile_tables(host: PluginHost) -> dict[str, tuple[tuple[CompiledHook, ...]
                 impl = impls.get(option.name)
                 if impl is None or not option.hook_enabled(hook):
                     continue
-                for flag in ("wrapper", "hookwrapper", "tryfirst", "trylast"):
-                    if getattr(impl, flag, False):
-                        raise PluginConfigError(
-                            f"tiered hooks take their order from the configuration; {flag}=True is not allowed",
-                            plugin=option.name,
-                            hook=hook,
-                        )
+                refuse_own_order(impl, option.name, hook)
                 args = tuple(impl.argnames)
                 positions = tuple(spec_args.index(a) for a in args)
                 entries.append(CompiledHook(option.name, impl.function, positions, args == spec_args))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import attrs
 import pluggy
 
+from volcanolib.errors import PluginConfigError
 from volcanolib.framework.combine import Rule
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from volcanolib.framework.status import Event, Status, Vote
     from volcanolib.framework.victims import EvictionContext
 
-__all__ = ["HOOK_NAMES", "NAME", "SPECS", "HookSpec", "Phase", "Rule"]
+__all__ = ["HOOK_NAMES", "NAME", "SPECS", "HookSpec", "Phase", "Rule", "refuse_own_order"]
 
 NAME: Final = "volcanolib"
 _pluggy_hookspec = pluggy.HookspecMarker(NAME)
@@ -84,6 +85,13 @@ class HookSpec:
     form_of: str | None
     #: The hook's parameters, ``ssn`` first.
     argnames: tuple[str, ...]
+    #: The session attribute holding the hook's combined answer (``None``: the session answers it
+    #: with its faster form, or calls it itself, as ``on_session_resume``).
+    attribute: str | None = None
+    #: The type of that answer, as written in annotations (the session's declarations are generated from it).
+    answer: str | None = None
+    #: What orders two items every plugin leaves tied (orders only), in words.
+    tie_break: str | None = None
 
     def summary(self) -> str:
         """The sentence that states the rule and the switch, appended to the hook's docstring."""
@@ -94,15 +102,55 @@ class HookSpec:
         return f"{rule}. {gate}"
 
 
+#: The marks by which a pluggy implementation asks for its own place in the call order.
+_OWN_ORDER: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
+
+
+def refuse_own_order(impl: object, plugin: str, hook: str) -> None:
+    """Refuse an implementation of a tiered hook that asks for its own order (``tryfirst`` ...).
+
+    Order comes from the configuration's tiers only.
+
+    :raises PluginConfigError: naming the plugin, the hook and the mark.
+    """
+    for flag in _OWN_ORDER:
+        if getattr(impl, flag, False):
+            raise PluginConfigError(
+                f"tiered hooks take their order from the configuration; {flag}=True is not allowed",
+                plugin=plugin,
+                hook=hook,
+            )
+
+
 #: Every hook's declaration, by name, in the order of this module.
 SPECS: Final[dict[str, HookSpec]] = {}
 
 
-def _hookspec(phase: Phase, rule: Rule, *, switch: str | None = None, form_of: str | None = None) -> Callable[[F], F]:
-    """Declare a hook: pluggy's specification marker, plus the hook's phase, rule, switch and faster form."""
+def _hookspec(
+    phase: Phase,
+    rule: Rule,
+    *,
+    switch: str | None = None,
+    form_of: str | None = None,
+    answer: tuple[str, str] | None = None,
+    tie_break: str | None = None,
+) -> Callable[[F], F]:
+    """Declare a hook: pluggy's specification marker, plus the hook's phase, rule, switch, faster form,
+    the session attribute answering it with that answer's type, and its tie-break."""
 
     def mark(fn: F) -> F:
-        spec = HookSpec(fn.__name__, phase, rule, switch, form_of, tuple(inspect.signature(fn).parameters))
+        attribute, answer_type = answer if answer is not None else (None, None)
+        spec = HookSpec(
+            fn.__name__,
+            phase,
+            rule,
+            switch,
+            form_of,
+            tuple(inspect.signature(fn).parameters),
+            attribute,
+            answer_type,
+            tie_break,
+        )
         SPECS[spec.name] = spec
         fn.__doc__ = f"{(fn.__doc__ or '').rstrip()}\n\n    {spec.summary()}\n    "
         return _pluggy_hookspec(fn)
@@ -141,10 +189,14 @@ def on_session_resume(ssn: Session, delta: SnapshotDelta) -> None:
     plugins' ``on_session_open``, only when all of these hold: the plugin
     also implements ``on_session_open``; the previous session of the same
     scheduler and configuration closed; the cache built this snapshot from
-    that session's (``delta.since``), changing at most half its nodes; and
-    the plugin recorded no failure in that session. In every other case its ``on_session_open`` is called, so
-    a plugin must give the same state either way; a plugin that does not
-    implement this hook is always opened afresh.
+    that session's (``delta.since``), without changing both more than half
+    its nodes and more than half its jobs; and the plugin recorded no
+    failure in that session. In every other case its ``on_session_open`` is
+    called, so a plugin must give the same state either way; a plugin that
+    does not implement this hook is always opened afresh. What binds a
+    resuming plugin, and what checks it, is in the incremental contract
+    (``docs/incremental.md``); a plugin may offer ``kept_state()`` for
+    verify mode to compare.
 
     What the plugin kept is as the previous session left it, after its last
     ``on_allocate`` and ``on_deallocate``. Every node and job of ``ssn``
@@ -173,16 +225,18 @@ def on_session_close(ssn: Session) -> None:
 
     Called in tier order, before job statuses are written back. Gang writes
     its PodGroup conditions here. A session that follows another writes
-    back only the jobs of ``ssn.unsettled_jobs()``: set conditions with
-    ``ssn.update_pod_group_condition``, or call ``ssn.unsettle(job)`` before
-    changing a job another way.
+    back only the jobs of ``ssn.unsettled_jobs()``, and only when every
+    plugin declares ``Traits(status_through_session=True)``: such a plugin
+    sets conditions with ``ssn.update_pod_group_condition``, or calls
+    ``ssn.unsettle(job)`` before changing a job another way (see the
+    incremental contract, ``docs/incremental.md``).
 
     :param ssn: the session.
     :returns: nothing.
     """
 
 
-@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL, answer=("_on_allocate", "Callable[[Event], None]"))
 def on_allocate(ssn: Session, event: Event) -> None:
     """Called each time a task takes resources in the session.
 
@@ -196,7 +250,7 @@ def on_allocate(ssn: Session, event: Event) -> None:
     """
 
 
-@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL)
+@_hookspec(Phase.LIFECYCLE, Rule.CALL_ALL, answer=("_on_deallocate", "Callable[[Event], None]"))
 def on_deallocate(ssn: Session, event: Event) -> None:
     """Called each time a task gives resources back in the session.
 
@@ -214,7 +268,13 @@ def on_deallocate(ssn: Session, event: Event) -> None:
 # =============================================================================
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableJobOrder")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableJobOrder",
+    answer=("compare_jobs", "Callable[[JobInfo, JobInfo], int]"),
+    tie_break="creation time, then uid",
+)
 def job_order(ssn: Session, left: JobInfo, right: JobInfo) -> int:
     """Compare two jobs: which one is scheduled first.
 
@@ -232,7 +292,13 @@ def job_order(ssn: Session, left: JobInfo, right: JobInfo) -> int:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableJobOrder", form_of="job_order")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableJobOrder",
+    form_of="job_order",
+    answer=("job_key", "Callable[[JobInfo], Any]"),
+)
 def job_order_key(ssn: Session, job: JobInfo) -> Any:
     """A sort key for a job, the fast form of :func:`job_order`.
 
@@ -258,7 +324,13 @@ def job_order_key(ssn: Session, job: JobInfo) -> Any:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableQueueOrder")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableQueueOrder",
+    answer=("compare_queues", "Callable[[QueueInfo, QueueInfo], int]"),
+    tie_break="creation time, then name",
+)
 def queue_order(ssn: Session, left: QueueInfo, right: QueueInfo) -> int:
     """Compare two queues: which one gets the next turn.
 
@@ -270,7 +342,13 @@ def queue_order(ssn: Session, left: QueueInfo, right: QueueInfo) -> int:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableQueueOrder", form_of="queue_order")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableQueueOrder",
+    form_of="queue_order",
+    answer=("queue_key", "Callable[[QueueInfo], Any]"),
+)
 def queue_order_key(ssn: Session, queue: QueueInfo) -> Any:
     """A sort key for a queue, the fast form of :func:`queue_order`.
 
@@ -279,7 +357,13 @@ def queue_order_key(ssn: Session, queue: QueueInfo) -> Any:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableTaskOrder")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableTaskOrder",
+    answer=("compare_tasks", "Callable[[TaskInfo, TaskInfo], int]"),
+    tie_break="pod-name index, creation time, then uid",
+)
 def task_order(ssn: Session, left: TaskInfo, right: TaskInfo) -> int:
     """Compare two tasks of one job: which one is placed first.
 
@@ -292,7 +376,13 @@ def task_order(ssn: Session, left: TaskInfo, right: TaskInfo) -> int:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO, switch="enableTaskOrder", form_of="task_order")
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    switch="enableTaskOrder",
+    form_of="task_order",
+    answer=("task_key", "Callable[[TaskInfo], Any]"),
+)
 def task_order_key(ssn: Session, task: TaskInfo) -> Any:
     """A sort key for a task, the fast form of :func:`task_order`.
 
@@ -308,7 +398,12 @@ def task_order_key(ssn: Session, task: TaskInfo) -> Any:
     raise NotImplementedError
 
 
-@_hookspec(Phase.ORDERING, Rule.FIRST_NONZERO)
+@_hookspec(
+    Phase.ORDERING,
+    Rule.FIRST_NONZERO,
+    answer=("compare_victim_queues", "Callable[[QueueInfo, QueueInfo, TaskInfo], int]"),
+    tie_break="the reverse of the queue order",
+)
 def victim_queue_order(ssn: Session, left: QueueInfo, right: QueueInfo, preemptor: TaskInfo) -> int:
     """Compare two queues whose tasks are eviction candidates for ``preemptor``.
 
@@ -325,7 +420,9 @@ def victim_queue_order(ssn: Session, left: QueueInfo, right: QueueInfo, preempto
 # =============================================================================
 
 
-@_hookspec(Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate")
+@_hookspec(
+    Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate", answer=("pre_predicate", "Callable[[TaskInfo], Status]")
+)
 def pre_predicate(ssn: Session, task: TaskInfo) -> Status:
     """Check a task once before any node is tried.
 
@@ -337,7 +434,12 @@ def pre_predicate(ssn: Session, task: TaskInfo) -> Status:
     raise NotImplementedError
 
 
-@_hookspec(Phase.FILTERING, Rule.ALL_PASS, switch="enablePredicate")
+@_hookspec(
+    Phase.FILTERING,
+    Rule.ALL_PASS,
+    switch="enablePredicate",
+    answer=("predicate", "Callable[[TaskInfo, NodeInfo], Status]"),
+)
 def predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> Status:
     """Whether a task may run on a node (constraints, not free resources).
 
@@ -365,7 +467,12 @@ def batch_predicate(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> 
     raise NotImplementedError
 
 
-@_hookspec(Phase.FILTERING, Rule.WEIGHTED_SUM, switch="enableNodeOrder")
+@_hookspec(
+    Phase.FILTERING,
+    Rule.WEIGHTED_SUM,
+    switch="enableNodeOrder",
+    answer=("node_scores", "Callable[[TaskInfo, Sequence[NodeInfo]], dict[str, float]]"),
+)
 def node_order(ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
     """Score a node for a task; higher is better.
 
@@ -388,7 +495,12 @@ def batch_node_order(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
     raise NotImplementedError
 
 
-@_hookspec(Phase.FILTERING, Rule.SUM_BY_NAME, switch="enabledHyperNodeOrder")
+@_hookspec(
+    Phase.FILTERING,
+    Rule.SUM_BY_NAME,
+    switch="enabledHyperNodeOrder",
+    answer=("hyper_node_order", "Callable[[JobInfo, Mapping[str, Sequence[NodeInfo]]], dict[str, float]]"),
+)
 def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Sequence[NodeInfo]]) -> Mapping[str, float]:
     """Score the HyperNodes a job with a hard network-topology constraint could be placed in.
 
@@ -407,7 +519,12 @@ def hyper_node_order(ssn: Session, job: JobInfo, hyper_nodes: Mapping[str, Seque
     raise NotImplementedError
 
 
-@_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enabledHyperNodeGradient")
+@_hookspec(
+    Phase.FILTERING,
+    Rule.FIRST_NOT_NONE,
+    switch="enabledHyperNodeGradient",
+    answer=("hyper_node_gradient", "Callable[[JobInfo, HyperNodeInfo], Sequence[Sequence[str]] | None]"),
+)
 def hyper_node_gradient(ssn: Session, job: JobInfo, hyper_node: HyperNodeInfo) -> Sequence[Sequence[str]] | None:
     """Group the HyperNodes under ``hyper_node`` that a job with a hard network-topology constraint may go to.
 
@@ -427,7 +544,12 @@ def hyper_node_gradient(ssn: Session, job: JobInfo, hyper_node: HyperNodeInfo) -
     raise NotImplementedError
 
 
-@_hookspec(Phase.FILTERING, Rule.FIRST_NOT_NONE, switch="enableBestNode")
+@_hookspec(
+    Phase.FILTERING,
+    Rule.FIRST_NOT_NONE,
+    switch="enableBestNode",
+    answer=("_best_node", "Callable[[TaskInfo, Mapping[float, Sequence[NodeInfo]]], NodeInfo | None]"),
+)
 def best_node(ssn: Session, task: TaskInfo, scores: Mapping[float, Sequence[NodeInfo]]) -> NodeInfo | None:
     """Pick the node for a task among scored candidates.
 
@@ -448,7 +570,7 @@ def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
     every plugin's key) and gives the answer to the whole class; the chosen
     node is the one the per-node path would choose, tie-break included.
     :class:`~volcanolib.framework.nodeclass.NodeClassKey` states what a
-    plugin promises by answering.
+    plugin promises by answering (and ``docs/incremental.md`` what checks it).
 
     :returns: the plugin's key for this task; no opinion is ``None``, and
         then (as when a plugin that checks or scores nodes does not
@@ -465,7 +587,12 @@ def node_class_key(ssn: Session, task: TaskInfo) -> NodeClassKey | None:
 # =============================================================================
 
 
-@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER, switch="enablePreemptable")
+@_hookspec(
+    Phase.EVICTION,
+    Rule.INTERSECT_PER_TIER,
+    switch="enablePreemptable",
+    answer=("preemptable", "Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]"),
+)
 def preemptable(ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
     """Which of ``preemptees`` ``preemptor`` may evict (preempt, same queue).
 
@@ -479,7 +606,12 @@ def preemptable(ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo
     raise NotImplementedError
 
 
-@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER, switch="enableReclaimable")
+@_hookspec(
+    Phase.EVICTION,
+    Rule.INTERSECT_PER_TIER,
+    switch="enableReclaimable",
+    answer=("reclaimable", "Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo] | None]"),
+)
 def reclaimable(ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
     """Which of ``reclaimees`` (tasks of other queues) ``reclaimer`` may evict.
 
@@ -488,7 +620,11 @@ def reclaimable(ssn: Session, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo
     raise NotImplementedError
 
 
-@_hookspec(Phase.EVICTION, Rule.INTERSECT_PER_TIER)
+@_hookspec(
+    Phase.EVICTION,
+    Rule.INTERSECT_PER_TIER,
+    answer=("unified_evictable", "Callable[[EvictionContext, Sequence[TaskInfo]], list[TaskInfo] | None]"),
+)
 def unified_evictable(
     ssn: Session, context: EvictionContext, candidates: Sequence[TaskInfo]
 ) -> Sequence[TaskInfo] | None:
@@ -512,7 +648,12 @@ def unified_evictable(
     raise NotImplementedError
 
 
-@_hookspec(Phase.EVICTION, Rule.UNION_PER_TIER, switch="enabledVictim")
+@_hookspec(
+    Phase.EVICTION,
+    Rule.UNION_PER_TIER,
+    switch="enabledVictim",
+    answer=("victim_tasks", "Callable[[Sequence[TaskInfo]], list[TaskInfo]]"),
+)
 def victim_tasks(ssn: Session, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo] | None:
     """Which running tasks should be evicted to be scheduled again (rescheduling).
 
@@ -527,7 +668,12 @@ def victim_tasks(ssn: Session, tasks: Sequence[TaskInfo]) -> Sequence[TaskInfo] 
     raise NotImplementedError
 
 
-@_hookspec(Phase.EVICTION, Rule.ALL_TRUE, switch="enablePreemptive")
+@_hookspec(
+    Phase.EVICTION,
+    Rule.ALL_TRUE,
+    switch="enablePreemptive",
+    answer=("preemptive", "Callable[[QueueInfo, Sequence[TaskInfo]], bool]"),
+)
 def preemptive(ssn: Session, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
     """Whether ``tasks`` of ``queue`` may reclaim resources from other queues.
 
@@ -541,7 +687,7 @@ def preemptive(ssn: Session, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> boo
 # =============================================================================
 
 
-@_hookspec(Phase.QUOTA, Rule.ANY_TRUE, switch="enabledOverused")
+@_hookspec(Phase.QUOTA, Rule.ANY_TRUE, switch="enabledOverused", answer=("overused", "Callable[[QueueInfo], bool]"))
 def overused(ssn: Session, queue: QueueInfo) -> bool:
     """Whether a queue has used up its share and must stop receiving resources.
 
@@ -550,7 +696,12 @@ def overused(ssn: Session, queue: QueueInfo) -> bool:
     raise NotImplementedError
 
 
-@_hookspec(Phase.QUOTA, Rule.ALL_TRUE, switch="enabledAllocatable")
+@_hookspec(
+    Phase.QUOTA,
+    Rule.ALL_TRUE,
+    switch="enabledAllocatable",
+    answer=("allocatable", "Callable[[QueueInfo, TaskInfo], bool]"),
+)
 def allocatable(ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
     """Whether a task of ``queue`` may take resources now.
 
@@ -564,7 +715,7 @@ def allocatable(ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
 # =============================================================================
 
 
-@_hookspec(Phase.VALIDATION, Rule.ALL_PASS)
+@_hookspec(Phase.VALIDATION, Rule.ALL_PASS, answer=("job_valid", "Callable[[JobInfo], Status]"))
 def job_valid(ssn: Session, job: JobInfo) -> Status:
     """Whether a job may be scheduled at all (gang: enough valid tasks).
 
@@ -574,7 +725,7 @@ def job_valid(ssn: Session, job: JobInfo) -> Status:
     raise NotImplementedError
 
 
-@_hookspec(Phase.VALIDATION, Rule.ALL_TRUE, switch="enableJobReady")
+@_hookspec(Phase.VALIDATION, Rule.ALL_TRUE, switch="enableJobReady", answer=("job_ready", "Callable[[JobInfo], bool]"))
 def job_ready(ssn: Session, job: JobInfo) -> bool:
     """Whether a job has enough tasks placed to be bound (gang readiness).
 
@@ -584,7 +735,12 @@ def job_ready(ssn: Session, job: JobInfo) -> bool:
     raise NotImplementedError
 
 
-@_hookspec(Phase.VALIDATION, Rule.VOTE_PER_TIER, switch="enableJobPipelined")
+@_hookspec(
+    Phase.VALIDATION,
+    Rule.VOTE_PER_TIER,
+    switch="enableJobPipelined",
+    answer=("job_pipelined", "Callable[[JobInfo], bool]"),
+)
 def job_pipelined(ssn: Session, job: JobInfo) -> Vote:
     """Whether a job's placements, counting pipelined tasks, are worth keeping.
 
@@ -593,7 +749,12 @@ def job_pipelined(ssn: Session, job: JobInfo) -> Vote:
     raise NotImplementedError
 
 
-@_hookspec(Phase.VALIDATION, Rule.TIER_DECIDES, switch="enableJobStarving")
+@_hookspec(
+    Phase.VALIDATION,
+    Rule.TIER_DECIDES,
+    switch="enableJobStarving",
+    answer=("job_starving", "Callable[[JobInfo], bool]"),
+)
 def job_starving(ssn: Session, job: JobInfo) -> bool:
     """Whether a job still needs resources (a preemptor or reclaimer candidate).
 
@@ -604,7 +765,12 @@ def job_starving(ssn: Session, job: JobInfo) -> bool:
     raise NotImplementedError
 
 
-@_hookspec(Phase.VALIDATION, Rule.VOTE_PER_TIER, switch="enableJobEnqueued")
+@_hookspec(
+    Phase.VALIDATION,
+    Rule.VOTE_PER_TIER,
+    switch="enableJobEnqueued",
+    answer=("job_enqueueable", "Callable[[JobInfo], bool]"),
+)
 def job_enqueueable(ssn: Session, job: JobInfo) -> Vote:
     """Whether a Pending job may be admitted (moved to Inqueue) now.
 
@@ -613,7 +779,9 @@ def job_enqueueable(ssn: Session, job: JobInfo) -> Vote:
     raise NotImplementedError
 
 
-@_hookspec(Phase.VALIDATION, Rule.CALL_ALL, switch="enableJobEnqueued")
+@_hookspec(
+    Phase.VALIDATION, Rule.CALL_ALL, switch="enableJobEnqueued", answer=("job_enqueued", "Callable[[JobInfo], None]")
+)
 def job_enqueued(ssn: Session, job: JobInfo) -> None:
     """Called when enqueue admits a job, so plugins reserve its minimum resources.
 

@@ -25,14 +25,15 @@ import attrs
 from sortedcontainers import SortedDict
 
 from volcanolib.api.fiterrors import NodeNames
+from volcanolib.framework import bounds
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
-    from volcanolib.framework.placement import NodeChanges
 
 __all__ = [
     "Answer",
     "ClassAnswers",
+    "NodeChanges",
     "NodeClassKey",
     "NodeClassPlan",
     "NodeClasses",
@@ -250,6 +251,49 @@ class _Partition:
             bisect.insort(target, position)
 
 
+class NodeChanges:
+    """Which nodes changed since a mark, read from the session's node log.
+
+    The indexes of a :class:`Placement` each keep a mark (an integer) and
+    ask for the positions of the nodes changed since; this is the only code
+    that reads the log.
+
+    :param nodes: the node list positions refer to.
+    :param log: names of changed nodes, appended to as nodes change.
+    :param position: each node's place in ``nodes`` by name, when known
+        (a reader of an earlier session whose nodes had the same names in
+        the same order shares its own); worked out from ``nodes`` otherwise.
+    """
+
+    __slots__ = ("_log", "nodes", "position")
+
+    def __init__(self, nodes: Sequence[NodeInfo], log: list[str], position: dict[str, int] | None = None) -> None:
+        self.nodes = nodes
+        self._log = log
+        #: A node's place in :attr:`nodes`, by name (shared, never changed).
+        self.position: dict[str, int] = (
+            position if position is not None else {node.name: i for i, node in enumerate(nodes)}
+        )
+
+    def mark(self) -> int:
+        """A mark for "now"."""
+        return len(self._log)
+
+    def since(self, mark: int) -> list[int]:
+        """The positions of the nodes changed since ``mark``, each once, in order of first change."""
+        where = self.position
+        log = self._log
+        if len(log) == mark + 1:  # one node changed: the usual case between two placements
+            position = where.get(log[mark])
+            return [] if position is None else [position]
+        positions = []
+        for name in dict.fromkeys(self._log[mark:]):
+            position = where.get(name)
+            if position is not None:
+                positions.append(position)
+        return positions
+
+
 class NodeClasses:
     """The nodes of a session grouped into classes, per plan, kept current as nodes change.
 
@@ -263,7 +307,7 @@ class NodeClasses:
     __slots__ = ("_changes", "_interned", "_parts", "_static", "answers", "nodes")
 
     #: Plans remembered before the grouping starts over.
-    MAX_PLANS: Final = 64
+    MAX_PLANS: Final = bounds.GROUPINGS
 
     def __init__(self, changes: NodeChanges) -> None:
         nodes = changes.nodes
@@ -386,9 +430,9 @@ class NodeClasses:
 
 
 #: Changes a partition keeps across sessions (plus four per class) before starting them over.
-_MAX_CHANGES: Final = 4096
+_MAX_CHANGES: Final = bounds.GROUPING_CHANGES
 #: Keys of empty classes a partition keeps interned (beyond two per current class) before forgetting them.
-_MAX_INTERNED: Final = 4096
+_MAX_INTERNED: Final = bounds.INTERNED_CLASS_KEYS
 
 #: A class's answer for a task: (the task fits the node's idle resources now, the node's score).
 Answer = tuple[bool, float]

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Final, final
 from sortedcontainers import SortedList
 
 from volcanolib.api.fiterrors import FitError, FitErrors, NodeNames, insufficient
+from volcanolib.framework import bounds, fastpath
 from volcanolib.framework.arguments import argument
-from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeClasses, NodeClassPlan, Refusal
+from volcanolib.framework.nodeclass import Answer, ClassAnswers, NodeChanges, NodeClasses, NodeClassPlan, Refusal
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -54,9 +55,13 @@ __all__ = [
 ]
 
 #: Task signatures whose class answers are remembered before starting over.
-_MAX_SIGNATURES: Final = 4096
+_MAX_SIGNATURES: Final = bounds.CLASS_ANSWER_SIGNATURES
 #: What :meth:`Placement._choose_remembered` gives when no node is feasible and no explanation was asked for.
 _UNEXPLAINED: Final = FitErrors()
+#: The node allocate chooses, one node per class checked and scored (see :mod:`~volcanolib.framework.fastpath`).
+BY_CLASS: Final = fastpath.register("allocate by node class", "every node checked and scored")
+#: The same, each class's answer remembered across alike tasks (pointwise plans).
+REMEMBERED: Final = fastpath.register("allocate by remembered class answers", "every node checked and scored")
 
 
 def predicate_error_cache_argument(doc: str) -> bool:
@@ -71,49 +76,6 @@ def node_classes_argument(doc: str) -> bool:
         default=True,
         doc=f"volcanolib only. {doc} The decisions are the same either way; `false` checks every node.",
     )
-
-
-class NodeChanges:
-    """Which nodes changed since a mark, read from the session's node log.
-
-    The indexes of a :class:`Placement` each keep a mark (an integer) and
-    ask for the positions of the nodes changed since; this is the only code
-    that reads the log.
-
-    :param nodes: the node list positions refer to.
-    :param log: names of changed nodes, appended to as nodes change.
-    :param position: each node's place in ``nodes`` by name, when known
-        (a reader of an earlier session whose nodes had the same names in
-        the same order shares its own); worked out from ``nodes`` otherwise.
-    """
-
-    __slots__ = ("_log", "nodes", "position")
-
-    def __init__(self, nodes: Sequence[NodeInfo], log: list[str], position: dict[str, int] | None = None) -> None:
-        self.nodes = nodes
-        self._log = log
-        #: A node's place in :attr:`nodes`, by name (shared, never changed).
-        self.position: dict[str, int] = (
-            position if position is not None else {node.name: i for i, node in enumerate(nodes)}
-        )
-
-    def mark(self) -> int:
-        """A mark for "now"."""
-        return len(self._log)
-
-    def since(self, mark: int) -> list[int]:
-        """The positions of the nodes changed since ``mark``, each once, in order of first change."""
-        where = self.position
-        log = self._log
-        if len(log) == mark + 1:  # one node changed: the usual case between two placements
-            position = where.get(log[mark])
-            return [] if position is None else [position]
-        positions = []
-        for name in dict.fromkeys(self._log[mark:]):
-            position = where.get(name)
-            if position is not None:
-                positions.append(position)
-        return positions
 
 
 class PredicateCache:
@@ -135,6 +97,12 @@ class PredicateCache:
         self.enabled = enabled
         self._failed: dict[str, dict[str, FitError]] = {}
 
+    def copy(self) -> PredicateCache:
+        """A cache holding the failures recorded so far, to which later ones are not added."""
+        copied = PredicateCache(self.enabled)
+        copied._failed = {template: dict(failed) for template, failed in self._failed.items()}
+        return copied
+
     def has_failures(self, task: TaskInfo) -> bool:
         """Whether failures are recorded for the task's role (its later tasks skip those nodes)."""
         return bool(self._failed) and self.enabled and bool(task.role) and bool(self._failed.get(task.template))
@@ -154,7 +122,7 @@ class _FitIndex:
     __slots__ = ("_changes", "_entries", "nodes")
 
     #: Distinct requests remembered before the index starts over.
-    MAX_ENTRIES: Final = 1024
+    MAX_ENTRIES: Final = bounds.FIT_REQUESTS
 
     def __init__(self, nodes: Sequence[NodeInfo], changes: NodeChanges) -> None:
         self.nodes = nodes
@@ -421,14 +389,34 @@ class Placement:
         if not nominated and node_classes:
             plan = ssn.node_class_plan(task)
             if plan is not None:
+                state = ssn.rng.getstate() if ssn.check_fast_paths else None
                 explain = not cache.has_failures(task)
                 chosen: NodeInfo | FitErrors | None = None
+                path = REMEMBERED
                 if plan.pointwise:
                     chosen = self._choose_remembered(task, plan, explain=explain)
                 if chosen is None:
-                    chosen = self._choose_by_class(task, plan, explain=explain)
+                    chosen, path = self._choose_by_class(task, plan, explain=explain), BY_CLASS
                 if chosen is not None and chosen is not _UNEXPLAINED:
+                    if state is not None:
+                        self._check_choice(path, task, cache, chosen, state)
                     return chosen
+        return self._choose_every_node(task, cache, nominated)
+
+    def _check_choice(
+        self, path: fastpath.FastPath, task: TaskInfo, cache: PredicateCache, chosen: Any, state: Any
+    ) -> None:
+        """Check a node class choice against every node checked and scored, from the same random state."""
+        rng = self._ssn.rng
+        after = rng.getstate()
+        rng.setstate(state)
+        reference = self._choose_every_node(task, cache.copy(), "")
+        # The same draws: the random state after both, as a short digest.
+        fastpath.agree(path, (_answer(chosen), hash(after)), (_answer(reference), hash(rng.getstate())))
+
+    def _choose_every_node(self, task: TaskInfo, cache: PredicateCache, nominated: str) -> NodeInfo | FitErrors | None:
+        """:meth:`choose`, checking and scoring every node (the nominated one first)."""
+        ssn = self._ssn
         errors = FitErrors(total_nodes=len(self.nodes))
         feasible: list[NodeInfo] = []
         if nominated:
@@ -467,9 +455,8 @@ class Placement:
             feasible = self.feasible(task, nodes, cache=cache, fit_errors=errors, resource_check=True)
         if not feasible:
             return errors, 0.0
-        idle = [node for node in feasible if req.less_equal(node.idle)]
-        group = idle or [node for node in feasible if node.fits_future_idle(req)]
-        return ssn.best_node_and_score(task, group)
+        idle, future = self._idle_first(task, feasible)
+        return ssn.best_node_and_score(task, idle or future)
 
     def choose_among(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The node allocate would pick among ``feasible`` nodes (see :meth:`choose`), without a nominated node.
@@ -483,6 +470,15 @@ class Placement:
 
     def _choose_node(self, task: TaskInfo, feasible: list[NodeInfo]) -> NodeInfo | None:
         """The best feasible node: nodes where the task fits idle resources win over pipelining."""
+        for group in self._idle_first(task, feasible):
+            if group:
+                chosen = self._ssn.best_node(task, group)
+                if chosen is not None:
+                    return chosen
+        return None
+
+    def _idle_first(self, task: TaskInfo, feasible: Sequence[NodeInfo]) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        """The feasible nodes where the task fits idle resources now, and those where it would be pipelined."""
         idle: list[NodeInfo] = []
         future: list[NodeInfo] = []
         _, fit_names, idle_names = self._fit.fitting(task.init_resreq)
@@ -492,12 +488,7 @@ class Placement:
                 idle.append(node)
             elif name in fit_names:
                 future.append(node)
-        for group in (idle, future):
-            if group:
-                chosen = self._ssn.best_node(task, group)
-                if chosen is not None:
-                    return chosen
-        return None
+        return idle, future
 
     def _choose_remembered(self, task: TaskInfo, plan: NodeClassPlan, *, explain: bool) -> NodeInfo | FitErrors:
         """:meth:`_choose_by_class` for a pointwise plan, remembering each class's fit and score.
@@ -723,3 +714,12 @@ class Placement:
                 if answer is not None:
                     answers[key] = answer
         return answers
+
+
+def _answer(chosen: NodeInfo | FitErrors | None) -> object:
+    """A choice as a value: the node's name, or each node's reasons, or ``None``."""
+    if chosen is None:
+        return None
+    if isinstance(chosen, FitErrors):
+        return sorted((name, tuple(error.reasons)) for name, error in chosen.nodes.items())
+    return chosen.name

@@ -292,6 +292,8 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.NAME)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, Any] = {}
+        # Each plugin's class and the arguments it was built with, to build it again (verify mode).
+        self._built_with: dict[str, tuple[type[Any], Any]] = {}
         #: Arguments no declaration reads, one message each (logged once per configuration).
         self.warnings: list[str] = []
         where = f"{config.source}: " if config.source else ""
@@ -308,9 +310,11 @@ class PluginHost:
                 owner = f"plugin {option.name!r}"
                 try:
                     if declaration is None:
-                        instance = cls(option.arguments)
+                        instance_arguments: Any = option.arguments
                     else:
-                        instance = cls(parse_arguments(declaration, option.arguments, owner=owner))
+                        instance_arguments = parse_arguments(declaration, option.arguments, owner=owner)
+                    instance = cls(instance_arguments)
+                    if declaration is not None:
                         unread = unknown_arguments(declaration, option.arguments, owner=owner)
                         self.warnings += [f"{where}{key}.arguments: {message}" for message in unread]
                 except ConfigError as exc:
@@ -328,6 +332,7 @@ class PluginHost:
                 except PluginConfigError as exc:
                     raise located(exc, config, key) from exc
                 self.plugins[option.name] = instance
+                self._built_with[option.name] = (cls, instance_arguments)
         try:
             _check_pending(self.pm)
         except PluginConfigError as exc:
@@ -347,6 +352,14 @@ class PluginHost:
                 unread = unknown_arguments(declaration, config.action_arguments(name), owner=f"action {name!r}")
                 self.warnings += [f"{where}configurations: {message}" for message in unread]
         _warn_once(config, self.warnings)
+
+    def build(self, name: str) -> Any:
+        """A new instance of one of the configuration's plugins, built as its registered one was.
+
+        .. versionadded:: 0.2
+        """
+        cls, arguments = self._built_with[name]
+        return cls(arguments)
 
     def implemented_hooks(self, name: str) -> list[str]:
         """The hooks one registered plugin implements, in spec order."""
@@ -453,13 +466,7 @@ def check_plugin_class(name: str, cls: type[Any]) -> None:
     _check_pending(pm)
     for hook in hookspecs.HOOK_NAMES:
         for impl in getattr(pm.hook, hook).get_hookimpls():
-            for flag in ("wrapper", "hookwrapper", "tryfirst", "trylast"):
-                if getattr(impl, flag, False):
-                    raise PluginConfigError(
-                        f"tiered hooks take their order from the configuration; {flag}=True is not allowed",
-                        plugin=name,
-                        hook=hook,
-                    )
+            hookspecs.refuse_own_order(impl, name, hook)
 
 
 def one_line(exc: BaseException) -> str:

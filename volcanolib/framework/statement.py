@@ -137,12 +137,12 @@ class Statement:
         """Mark a placed task as releasing: its resources count as soon to be free."""
         ssn = self.ssn
         previous = task.status
-        ssn.set_task_status(task, TaskStatus.RELEASING)
+        ssn._set_task_status(task, TaskStatus.RELEASING)
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
         self._operations.append((_EVICT, task, reason, previous))
-        ssn.fire_deallocate(task)
+        ssn._fire_deallocate(task)
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Reserve resources being released on a node for a pending task.
@@ -300,33 +300,33 @@ class Statement:
         """Put a task on a node with ``status`` (Allocated or Pipelined) and record ``op``."""
         ssn = self.ssn
         previous = task.status
-        ssn.set_task_status(task, status)
+        ssn._set_task_status(task, status)
         task.node_name = node.name
         try:
             node.add_task(task)
         except Exception:
-            ssn.set_task_status(task, previous)
+            ssn._set_task_status(task, previous)
             task.node_name = ""
             raise
         self._operations.append((op, task, "", previous))
-        ssn.fire_allocate(task)
+        ssn._fire_allocate(task)
 
     def _take_off(self, task: TaskInfo, status: TaskStatus) -> None:
         """Take a placed or pipelined task off its node with ``status``; tell the plugins."""
         ssn = self.ssn
-        ssn.set_task_status(task, status)
+        ssn._set_task_status(task, status)
         node = ssn.nodes.get(task.node_name)
         if node is not None and node.accounted_status(task) is not None:
             node.remove_task(task)
         try:
-            ssn.fire_deallocate(task)
+            ssn._fire_deallocate(task)
         finally:
             task.node_name = ""
 
     def _put_back(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
         """Give a task ``status`` on ``node_name`` again (re-accounting it there); tell the plugins."""
         ssn = self.ssn
-        ssn.set_task_status(task, status)
+        ssn._set_task_status(task, status)
         task.node_name = node_name
         node = ssn.nodes.get(node_name)
         if node is not None:
@@ -334,7 +334,7 @@ class Statement:
                 node.add_task(task)
             else:
                 node.update_task(task)
-        ssn.fire_allocate(task)
+        ssn._fire_allocate(task)
 
     def _undo(self, ops: list[_Entry], *, exact: bool) -> None:
         """Undo ``ops`` newest first.

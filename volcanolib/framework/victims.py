@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import attrs
 
 from volcanolib.errors import PluginError, ResourceError
+from volcanolib.framework import fastpath
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -41,11 +42,24 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.framework.statement import Statement
 
-__all__ = ["EvictionContext", "EvictionKind", "VictimOrder", "VictimQueue", "make_room", "validate_victims"]
+__all__ = ["EvictionContext", "EvictionKind", "Reversed", "VictimOrder", "VictimQueue", "make_room", "validate_victims"]
 
 log = logging.getLogger(__name__)
 
 _MISSING: Final = object()
+
+#: Victims ordered by remembered and composite keys (see :mod:`~volcanolib.framework.fastpath`).
+BY_KEYS: Final = fastpath.register("victim order by keys", "Volcano's victim comparison, asking the plugins live")
+#: The first victim found without ordering the others, or from a heap built on remembered keys.
+FIRST: Final = fastpath.register("first victim", "the first of the victims sorted by Volcano's comparison")
+
+
+def _first_checked(order: VictimOrder, items: list[TaskInfo], first: TaskInfo | None) -> None:
+    """Check a first victim against the reference order (while fast paths are checked)."""
+    if order._ssn.check_fast_paths:
+        reference = order._reference(items)
+        fastpath.agree(FIRST, first, reference[0] if reference else None)
+
 
 #: ``(job part, task key)`` of the composite victim key; see :meth:`VictimOrder._key_parts`.
 _KeyParts = tuple[Callable[["TaskInfo"], Any], Callable[["TaskInfo"], Any]]
@@ -212,7 +226,14 @@ class VictimOrder:
         """All victims in eviction order as the session stands now (ties keep their given order)."""
         items = list(victims)
         parts = self._key_parts(items)
-        return sorted(items, key=self._frozen_key(parts))
+        ordered = sorted(items, key=self._frozen_key(parts))
+        if self._ssn.check_fast_paths:
+            fastpath.agree(BY_KEYS, ordered, self._reference(items))
+        return ordered
+
+    def _reference(self, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """The victims sorted by Volcano's comparison, every comparison asking the plugins (ties in given order)."""
+        return sorted(victims, key=functools.cmp_to_key(self._comparison(frozen=False)))
 
     # ------------------------------------------------------------------ comparisons
 
@@ -411,8 +432,8 @@ class VictimOrder:
             part = job_part(task)
             if part is _MISSING:
                 # A victim whose job left the session goes first, then by reverse task order.
-                return (0, _Reversed(((), (), task_key(task))))
-            return (1, _Reversed((*part, task_key(task))))
+                return (0, Reversed(((), (), task_key(task))))
+            return (1, Reversed((*part, task_key(task))))
 
         return key
 
@@ -464,8 +485,14 @@ def _remembering(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
     return compare
 
 
-class _Reversed:
-    """Orders values the other way round (a sort key for "last first")."""
+class Reversed:
+    """Orders values the other way round (a sort key for "last first").
+
+    >>> sorted([1, 3, 2], key=Reversed)
+    [3, 2, 1]
+
+    .. versionadded:: 0.2
+    """
 
     __slots__ = ("value",)
 
@@ -473,12 +500,12 @@ class _Reversed:
         self.value = value
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Reversed) and bool(self.value == other.value)
+        return isinstance(other, Reversed) and bool(self.value == other.value)
 
-    def __lt__(self, other: _Reversed) -> bool:
+    def __lt__(self, other: Reversed) -> bool:
         return bool(other.value < self.value)
 
-    def __gt__(self, other: _Reversed) -> bool:
+    def __gt__(self, other: Reversed) -> bool:
         return bool(other.value > self.value)
 
     __hash__ = None  # type: ignore[assignment]
@@ -530,6 +557,7 @@ class VictimQueue:
                 heap = [(ranks[count], count, item) for count, item in enumerate(items)]
             heapq.heapify(heap)
             self._heap = heap
+            _first_checked(order, items, heap[0][2] if heap else None)
         return heap
 
     def _rest(self, order: VictimOrder, items: list[TaskInfo], parts: list[Any]) -> list[tuple[Any, int, TaskInfo]]:
@@ -560,6 +588,7 @@ class VictimQueue:
                 return None
             first = self._order._first_keyed(self._items)
             if first is not _MISSING:
+                _first_checked(self._order, self._items, first)
                 return first  # type: ignore[no-any-return]
         heap = self._built()
         return heap[0][2] if heap else None
@@ -576,6 +605,7 @@ class VictimQueue:
                 # job parts of the keys as they were now (most queues are popped once).
                 first, parts = order._first_and_parts(self._items)
                 if first is not _MISSING and (parts is not None or len(self._items) == 1):
+                    _first_checked(order, self._items, first)
                     self._popped = True
                     if parts is None:
                         self._heap = []

@@ -10,10 +10,10 @@ Read Nodes, Pods, PodGroups, Queues, PriorityClasses and Volcano Jobs as
     cache = cluster.to_cache()
 """
 
-from volcanolib.kube._documents import parse_documents, read_documents, source_name
-from volcanolib.kube._pods import PriorityClassInfo, pod_request
 from volcanolib.kube.jobs import JobExpansion, expand_job
 from volcanolib.kube.loader import Cluster, ManifestLoader, load_manifests
+from volcanolib.manifests.documents import parse_documents, read_documents, source_name
+from volcanolib.manifests.pods import PriorityClassInfo, pod_request
 
 __all__ = [
     "Cluster",

@@ -49,10 +49,21 @@ from typing import Any, Final
 import attrs
 
 from volcanolib.api.resource import Resource
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import pod_request
+from volcanolib.manifests import fields as f
 from volcanolib.manifests.admission import DEFAULT_QUEUE, QueueFacts, admit_job, job_ref
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.keys import (
+    GROUP_NAME_ANNOTATION,
+    JOB_NAME_KEY,
+    JOB_NAMESPACE_KEY,
+    JOB_VERSION_KEY,
+    QUEUE_NAME_KEY,
+    RETRY_COUNT_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TEMPLATE_UID_KEY,
+)
+from volcanolib.manifests.pods import pod_request
 
 __all__ = [
     "JobExpansion",
@@ -67,17 +78,10 @@ __all__ = [
 
 API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 DEFAULT_TASK_SPEC: Final = "default"
-TASK_INDEX_KEY: Final = "volcano.sh/task-index"
-TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
-GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
-JOB_NAME_KEY: Final = "volcano.sh/job-name"
-JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
-QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
+#: The group-name annotation (defined once, in :mod:`volcanolib.manifests.keys`), under its former name here.
+GROUP_NAME_KEY: Final = GROUP_NAME_ANNOTATION
 #: The most pods one Job may expand to (a larger ``replicas`` is refused rather than built).
 MAX_JOB_PODS: Final = 100_000
-JOB_VERSION_KEY: Final = "volcano.sh/job-version"
-TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
-RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
 NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 _COPIED_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _JDB_KEYS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")

@@ -33,28 +33,27 @@ from typing import Any, Final
 import attrs
 
 from volcanolib._gc import gc_paused
-from volcanolib.api.hypernode import HyperNode, HyperNodeMember, LabelRequirement, MemberType, NetworkTopology
-from volcanolib.api.job import ConditionType, PodGroup, PodGroupCondition, PodGroupPhase
+from volcanolib.api.hypernode import HyperNode, HyperNodeMember, LabelRequirement, MemberType
+from volcanolib.api.job import PodGroup
 from volcanolib.api.node import Node, NodeInfo, Taint
 from volcanolib.api.queue import QueueInfo, QueueState
 from volcanolib.api.resource import PODS
 from volcanolib.api.task import VALID_STATUSES, TaskInfo, in_statuses
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import ManifestError
-from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import parse_documents, read_documents, source_name
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo
 from volcanolib.kube.jobs import expand_job
+from volcanolib.manifests import fields as f
 from volcanolib.manifests.admission import QueueFacts, validate_queue
+from volcanolib.manifests.documents import parse_documents, read_documents, source_name
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.keys import HIERARCHY_KEY, HIERARCHY_WEIGHTS_KEY
+from volcanolib.manifests.pods import DEFAULT_PREEMPTION_POLICY, PodReader, PriorityClassInfo, read_pod_group
 from volcanolib.manifests.workloads import WORKLOAD_GROUPS, WORKLOAD_KINDS, Workloads
 
 __all__ = ["Cluster", "ManifestLoader", "PriorityClassInfo", "cluster_queue_facts", "load_manifests", "require_objects"]
 
 log = logging.getLogger("volcanolib.kube")
 
-HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 
 # kind -> (API groups it is read from, cluster scoped); "" is the core group.
 _KINDS: Final[Mapping[str, tuple[frozenset[str], bool]]] = {
@@ -334,7 +333,7 @@ class ManifestLoader:
 
         groups: dict[str, PodGroup] = {}
         for obj, ref in self._objects["PodGroup"]:
-            pg = _pod_group(obj, ref, self.default_queue)
+            pg = read_pod_group(obj, ref, self.default_queue)
             groups[f"{pg.namespace}/{pg.name}"] = pg
             newest = max(newest, pg.creation_timestamp)
 
@@ -358,7 +357,7 @@ class ManifestLoader:
             )
             if expansion.pod_group is not None:
                 pg_ref = Ref(ref.source, ref.where, "PodGroup", expansion.pod_group["metadata"]["name"], ref.namespace)
-                pg = _pod_group(expansion.pod_group, pg_ref, self.default_queue)
+                pg = read_pod_group(expansion.pod_group, pg_ref, self.default_queue)
                 groups[f"{pg.namespace}/{pg.name}"] = pg
             for pod in expansion.pods:
                 pods.append((pod, Ref(ref.source, ref.where, "Pod", pod["metadata"]["name"], ref.namespace)))
@@ -579,75 +578,11 @@ def _queue(obj: Mapping[str, Any], ref: Ref) -> QueueInfo:
         state=queue_state,
         priority=f.integer(spec.get("priority"), ref, "spec.priority", 0),
         parent=parent,
-        hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
-        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+        hierarchy=annotations.get(HIERARCHY_KEY, ""),
+        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_KEY, ""),
         creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
         annotations=annotations,
     )
-
-
-def _pod_group(obj: Mapping[str, Any], ref: Ref, default_queue: str) -> PodGroup:
-    meta = f.mapping(obj.get("metadata"), ref, "metadata")
-    spec = f.mapping(obj.get("spec"), ref, "spec")
-    status = f.mapping(obj.get("status"), ref, "status")
-    phase_text = f.string(status.get("phase"), ref, "status.phase") or "Pending"
-    try:
-        phase = PodGroupPhase(phase_text)
-    except ValueError:
-        names = ", ".join(p.value for p in PodGroupPhase)
-        ref.fail(f"unknown PodGroup phase {phase_text!r} (expected one of {names})", "status.phase")
-    min_task_member = {
-        str(role): f.integer(n, ref, f"spec.minTaskMember.{role}", 0, minimum=0)
-        for role, n in f.mapping(spec.get("minTaskMember"), ref, "spec.minTaskMember").items()
-    }
-    conditions = []
-    for i, raw in enumerate(f.seq(status.get("conditions"), ref, "status.conditions")):
-        field = f"status.conditions[{i}]"
-        cond = f.mapping(raw, ref, field)
-        try:
-            ctype = ConditionType(f.string(cond.get("type"), ref, f"{field}.type"))
-        except ValueError:
-            continue  # a condition type the scheduler does not write
-        conditions.append(
-            PodGroupCondition(
-                ctype,
-                status=f.string(cond.get("status"), ref, f"{field}.status", "True"),
-                reason=f.string(cond.get("reason"), ref, f"{field}.reason"),
-                message=f.string(cond.get("message"), ref, f"{field}.message"),
-                transition_id=f.string(cond.get("transitionID"), ref, f"{field}.transitionID"),
-                last_transition_time=f.timestamp(cond.get("lastTransitionTime"), ref, f"{field}.lastTransitionTime"),
-            )
-        )
-    return PodGroup(
-        ref.name,
-        ref.namespace,
-        min_member=f.integer(spec.get("minMember"), ref, "spec.minMember", 0, minimum=0),
-        queue=f.string(spec.get("queue"), ref, "spec.queue") or default_queue,
-        priority_class_name=f.string(spec.get("priorityClassName"), ref, "spec.priorityClassName"),
-        min_resources=f.optional_resources(spec.get("minResources"), ref, "spec.minResources"),
-        min_task_member=min_task_member,
-        phase=phase,
-        conditions=conditions,
-        running=f.integer(status.get("running"), ref, "status.running", 0, minimum=0),
-        succeeded=f.integer(status.get("succeeded"), ref, "status.succeeded", 0, minimum=0),
-        failed=f.integer(status.get("failed"), ref, "status.failed", 0, minimum=0),
-        annotations=f.string_map(meta.get("annotations"), ref, "metadata.annotations"),
-        labels=f.string_map(meta.get("labels"), ref, "metadata.labels"),
-        creation_timestamp=f.timestamp(meta.get("creationTimestamp"), ref, "metadata.creationTimestamp"),
-        uid=f.string(meta.get("uid"), ref, "metadata.uid"),
-        network_topology=_network_topology(spec.get("networkTopology"), ref),
-    )
-
-
-def _network_topology(value: Any, ref: Ref) -> NetworkTopology | None:
-    if value is None:
-        return None
-    raw = f.mapping(value, ref, "spec.networkTopology")
-    mode = f.string(raw.get("mode"), ref, "spec.networkTopology.mode") or "hard"
-    if mode not in ("hard", "soft"):
-        ref.fail(f"unknown network topology mode {mode!r} (expected hard or soft)", "spec.networkTopology.mode")
-    tier = f.integer(raw.get("highestTierAllowed"), ref, "spec.networkTopology.highestTierAllowed", 1, minimum=0)
-    return NetworkTopology(mode, tier)
 
 
 def _hyper_node(obj: Mapping[str, Any], ref: Ref) -> HyperNode:

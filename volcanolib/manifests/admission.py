@@ -40,8 +40,9 @@ from typing import Any, Final
 import attrs
 
 from volcanolib.api.resource import Resource
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.keys import HIERARCHY_KEY, HIERARCHY_WEIGHTS_KEY, SCHEDULING_QUEUE_KEY
 
 __all__ = [
     "DEFAULT_MAX_RETRY",
@@ -95,10 +96,6 @@ TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-no
 _CREATE_STATES: Final = ("", "Open", "Closed")
 _STORED_STATES: Final = ("", "Open", "Closed", "Closing", "Unknown")
 _MAX_WEIGHT: Final = 65535
-HIERARCHY_KEY: Final = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_KEY: Final = "volcano.sh/hierarchy-weights"
-#: The namespace annotation naming the queue of its PodGroups that name ``default``.
-NAMESPACE_QUEUE_KEY: Final = "scheduling.volcano.sh/queue-name"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -611,7 +608,7 @@ def admit_job(
 
 
 def job_ref(job: Mapping[str, Any]) -> Ref:
-    """A :class:`~volcanolib.kube._fields.Ref` naming a Job manifest that came from no file."""
+    """A :class:`~volcanolib.manifests.fields.Ref` naming a Job manifest that came from no file."""
     meta = _dict(job.get("metadata")) or {}
     return Ref(None, "", "Job", str(meta.get("name") or ""), str(meta.get("namespace") or "default"))
 
@@ -791,8 +788,8 @@ def default_pod_group(
     out["spec"] = spec
     if not spec.get("queue"):
         spec["queue"] = DEFAULT_QUEUE
-    if spec["queue"] == DEFAULT_QUEUE and namespace_annotations and namespace_annotations.get(NAMESPACE_QUEUE_KEY):
-        spec["queue"] = namespace_annotations[NAMESPACE_QUEUE_KEY]
+    if spec["queue"] == DEFAULT_QUEUE and namespace_annotations and namespace_annotations.get(SCHEDULING_QUEUE_KEY):
+        spec["queue"] = namespace_annotations[SCHEDULING_QUEUE_KEY]
     return out
 
 

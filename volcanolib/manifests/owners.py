@@ -27,13 +27,13 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib.api.task import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
+from volcanolib.manifests.keys import GROUP_MIN_MEMBER_KEY, GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, SCHEDULING_QUEUE_KEY
 
 __all__ = [
     "GROUP_MIN_MEMBER_KEY",
     "GROUP_NAME_KEY",
     "POD_GROUP_PREFIX",
-    "QUEUE_NAME_KEY",
+    "SCHEDULING_QUEUE_KEY",
     "OwnerGroup",
     "controller_ref",
     "group_name",
@@ -43,10 +43,6 @@ __all__ = [
 
 #: The annotation naming a pod's PodGroup.
 GROUP_NAME_KEY: Final = GROUP_NAME_ANNOTATION
-#: The pod annotation naming the queue of the group made for it.
-QUEUE_NAME_KEY: Final = "scheduling.volcano.sh/queue-name"
-#: The owner annotation setting the group's ``minMember``.
-GROUP_MIN_MEMBER_KEY: Final = "scheduling.volcano.sh/group-min-member"
 #: The prefix of the groups' names.
 POD_GROUP_PREFIX: Final = "podgroup-"
 #: Owner annotations with this prefix are copied to the group.
@@ -203,7 +199,7 @@ def owner_group(
         namespace=namespace,
         owner_uid=str(owner["uid"]) if owner is not None else uid,
         min_member=min_member,
-        queue=annotations.get(QUEUE_NAME_KEY, ""),
+        queue=annotations.get(SCHEDULING_QUEUE_KEY, ""),
         priority_class_name=str(spec.get("priorityClassName") or ""),
         annotations=group_annotations,
         labels=group_labels,

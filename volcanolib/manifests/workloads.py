@@ -31,8 +31,8 @@ from typing import Any, Final
 
 import attrs
 
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.fields import Ref
 
 __all__ = ["WORKLOAD_GROUPS", "WORKLOAD_KINDS", "Workloads", "template_hash"]
 

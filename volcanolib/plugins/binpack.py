@@ -39,6 +39,7 @@ from volcanolib.api.resource import CPU, MEMORY
 from volcanolib.framework.arguments import argument, argument_per_name
 from volcanolib.framework.nodeclass import NodeClassKey
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.node import NodeInfo
@@ -98,6 +99,8 @@ class BinpackPlugin:
 
     name: ClassVar[str] = "binpack"
     Arguments: ClassVar[type[BinpackArguments]] = BinpackArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: BinpackArguments) -> None:
         self.arguments = arguments

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
@@ -48,6 +49,8 @@ class ConformancePlugin:
 
     name: ClassVar[str] = "conformance"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 from volcanolib.api.resource import CPU, MEMORY, Resource
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -149,9 +150,8 @@ class DrfPlugin:
 
     name: ClassVar[str] = "drf"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
-    #: The job order key reads only the job's own dominant share:
-    #: the session may reuse it until one of the job's tasks changes.
-    job_order_key_is_local: ClassVar[bool] = True
+    #: No clock; the job order key reads only the job's own dominant share; no job status written.
+    traits: ClassVar[Traits] = Traits(clock_free=True, local_job_keys=True, status_through_session=True)
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments

@@ -25,6 +25,7 @@ from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.shortfall import discarded_allocations, gang_shortfall
 from volcanolib.framework.status import Code, Status, Vote
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.task import TaskInfo
@@ -69,9 +70,8 @@ class GangPlugin:
 
     name: ClassVar[str] = "gang"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
-    #: The job order key reads only whether the job is ready:
-    #: the session may reuse it until one of the job's tasks changes.
-    job_order_key_is_local: ClassVar[bool] = True
+    #: No clock; the job order key reads only whether the job is ready; conditions are set through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, local_job_keys=True, status_through_session=True)
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from volcanolib.framework.arguments import NoArguments
 from volcanolib.framework.registry import hookimpl
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.job import JobInfo
@@ -43,12 +44,10 @@ class PriorityPlugin:
 
     name: ClassVar[str] = "priority"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
-    #: The job order key reads only the job's priority:
-    #: the session may reuse it until one of the job's tasks changes.
-    job_order_key_is_local: ClassVar[bool] = True
-    #: The task order key reads only the task's priority:
-    #: the session may reuse it until the task changes.
-    task_order_key_is_local: ClassVar[bool] = True
+    #: No clock; the job and task order keys read only the job's or the task's priority; no job status written.
+    traits: ClassVar[Traits] = Traits(
+        clock_free=True, local_job_keys=True, local_task_keys=True, status_through_session=True
+    )
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments

@@ -34,8 +34,8 @@ included), ``allocatable`` and ``preemptive`` (the queue is Open and
 ``allocated + request <= deserved`` on every resource the tasks request, strictly),
 ``reclaimable`` (tasks of queues above their deserved), ``job_enqueueable``
 (the queue is Open and ``minResources + allocated + inqueue - elastic`` stays
-within the real capability on the resources ``minResources`` lists) and
-``job_enqueued`` (reserves the admitted job's missing minimum resources).
+within the real capability on the resources ``minResources`` lists; a
+permitting vote reserves the job's minimum resources).
 Queues without jobs have no state: the plugin abstains for them.
 
 The plugin takes no arguments.
@@ -51,10 +51,11 @@ from volcanolib.api.queue import QueueFigures
 from volcanolib.api.resource import INFINITE, MIN_RESOURCE, Mode, Resource, exceeded_part, res_max
 from volcanolib.api.task import ALLOCATED_STATUSES, TaskStatus
 from volcanolib.framework.arguments import NoArguments
-from volcanolib.framework.carry import JobSums
 from volcanolib.framework.registry import hookimpl
 from volcanolib.framework.shortfall import ALLOCATE, ENQUEUE, QueueShortfall, needed_request
 from volcanolib.framework.status import Vote
+from volcanolib.framework.sums import JobSums
+from volcanolib.framework.traits import Traits
 
 if TYPE_CHECKING:
     from volcanolib.api.cluster import SnapshotDelta
@@ -152,6 +153,8 @@ class ProportionPlugin:
 
     name: ClassVar[str] = "proportion"
     Arguments: ClassVar[type[NoArguments]] = NoArguments
+    #: See docs/incremental.md: no clock; job status, if any, only through the session.
+    traits: ClassVar[Traits] = Traits(clock_free=True, status_through_session=True)
 
     def __init__(self, arguments: NoArguments) -> None:
         self.arguments = arguments
@@ -170,8 +173,7 @@ class ProportionPlugin:
     @hookimpl
     def on_session_open(self, ssn: Session) -> None:
         """Build every queue's state from the snapshot and compute the deserved shares."""
-        self._sums = JobSums(4)
-        self._sums.put_jobs(ssn.jobs.values(), ssn.queues, _job_parts)
+        self._sums = JobSums.kept_or_afresh(None, None, ssn.jobs, ssn.queues, _job_parts, width=4)
         self._settle(ssn)
 
     @hookimpl
@@ -180,10 +182,8 @@ class ProportionPlugin:
 
         Opens afresh when a queue changed.
         """
-        if delta.queues:
-            self.on_session_open(ssn)
-            return
-        self._sums.update_jobs(delta.jobs, ssn.jobs, ssn.queues, _job_parts)
+        kept = None if delta.queues else self._sums
+        self._sums = JobSums.kept_or_afresh(kept, delta.jobs, ssn.jobs, ssn.queues, _job_parts, width=4)
         self._settle(ssn)
 
     def _settle(self, ssn: Session) -> None:
@@ -435,6 +435,10 @@ class ProportionPlugin:
         A job without ``minResources`` is always admitted (to an Open queue).
         The check is ``minResources + allocated + inqueue - elastic <= real
         capability`` on the resources ``minResources`` requests, strictly.
+        Like Volcano's, a permitting vote reserves ``minResources`` in the
+        queue's ``inqueue`` at once: a job another plugin rejects later in the
+        tier keeps it reserved, and a job an earlier tier admitted (so this
+        vote is not asked) reserves nothing here.
         """
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -447,17 +451,9 @@ class ProportionPlugin:
             return Vote.PERMIT
         future = min_resources.clone().add(attr.allocated).add(attr.inqueue).sub_unchecked(attr.elastic)
         if future.less_equal_with_dimension(attr.real_capability, min_resources):
+            attr.inqueue.add(min_resources)
             return Vote.PERMIT
         return Vote.REJECT
-
-    @hookimpl
-    def job_enqueued(self, ssn: Session, job: JobInfo) -> None:
-        """Reserve an admitted job's ``minResources`` in its queue's ``inqueue``."""
-        attr = self.queue_attrs.get(job.queue)
-        min_resources = job.pod_group.min_resources
-        if attr is None or min_resources is None:
-            return
-        attr.inqueue.add(min_resources)
 
     # ------------------------------------------------------------------ events
 

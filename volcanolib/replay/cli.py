@@ -64,6 +64,9 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the tie-breaks (default 0)")
     p.add_argument(
+        "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
+    )
+    p.add_argument(
         "--load",
         type=_load_factor,
         default=1.0,
@@ -127,6 +130,7 @@ def _options(args: argparse.Namespace, workload: Any) -> Any:
         until=args.until,
         every_period=args.every_period,
         seed=args.seed,
+        verify=args.verify,
     )
 
 

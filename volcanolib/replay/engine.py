@@ -41,9 +41,10 @@ could act on skip sessions too: with only the actions of
 node's future idle resources, so while no pending pod fits any node (and no
 PodGroup waits for admission, and no job still in the cluster changed since
 the last session), the sessions after pods finish elsewhere are skipped.
-Plugins the engine does not know to ignore
-the clock (for instance one admitting jobs that waited long enough) have
-every session run.
+Skipping needs every plugin and action to declare that it reads no clock
+(``Traits(clock_free=True)``, see ``docs/incremental.md``); with one that
+does not (for instance one admitting jobs that waited long enough), every
+session runs, and the replay logs once which plugins or actions keep it off.
 
 **Pods no node can ever take.** A pending pod whose request exceeds the
 allocatable resources of every ready node, counting only the nodes its
@@ -91,39 +92,22 @@ from volcanolib.controllers.job import (
 )
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import DEFAULT_CONFIG, SchedulerConfig, load_config
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import PodReader
-from volcanolib.kube.loader import _pod_group
+from volcanolib.framework.traits import traits_of
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.pods import PodReader, read_pod_group
 from volcanolib.replay.inputs import PodTiming, TimedJob, Workload, pod_timing
 from volcanolib.replay.records import JobRecord, PodRecord, QueueRecord, ReplayRecord, Sample
 from volcanolib.replay.timeline import Action
 from volcanolib.scheduler import Scheduler
 
-__all__ = ["CLOCK_FREE_PLUGINS", "NODE_SELECTING_PLUGINS", "ReplayOptions", "run_replay"]
+__all__ = ["NODE_SELECTING_PLUGINS", "ReplayOptions", "run_replay"]
 
 log = logging.getLogger("volcanolib.replay")
 
-#: Plugins whose decisions do not depend on the session clock (so unchanged sessions may be skipped).
-CLOCK_FREE_PLUGINS: Final = frozenset(
-    {
-        "binpack",
-        "capacity",
-        "conformance",
-        "drf",
-        "gang",
-        "nodeorder",
-        "overcommit",
-        "predicates",
-        "priority",
-        "proportion",
-    }
-)
 #: Plugins whose predicate refuses the nodes a pod's ``nodeSelector`` and required node affinity
 #: exclude, unless their ``predicate.NodeAffinityEnable`` argument or ``enablePredicate`` switch is off.
 NODE_SELECTING_PLUGINS: Final = frozenset({"predicates"})
-#: Actions whose decisions do not depend on the session clock.
-CLOCK_FREE_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue", "preempt", "reclaim"})
 #: Actions that place a task only on a node whose future idle resources fit its request.
 FIT_BOUND_ACTIONS: Final = frozenset({"allocate", "backfill", "enqueue"})
 #: Job phases in which a Volcano Job is finished (an Aborted one may be resumed).
@@ -153,6 +137,7 @@ class ReplayOptions:
         finished or nothing can change any more).
     :param every_period: run every session, even those that cannot change anything.
     :param seed: seeds the scheduler's tie-breaks.
+    :param verify: run the scheduler in verify mode (``docs/incremental.md``): slower, same decisions.
     """
 
     period: float = 1.0
@@ -161,6 +146,7 @@ class ReplayOptions:
     until: float | None = None
     every_period: bool = False
     seed: int = 0
+    verify: bool = False
 
     @classmethod
     def for_workload(
@@ -173,6 +159,7 @@ class ReplayOptions:
         until: float | None = None,
         every_period: bool = False,
         seed: int = 0,
+        verify: bool = False,
     ) -> ReplayOptions:
         """Options from the workload's ``replay:`` settings, each overridden by the argument given."""
         settings = workload.settings
@@ -187,6 +174,7 @@ class ReplayOptions:
             until=pick(until, settings.until, None),
             every_period=every_period,
             seed=seed,
+            verify=verify,
         )
 
 
@@ -270,16 +258,37 @@ def _resource_dict(res: Resource | None) -> dict[str, float] | None:
 
 
 class _Statuses:
-    """The cache's status updater: notes the PodGroups whose status a session wrote."""
+    """The cache's status updater: notes the PodGroups whose status a session changed.
+
+    A change counts when the phase or a condition's type, status or reason
+    differs from what was last written, not a message alone: a message may
+    name figures of other jobs (a queue's shortfall), which change without a
+    session, so counting it would make skipped sessions matter.
+    """
 
     def __init__(self) -> None:
         self.groups: dict[str, PodGroupPhase] = {}
+        self.written: dict[str, tuple[object, ...]] = {}
 
     def update_pod_group(self, job: JobInfo) -> None:
-        self.groups[job.uid] = job.pod_group.phase
+        pod_group = job.pod_group
+        status = (pod_group.phase, tuple((c.type, c.status, c.reason) for c in pod_group.conditions))
+        if self.written.get(job.uid) != status:
+            self.written[job.uid] = status
+            self.groups[job.uid] = pod_group.phase
 
     def update_queue(self, queue: QueueInfo) -> None:
         """Queue status plays no part in a replay."""
+
+
+def _clock_free(scheduler: Scheduler) -> bool:
+    """Whether every plugin and action of the scheduler declares ``clock_free``; logs the others once."""
+    host = scheduler.host
+    reading = [f"plugin {name!r}" for name, plugin in host.plugins.items() if not traits_of(plugin).clock_free]
+    reading += [f"action {action.name!r}" for action in host.actions if not traits_of(action).clock_free]
+    if reading:
+        log.info("every session runs: %s may read the clock (not declared clock_free)", ", ".join(reading))
+    return not reading
 
 
 def _selects_nodes(config: SchedulerConfig) -> bool:
@@ -298,11 +307,6 @@ def _request_text(task: TaskInfo) -> str:
     return ", ".join(f"{name} {amount}" for name, amount in req.to_readable().items() if name != PODS and req.get(name))
 
 
-def _clock_free(config: SchedulerConfig) -> bool:
-    plugins = {option.name for option in config.plugin_options()}
-    return plugins <= CLOCK_FREE_PLUGINS and set(config.actions) <= CLOCK_FREE_ACTIONS
-
-
 class _Replay:
     def __init__(self, workload: Workload, config: SchedulerConfig, options: ReplayOptions) -> None:
         self.workload = workload
@@ -310,8 +314,8 @@ class _Replay:
         self.statuses = _Statuses()
         self.cache = InMemoryCache(status_updater=self.statuses, max_events=0)
         self.now = 0.0
-        self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock)
-        self.skip = not options.every_period and _clock_free(self.scheduler.config)
+        self.scheduler = Scheduler(self.cache, config, seed=options.seed, clock=self._clock, verify=options.verify)
+        self.skip = not options.every_period and _clock_free(self.scheduler)
         #: Whether pending pods that fit no node's future idle can be left waiting without a session.
         self.fit_bound = set(self.scheduler.config.actions) <= FIT_BOUND_ACTIONS
         #: Pending pods by uid.
@@ -653,20 +657,21 @@ class _Replay:
     def _create_group(self, manifest: dict[str, Any], context: _Job | None) -> None:
         meta = manifest["metadata"]
         ref = Ref("job controller", "", "PodGroup", str(meta["name"]), str(meta.get("namespace") or "default"))
-        pg = _pod_group(manifest, ref, self.cache.default_queue)
+        pg = read_pod_group(manifest, ref, self.cache.default_queue)
         key = f"{pg.namespace}/{pg.name}"
         job = self._owner(manifest, context)
         if job is not None:
             self.groups[key] = job
             job.record.note_pod_group_phase(pg.phase.value, self.now)
         self.group_phase.pop(key, None)
+        self.statuses.written.pop(key, None)
         self.cache.add_pod_group(pg)
 
     def _update_group(self, manifest: dict[str, Any]) -> None:
         """A PodGroup's spec changed (a scaled Job): its status, as the sessions wrote it, stays."""
         meta = manifest["metadata"]
         ref = Ref("job controller", "", "PodGroup", str(meta["name"]), str(meta.get("namespace") or "default"))
-        pg = _pod_group(manifest, ref, self.cache.default_queue)
+        pg = read_pod_group(manifest, ref, self.cache.default_queue)
         old = next((j.pod_group for j in self.cache.jobs() if j.uid == f"{pg.namespace}/{pg.name}"), None)
         if old is not None:
             pg.phase, pg.conditions = old.phase, [c.copy() for c in old.conditions]
@@ -735,6 +740,7 @@ class _Replay:
                     namespace, _, name = key.partition("/")
                     self.cache.delete_pod_group(namespace, name)
                     self.group_phase.pop(key, None)
+                    self.statuses.written.pop(key, None)
                     del self.groups[key]
 
     # ------------------------------------------------------------------ the simulated kubelet
@@ -1080,7 +1086,7 @@ class _Replay:
         t0 = time.perf_counter()
         result = self.scheduler.run_once(seed=seed)
         if result.session is not None:
-            result.session.release()  # freed by reference counting once the next session replaces it
+            result.session.detach_plugins()  # freed by reference counting once the next session replaces it
         self.timings["sessions"] += time.perf_counter() - t0
         self.timings["snapshots"] += result.timings.get("snapshot", 0.0)
         changed = bool(result.binds or result.evictions or result.failed_binds or statuses.groups)

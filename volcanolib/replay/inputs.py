@@ -37,11 +37,11 @@ from volcanolib.api.outcomes import (
 )
 from volcanolib.errors import ManifestError
 from volcanolib.framework.config import SchedulerConfig, parse_config
-from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import parse_documents, read_text, source_name
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.jobs import expand_job
 from volcanolib.kube.loader import Cluster, ManifestLoader, cluster_queue_facts, require_objects
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.documents import parse_documents, read_text, source_name
+from volcanolib.manifests.fields import Ref
 from volcanolib.replay.timeline import Action, check_timeline, parse_timeline
 from volcanolib.replay.traces import trace_format, trace_table
 

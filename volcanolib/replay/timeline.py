@@ -42,9 +42,9 @@ import attrs
 from volcanolib.api.node import NodeInfo, Taint
 from volcanolib.api.outcomes import parse_duration
 from volcanolib.errors import ManifestError
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.loader import _node
+from volcanolib.manifests import fields as f
+from volcanolib.manifests.fields import Ref
 
 __all__ = ["ACTIONS", "Action", "check_timeline", "parse_timeline"]
 

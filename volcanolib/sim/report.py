@@ -266,19 +266,21 @@ def format_explanation(exp: Explanation, *, max_nodes: int = 20, max_pods: int =
 
 
 def plugin_blocks(plugins: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]]) -> list[Block]:
-    """The tables of ``volcanolib plugins``: plugins (name, distribution, hooks), actions, and the broken ones.
+    """The tables of ``volcanolib plugins``: plugins (name, distribution, traits, hooks), actions, the broken ones.
 
-    :param plugins: rows with ``name``, ``distribution``, ``hooks``, ``broken`` and, when broken, ``error``.
+    :param plugins: rows with ``name``, ``distribution``, ``traits``, ``hooks``, ``broken`` and, when
+        broken, ``error``.
     :param actions: rows with ``name``, ``distribution``, ``target``, ``broken`` and, when broken, ``error``.
     """
     blocks: list[Block] = [
         f"Plugins ({len(plugins)})",
         table(
-            ("NAME", "DISTRIBUTION", "HOOKS"),
+            ("NAME", "DISTRIBUTION", "TRAITS", "HOOKS"),
             (
                 (
                     p["name"],
                     p["distribution"] or "-",
+                    ", ".join(p.get("traits", ())) or "-",
                     f"BROKEN: {p['error']}" if p["broken"] else ", ".join(p["hooks"]) or "-",
                 )
                 for p in plugins

@@ -107,16 +107,14 @@ func (scn *Scenario) fillPriorities() {
 	}
 }
 
-// ensureQueues adds the queues a Volcano cluster always has: `default`
-// (weight 1, reclaimable, Open) and, when a queue names it as parent, `root`.
+// ensureQueues adds the queues a Volcano cluster always has, as Volcano's
+// scheduler cache creates both at start: `root` (weight 1, not reclaimable,
+// Open), the parent of every queue that names none, and `default` (weight 1,
+// reclaimable, Open).
 func (scn *Scenario) ensureQueues() {
 	names := map[string]bool{}
-	needRoot := false
 	for _, q := range scn.Queues {
 		names[q.Name] = true
-		if q.Spec.Parent == "root" {
-			needRoot = true
-		}
 		if q.Status.State == "" {
 			q.Status.State = schedv1beta1.QueueStateOpen
 		}
@@ -125,7 +123,7 @@ func (scn *Scenario) ensureQueues() {
 			q.Spec.Weight = 1
 		}
 	}
-	if needRoot && !names["root"] {
+	if !names["root"] {
 		reclaimable := false
 		scn.Queues = append([]*schedv1beta1.Queue{{
 			ObjectMeta: metav1.ObjectMeta{Name: "root"},

@@ -12,10 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
+	"volcano.sh/volcano/pkg/scheduler/actions/allocate"
+	"volcano.sh/volcano/pkg/scheduler/actions/backfill"
+	"volcano.sh/volcano/pkg/scheduler/actions/enqueue"
+	"volcano.sh/volcano/pkg/scheduler/actions/preempt"
+	"volcano.sh/volcano/pkg/scheduler/actions/reclaim"
+	"volcano.sh/volcano/pkg/scheduler/actions/shuffle"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/hami"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/ascend/mindcluster/ascend310p/vnpu"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/gpushare"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"volcanolib/oracle/internal/scenario"
 )
 
 // Volcano is written to schedule for one configuration per process: a few
@@ -48,10 +57,26 @@ func (b *lockedBuffer) take() string {
 
 type fatalExit struct{ code int }
 
+// minWatchBuffer is the fewest events a fake API watch holds.
+const minWatchBuffer = 1 << 12
+
+// watchBuffer sizes the fake API's watches for a scenario: between two sessions the cluster
+// updates or deletes each pod at most once, and the informer has taken them all before the
+// next session, so a watch never holds more events than there are pods (nodes and HyperNodes
+// are written before the watches start; a margin stays for good measure).
+func watchBuffer(scn *scenario.Scenario) int32 {
+	n := 2*len(scn.Pods) + len(scn.Nodes) + len(scn.HyperNodes)
+	if n < minWatchBuffer {
+		return minWatchBuffer
+	}
+	return int32(n)
+}
+
 func init() {
-	// The fake API's watches hold 100 events and then stop the process; a scenario updates
-	// every pod it binds between two sessions, tens of thousands in the large workloads.
-	watch.DefaultChanSize = 1 << 18
+	// The fake API's watches hold DefaultChanSize events (100) and then stop the process.
+	// Each watch allocates its whole buffer, so it is sized per scenario (watchBuffer); this is
+	// the size for the rest of the process (the job controller's fake clients).
+	watch.DefaultChanSize = minWatchBuffer
 	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(flags)
 	_ = flags.Set("logtostderr", "false")
@@ -69,8 +94,17 @@ func init() {
 	klog.OsExit = func(code int) { panic(fatalExit{code}) }
 }
 
-// resetProcessSwitches puts the plugins' package-level switches back to a fresh process's values.
+// resetProcessSwitches puts the plugins' package-level switches back to a fresh process's values,
+// and registers new actions: an action is one object per process that keeps the arguments it
+// read (preempt's enableTopologyAwarePreemption, say) until a configuration sets them again, so
+// a scenario would otherwise run with the arguments an earlier one gave.
 func resetProcessSwitches() {
+	framework.RegisterAction(reclaim.New())
+	framework.RegisterAction(allocate.New())
+	framework.RegisterAction(backfill.New())
+	framework.RegisterAction(preempt.New())
+	framework.RegisterAction(enqueue.New())
+	framework.RegisterAction(shuffle.New())
 	gpushare.GpuSharingEnable = false
 	gpushare.GpuNumberEnable = false
 	gpushare.NodeLockEnable = false

@@ -13,12 +13,14 @@ package schedsim
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +43,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/metrics"
-	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"volcanolib/oracle/internal/scenario"
 )
@@ -166,6 +167,11 @@ type nullBinder struct{}
 
 func (nullBinder) Bind(_ kubernetes.Interface, _ []*api.TaskInfo) map[api.TaskID]string { return nil }
 
+// nullEvictor stands for the API server's eviction: the recorder has taken the eviction down.
+type nullEvictor struct{}
+
+func (nullEvictor) Evict(_ *v1.Pod, _ string) error { return nil }
+
 // Known says, for each name, whether it is a plugin and whether it is an action of this Volcano.
 func Known(names []string) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
@@ -246,13 +252,21 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		return nil, err
 	}
 	stop := make(chan struct{})
-	defer close(stop)
+	var sc *cache.SchedulerCache
+	defer func() {
+		close(stop)
+		if sc != nil {
+			shutDownQueues(sc)
+		}
+	}()
+	watch.DefaultChanSize = watchBuffer(scn)
+	defer func() { watch.DefaultChanSize = minWatchBuffer }()
 
 	fed := time.Now()
 	rec := &recorder{written: map[string]*api.PodGroup{}}
 	// The events the scheduler records go nowhere (a recorder without a channel): the default one
 	// holds 100 and then blocks the session.
-	sc := cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, util.NewFakeEvictor(0), &statusWriter{rec}, nil, &record.FakeRecorder{})
+	sc = cache.NewCustomMockSchedulerCache(scn.SchedulerName, nullBinder{}, nullEvictor{}, &statusWriter{rec}, nil, &record.FakeRecorder{})
 	rec.SchedulerCache = sc
 	// The fake API loses what is written before an informer's watch starts: the cache must
 	// watch pods before the first change between sessions is written.
@@ -319,7 +333,19 @@ func Run(scn *scenario.Scenario, perSession bool) (result *Result, err error) {
 		}
 	}
 	if len(scn.HyperNodes) > 0 {
-		// The cache's hypernode worker builds the topology from its informers: the whole cache runs.
+		// The cache's hypernode worker builds the topology from its informers: the whole cache
+		// runs. Its informers are started and synced first, so that the cache's own wait for
+		// them (in steps of 100 ms) finds them synced at once.
+		factories := []informerFactory{sc.SharedInformerFactory()}
+		if vc := volcanoInformers(sc); vc != nil {
+			factories = append(factories, vc)
+		}
+		for _, factory := range factories {
+			factory.Start(stop)
+		}
+		if err := waitUntil(func() bool { return synced(factories) }); err != nil {
+			return nil, fmt.Errorf("the scheduler cache's informers did not sync: %v", err)
+		}
 		sc.Run(stop)
 		if err := syncHyperNodes(sc, scn.HyperNodes); err != nil {
 			return nil, err
@@ -513,16 +539,77 @@ func startInformers(sc *cache.SchedulerCache, stop <-chan struct{}) {
 	}()
 }
 
-// waitUntil waits for the cache's informers to deliver what was written.
+// waitUntil waits for the cache's informers to deliver what was written. It looks soon (a small
+// scenario's whole run takes a few milliseconds), then less and less often (a look at a large
+// scenario holds the cache's lock, which the informers need).
 func waitUntil(cond func() bool) error {
 	deadline := time.Now().Add(30 * time.Second)
+	pause := 50 * time.Microsecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 2*time.Millisecond)
 	}
 	return nil
+}
+
+// informerFactory is what the oracle uses of Kubernetes' and Volcano's informer factories.
+type informerFactory interface {
+	Start(stop <-chan struct{})
+	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
+}
+
+// synced says whether every informer the factories started has listed its collection (one
+// look each: the factories' own wait, with a closed channel, looks once and returns).
+func synced(factories []informerFactory) bool {
+	closed := make(chan struct{})
+	close(closed)
+	for _, factory := range factories {
+		for _, ok := range factory.WaitForCacheSync(closed) {
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// volcanoInformers is the cache's factory of informers of Volcano's own kinds, which the
+// cache does not export; nil if this Volcano names it otherwise.
+func volcanoInformers(sc *cache.SchedulerCache) informerFactory {
+	field := reflect.ValueOf(sc).Elem().FieldByName("vcInformerFactory")
+	if !field.IsValid() {
+		return nil
+	}
+	factory, _ := fieldValue(field).(informerFactory)
+	return factory
+}
+
+// shutDownQueues ends the cache's work queues, which the cache never ends: each keeps a
+// goroutine, and the whole cache with it, for the rest of the process, and the workers that
+// wait on them (started by Cache.Run) stop only once their queue is ended.
+func shutDownQueues(sc *cache.SchedulerCache) {
+	fields := reflect.ValueOf(sc).Elem()
+	for i := 0; i < fields.NumField(); i++ {
+		if queue, ok := fieldValue(fields.Field(i)).(interface{ ShutDown() }); ok {
+			queue.ShutDown()
+		}
+	}
+}
+
+// fieldValue is the value of a field of an addressable struct, exported or not (nil for a nil
+// interface or pointer).
+func fieldValue(field reflect.Value) any {
+	value := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem()
+	switch value.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
+		if value.IsNil() {
+			return nil
+		}
+	}
+	return value.Interface()
 }
 
 // stepCluster does what the cluster does between two sessions: the status
@@ -630,7 +717,7 @@ func syncHyperNodes(sc *cache.SchedulerCache, hyperNodes []*topov1alpha1.HyperNo
 		if n >= len(hyperNodes) {
 			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(50 * time.Microsecond)
 	}
 	return fmt.Errorf("the scheduler cache did not take the %d HyperNodes in time", len(hyperNodes))
 }

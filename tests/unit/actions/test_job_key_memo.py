@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from test_node_classes import PREEMPT, decisions
 
-from volcanolib import Registry, hookimpl
+from volcanolib import Registry, Traits, hookimpl
 from volcanolib.api.job import PodGroupPhase
 from volcanolib.api.task import TaskStatus
+from volcanolib.framework import fastpath
+from volcanolib.framework.compiled import KEPT_KEYS
 from volcanolib.framework.session import Session
+from volcanolib.framework.traits import traits_of
 from volcanolib.plugins.gang import GangPlugin
 from volcanolib.plugins.priority import PriorityPlugin
 from volcanolib.testing import FakeCache, build_node, build_pod_group, build_task, open_session
@@ -24,11 +28,18 @@ tiers:
 """
 
 
+def _not_local(monkeypatch: pytest.MonkeyPatch, plugin: type, trait: str) -> None:
+    """Have a plugin class stop declaring one of its traits."""
+    monkeypatch.setattr(plugin, "traits", attrs.evolve(traits_of(plugin), **{trait: False}))
+
+
 @pytest.mark.parametrize("seed", range(40))
-def test_remembered_job_keys_decide_like_fresh_ones(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    remembered = decisions(seed, True, PREEMPT)
-    monkeypatch.setattr(GangPlugin, "job_order_key_is_local", False)
-    assert decisions(seed, True, PREEMPT) == remembered
+def test_remembered_keys_are_the_keys_taken_afresh(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every remembered job and task key is checked against the key taken again (the fast path switch)."""
+    monkeypatch.setenv(fastpath.CHECK_ENV, "1")
+    before = fastpath.CHECKED[KEPT_KEYS.name]
+    decisions(seed, True, PREEMPT)
+    assert fastpath.CHECKED[KEPT_KEYS.name] > before
 
 
 def _session() -> FakeCache:
@@ -66,7 +77,7 @@ def test_keys_are_not_remembered_unless_every_key_plugin_says_they_are_local(mon
     ssn = open_session(_session(), CONF)
     assert ssn._job_keys is not None
     ssn.close()
-    monkeypatch.setattr(GangPlugin, "job_order_key_is_local", False)
+    _not_local(monkeypatch, GangPlugin, "local_job_keys")
     ssn = open_session(_session(), CONF)
     assert ssn._job_keys is None
     ssn.close()
@@ -76,7 +87,7 @@ class EarlyAsker:
     """Asks for job keys while the session opens, before drf (a later tier) has prepared."""
 
     name = "early-asker"
-    job_order_key_is_local = True
+    traits = Traits(local_job_keys=True)
 
     def __init__(self, arguments: object) -> None:
         pass
@@ -105,13 +116,6 @@ def test_keys_taken_while_the_session_opens_are_not_kept() -> None:
 # ---------------------------------------------------------------------------- task keys
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_remembered_task_keys_decide_like_fresh_ones(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    remembered = decisions(seed, True, PREEMPT)
-    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
-    assert decisions(seed, True, PREEMPT) == remembered
-
-
 def test_a_task_key_is_taken_again_once_the_task_changes() -> None:
     ssn = open_session(_session(), CONF)
     try:
@@ -134,7 +138,7 @@ def test_task_keys_are_not_remembered_unless_every_key_plugin_says_they_are_loca
     ssn = open_session(_session(), CONF)
     assert ssn._task_keys is not None
     ssn.close()
-    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
+    _not_local(monkeypatch, PriorityPlugin, "local_task_keys")
     ssn = open_session(_session(), CONF)
     assert ssn._task_keys is None
     ssn.close()

@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from volcanolib.api.job import PodGroupPhase
 from volcanolib.api.node import Taint
@@ -49,8 +51,9 @@ def _with_pod(task: TaskInfo, **changes: Any) -> TaskInfo:
     return task
 
 
-def random_cluster(seed: int) -> FakeCache:
-    rng = random.Random(seed)
+def random_cluster(seed: int | random.Random) -> FakeCache:
+    """A random cluster and workload: from a seed, or from a generator Hypothesis draws (so that it shrinks)."""
+    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
     cache = FakeCache()
     cache.add_queue(build_queue("default", weight=1))
     cache.add_queue(build_queue("q2", weight=rng.randint(1, 3)))
@@ -133,8 +136,8 @@ def random_cluster(seed: int) -> FakeCache:
     return cache
 
 
-def decisions(seed: int, enabled: bool, actions: str = ALLOCATE) -> tuple[Any, ...]:
-    cache = random_cluster(seed)
+def decisions(seed: int, enabled: bool, actions: str = ALLOCATE, cache: FakeCache | None = None) -> tuple[Any, ...]:
+    cache = cache if cache is not None else random_cluster(seed)
     result = run_session(cache, CONF.format(actions=actions, enabled=str(enabled).lower()), seed=seed)
     assert result.session is not None
     errors = {
@@ -151,13 +154,30 @@ def decisions(seed: int, enabled: bool, actions: str = ALLOCATE) -> tuple[Any, .
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_classes_decide_like_every_node(seed: int) -> None:
-    assert decisions(seed, True) == decisions(seed, False)
+def test_classes_decide_like_every_node(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every choice by node class is checked against every node (the fast path contract's switch)."""
+    from volcanolib.framework import fastpath, placement
+
+    monkeypatch.setenv(fastpath.CHECK_ENV, "1")
+    before = fastpath.CHECKED[placement.BY_CLASS.name] + fastpath.CHECKED[placement.REMEMBERED.name]
+    decisions(seed, True)
+    checked = fastpath.CHECKED[placement.BY_CLASS.name] + fastpath.CHECKED[placement.REMEMBERED.name] - before
+    assert checked > 0 or not decisions(seed, True)[0], f"seed {seed}: no choice by class was checked"
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_preemption_by_class_decides_like_every_node(seed: int) -> None:
     assert decisions(seed, True, PREEMPT) == decisions(seed, False, PREEMPT)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rng=st.randoms(use_true_random=False))
+def test_drawn_clusters_preempt_by_class_like_every_node(rng: random.Random) -> None:
+    """The same comparison on clusters Hypothesis draws: a failure shrinks to a small cluster."""
+    state = rng.getstate()
+    with_classes = decisions(0, True, PREEMPT, random_cluster(rng))
+    rng.setstate(state)
+    assert with_classes == decisions(0, False, PREEMPT, random_cluster(rng))
 
 
 def test_some_random_clusters_preempt() -> None:

@@ -12,6 +12,7 @@ import heapq
 import random
 from typing import Any, ClassVar
 
+import attrs
 import pytest
 
 from volcanolib import Registry, hookimpl
@@ -305,5 +306,5 @@ def test_a_first_pop_without_the_heap_pops_like_one_with_it(seed: int, monkeypat
     assert ssn.task_keys_are_local
     ssn.close()
     deferred = _evicting_pops(seed)
-    monkeypatch.setattr(PriorityPlugin, "task_order_key_is_local", False)
+    monkeypatch.setattr(PriorityPlugin, "traits", attrs.evolve(PriorityPlugin.traits, local_task_keys=False))
     assert _evicting_pops(seed) == deferred

@@ -124,6 +124,7 @@ def run(
     opened: Callable[[Scheduler, Session], None] | None = None,
     feed: Callable[[InMemoryCache, tuple[Any, ...]], None] = apply,
     conf: str = CONF,
+    verify: bool = False,
 ) -> int:
     """Random cycles through one scheduler; ``check(session, previous)`` after each; return how many resumed.
 
@@ -132,7 +133,7 @@ def run(
     world = World(seed, 24)
     cache = CheckedCache(binder=FirstTryFails(), incremental_snapshots=True)
     now = [0.0]
-    scheduler = Scheduler(cache, conf, seed=seed, clock=lambda: now[0])
+    scheduler = Scheduler(cache, conf, seed=seed, clock=lambda: now[0], verify=verify)
     for event in world.events:
         feed(cache, event)
     previous: Session | None = None

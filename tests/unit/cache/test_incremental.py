@@ -473,7 +473,7 @@ def test_a_following_session_hands_the_cache_only_the_jobs_it_may_have_changed(m
     # The same cycles with and without the shortcut, on a clock that ticks alike.
     runs = []
     for quiet in (True, False):
-        monkeypatch.setattr("volcanolib.framework.session._QUIET_JOBS", quiet)
+        monkeypatch.setattr("volcanolib.framework.settled._QUIET_JOBS", quiet)
         cache, _ = small()
         now = [0.0]
         scheduler = Scheduler(cache, CONF, clock=lambda now=now: now[0])  # type: ignore[misc]

@@ -44,4 +44,4 @@ def test_the_lock_is_still_taken() -> None:
     cache.tasks()
     cache.add_queue(QueueInfo("research"))
     assert entered == [True, True]
-    assert [q.name for q in cache.queues()] == ["default", "research"]
+    assert [q.name for q in cache.queues()] == ["root", "default", "research"]

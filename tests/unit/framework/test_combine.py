@@ -396,6 +396,6 @@ def test_traced_events_and_victim_hooks_stay_traced(monkeypatch: pytest.MonkeyPa
     task = ssn.jobs["default/run"].tasks["default-t1"]
     with caplog.at_level(logging.DEBUG, logger="volcanolib.trace"):
         assert ssn.preemptable(task, [task]) == [task]
-        ssn.fire_allocate(task)
+        ssn._fire_allocate(task)
     traced = [r.getMessage().split("(")[0] for r in caplog.records if r.name == "volcanolib.trace"]
     assert traced == ["exact.preemptable", "exact2.preemptable", "exact.on_allocate", "exact2.on_allocate"]

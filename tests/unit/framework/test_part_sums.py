@@ -9,7 +9,7 @@ import pytest
 from volcanolib import PartSums, Resource
 from volcanolib.api.job import JobInfo
 from volcanolib.api.resource import total
-from volcanolib.framework.carry import JobSums
+from volcanolib.framework.sums import JobSums
 from volcanolib.testing import build_pod_group
 
 

@@ -157,7 +157,7 @@ def test_min_available_above_replicas_is_refused_like_the_webhook() -> None:
 
 
 def _ref() -> Any:
-    from volcanolib.kube._fields import Ref
+    from volcanolib.manifests.fields import Ref
 
     return Ref("job.yaml", "objects[0]", "Job", "tf", "ns1")
 

@@ -440,7 +440,7 @@ def test_queue_fields_and_zero_entries_are_kept() -> None:
     assert (q.hierarchy, q.hierarchy_weights) == ("root/eng", "1/2")
 
 
-def test_queue_defaults_and_the_default_queue_always_exists() -> None:
+def test_queue_defaults_and_the_default_and_root_queues_always_exist() -> None:
     (q,) = load(queue("q1")).queues
     # A stored queue is read as it is: an unset reclaimable stays unset (the scheduler takes it as true)
     assert (q.weight, q.capability, q.deserved, q.reclaimable, q.state, q.parent) == (
@@ -452,7 +452,7 @@ def test_queue_defaults_and_the_default_queue_always_exists() -> None:
         None,
     )
     cache = load(queue("q1")).to_cache()
-    assert {x.name for x in cache.queues()} == {"default", "q1"}
+    assert {x.name for x in cache.queues()} == {"default", "root", "q1"}
 
 
 def test_priority_class_needs_a_value() -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from volcanolib.controllers import JobController
 from volcanolib.errors import ManifestError
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.loader import ManifestLoader
 from volcanolib.manifests.admission import (
     QueueFacts,
@@ -23,6 +22,7 @@ from volcanolib.manifests.admission import (
     validate_pod_group,
     validate_queue,
 )
+from volcanolib.manifests.fields import Ref
 
 
 def container(name: str = "c", cpu: str = "1") -> dict[str, Any]:

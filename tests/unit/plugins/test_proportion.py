@@ -186,7 +186,7 @@ def test_closed_queue_rejects_admission_and_allocation() -> None:
     assert not ssn.allocatable(ssn.queues["q1"], pg3.tasks["default-pod3"])
 
 
-def test_admission_checks_real_capability_and_reserves_in_job_enqueued() -> None:
+def test_admission_checks_real_capability_and_reserves_in_the_permitting_vote() -> None:
     cache = FakeCache()
     cache.add_node(build_node("n1", cpu="8", memory="16Gi"))
     cache.add_queue(build_queue("q1", capability=build_resource(cpu="4")))
@@ -204,9 +204,9 @@ def test_admission_checks_real_capability_and_reserves_in_job_enqueued() -> None
     view = ssn.plugins["proportion"].queue_view("q1")
     assert view is not None and view["inqueue"]["cpu"] == "2"
     new1, new2 = ssn.jobs["default/new1"], ssn.jobs["default/new2"]
-    # 1 (min) + 1 (allocated) + 2 (inqueue) = 4 <= 4.
+    # 1 (min) + 1 (allocated) + 2 (inqueue) = 4 <= 4; the vote itself reserves new1's minimum.
     assert ssn.job_enqueueable(new1)
-    ssn.job_enqueued(new1)
+    assert view["inqueue"]["cpu"] == "2" and ssn.plugins["proportion"].queue_view("q1")["inqueue"]["cpu"] == "3"
     assert not ssn.job_enqueueable(new2)
     # Without minResources a job is always admitted to an open queue.
     assert ssn.job_enqueueable(ssn.jobs["default/free"])
@@ -314,7 +314,7 @@ def test_events_reach_the_queue_state_of_the_last_opening() -> None:
     stmt.allocate(pending[1], ssn.nodes["n1"])
     assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
     stray = build_task("stray", job="elsewhere", cpu="1", node="n1")
-    ssn.fire_allocate(stray)  # a task of a job the session does not have: no queue changes
+    ssn._fire_allocate(stray)  # a task of a job the session does not have: no queue changes
     assert plugin.queue_view("q1")["allocated"]["cpu"] == "3"
 
 

@@ -302,6 +302,24 @@ def test_skipping_sessions_gives_the_same_json_as_running_every_one(tmp_path: Pa
         assert skipped.timings["sessions_run"] < every.timings["sessions_run"], name
 
 
+def test_a_plugin_that_may_read_the_clock_has_every_session_run_and_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Skipping reads the plugins' declared traits: contrib's ``sla`` reads the clock and declares no ``clock_free``."""
+    workload = load_workload([EXAMPLE / "workload.yaml"])
+    conf = tmp_path / "sla.conf"
+    conf.write_text(EXAMPLE.joinpath("volcano-scheduler.conf").read_text() + "  - name: sla\n")
+    options = ReplayOptions(pod_startup=5, period=2, until=600)
+    with caplog.at_level("INFO", logger="volcanolib.replay"):
+        with_sla = run_replay(workload, conf, options)
+    every = run_replay(workload, conf, ReplayOptions(**{**_fields(options), "every_period": True}))
+    assert with_sla.timings["sessions_run"] == every.timings["sessions_run"]
+    assert [r.message for r in caplog.records if "every session runs" in r.message] == [
+        "every session runs: plugin 'sla' may read the clock (not declared clock_free)"
+    ]
+    assert run_replay(workload, None, options).timings["sessions_run"] < every.timings["sessions_run"]
+
+
 def test_a_pod_no_node_can_hold_does_not_make_every_finish_a_session(tmp_path: Path) -> None:
     # "huge" asks more than any node has and waits to the end; ten pods come and go meanwhile, each fitting at once.
     objects = [node("n1", cpu="4"), node("n2", cpu="4"), node("n3", cpu="4"), pod("huge", 0, "6")]
@@ -592,3 +610,27 @@ def test_the_python_example_of_the_docs_runs(
     exec(compile(blocks[0], "docs/replay.md", "exec"), {})
     simulated, pods, sessions = capsys.readouterr().out.split()
     assert float(simulated) > 3600 and int(pods) > 16 and float(sessions) > 0
+
+
+def test_a_status_write_counts_as_a_change_unless_only_a_message_moved() -> None:
+    """Sessions that change only a condition's message (figures of other jobs) do not seed the next differently."""
+    from volcanolib.api.job import ConditionType, JobInfo, PodGroupCondition, PodGroupPhase
+    from volcanolib.replay.engine import _Statuses
+    from volcanolib.testing import build_pod_group
+
+    statuses = _Statuses()
+    job = JobInfo.from_pod_group(build_pod_group("pg", min_member=2, phase=PodGroupPhase.INQUEUE))
+
+    def write(reason: str, message: str) -> bool:
+        statuses.groups = {}
+        job.pod_group.conditions = [PodGroupCondition(ConditionType.UNSCHEDULABLE, "True", reason, message)]
+        statuses.update_pod_group(job)
+        return bool(statuses.groups)
+
+    assert write("NotEnoughResources", "queue q is short of cpu 2")
+    assert not write("NotEnoughResources", "queue q is short of cpu 1")
+    assert write("NotEnoughPods", "queue q is short of cpu 1")
+    job.pod_group.phase = PodGroupPhase.RUNNING
+    assert write("NotEnoughPods", "queue q is short of cpu 1")
+    statuses.written.pop(job.uid)  # the PodGroup made again: its first status is a change
+    assert write("NotEnoughPods", "queue q is short of cpu 1")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from volcanolib.api.task import GROUP_NAME_ANNOTATION, TaskInfo, TaskStatus, allocated_status
 from volcanolib.errors import ManifestError
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import PodReader, PriorityClassInfo
 from volcanolib.kube.live._effectors import group_state, observed_state
-from volcanolib.kube.loader import _hyper_node, _node, _pod_group, _priority_class, _queue
+from volcanolib.kube.loader import _hyper_node, _node, _priority_class, _queue
+from volcanolib.manifests.fields import Ref
+from volcanolib.manifests.pods import PodReader, PriorityClassInfo, read_pod_group
 
 if TYPE_CHECKING:
     from volcanolib.kube.live.cache import KubernetesCache
@@ -293,7 +293,7 @@ class PodGroupTranslator(_Translator):
                 # An earlier write of ours coming back while a later one is on its way: the cache holds that one.
                 return
         try:
-            pg = _pod_group(obj, self.ref(obj), self.cache.default_queue)
+            pg = read_pod_group(obj, self.ref(obj), self.cache.default_queue)
         except ManifestError as exc:
             self.bad(obj, exc)
             return

@@ -15,7 +15,6 @@ from volcanolib.api.job import JobInfo, PodGroup
 from volcanolib.api.task import TaskInfo
 from volcanolib.cache.memory import InMemoryCache
 from volcanolib.errors import CacheError
-from volcanolib.kube._pods import PodReader
 from volcanolib.kube.live._binder import BindReconciler, KubernetesBinder
 from volcanolib.kube.live._client import ApiError, KubeApi
 from volcanolib.kube.live._effectors import (
@@ -34,6 +33,7 @@ from volcanolib.kube.live._translate import (
     PriorityClassTranslator,
     QueueTranslator,
 )
+from volcanolib.manifests.pods import PodReader
 
 __all__ = ["KubernetesCache"]
 
@@ -271,11 +271,11 @@ class KubernetesCache(InMemoryCache):
 
     def pod_group_keys(self) -> KeysView[str]:
         """The ``namespace/name`` of every PodGroup the cache holds (read only)."""
-        return self._jobs.keys()
+        return self.job_uids()
 
     def cached_pod_group(self, key: str) -> PodGroup | None:
         """The cache's own PodGroup of ``namespace/name`` (read only; hold :attr:`lock`), or ``None``."""
-        job = self._jobs.get(key)
+        job = self.get_job(key)
         return None if job is None else job.pod_group
 
     # ------------------------------------------------------------------ what the effectors report
@@ -290,7 +290,7 @@ class KubernetesCache(InMemoryCache):
         if what == "Pod":
             uid = self.pods.known.get(key, "")
         elif what == "PodGroup":
-            job = self._jobs.get(key)
+            job = self.get_job(key)
             uid = job.pod_group.uid if job is not None else ""
         self.post_event(what, namespace, name, uid, kind, reason, message)
 
@@ -371,7 +371,7 @@ class KubernetesCache(InMemoryCache):
             taken_back = self.forget_bind(uid, node, reason)
             if pod is not None:
                 self.pods.event("MODIFIED", pod)
-            task = self._tasks.get(uid)
+            task = self.get_task(uid)
         if taken_back and task is not None:
             self.status.pod_condition(task, "SchedulerError", f"failed to bind to node {node}: {reason}")
 

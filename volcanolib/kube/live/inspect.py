@@ -30,12 +30,12 @@ from volcanolib.cache.snapshot import SnapshotCache
 from volcanolib.errors import ManifestError, VolcanolibError
 from volcanolib.framework.config import SchedulerConfig
 from volcanolib.framework.registry import Registry
-from volcanolib.kube import _fields as f
-from volcanolib.kube._documents import parse_documents
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.live.cache import KubernetesCache
 from volcanolib.kube.loader import ManifestLoader, cluster_queue_facts
+from volcanolib.manifests import fields as f
 from volcanolib.manifests.admission import default_pod_group, validate_pod_group
+from volcanolib.manifests.documents import parse_documents
+from volcanolib.manifests.fields import Ref
 from volcanolib.scheduler import Scheduler
 from volcanolib.sim.explain import Explanation, explain_with, find_group
 

@@ -38,10 +38,10 @@ import attrs
 
 from volcanolib.api.quantity import parse_quantity
 from volcanolib.errors import ManifestError
-from volcanolib.kube._fields import Ref, format_timestamp, timestamp
 from volcanolib.kube.live._client import STRATEGIC_MERGE_PATCH, ApiError, KubeApi
 from volcanolib.kube.live._reflector import Reflector
 from volcanolib.kube.live.leader import _micro_time
+from volcanolib.manifests.fields import Ref, format_timestamp, timestamp
 from volcanolib.replay.inputs import parse_duration, pod_timing
 
 __all__ = ["KubeletSim", "NodeShape", "add_parser", "node_manifest"]

@@ -160,6 +160,12 @@ class SchedulerMetrics:
         self.relists = c("volcanolib_watch_relists", "Kinds listed again after a 410 Gone", ["kind"], registry=reg)
         self.ready = g("volcanolib_cache_ready", "1 once every kind has been listed", registry=reg)
         self.leader = g("volcanolib_leader", "1 while this replica schedules", registry=reg)
+        self.resumed = c(
+            "volcanolib_plugin_resumes",
+            "Cycles in which a plugin resumed its kept state rather than opening afresh",
+            ["plugin"],
+            registry=reg,
+        )
         self.unresolved = g(
             "volcanolib_binds_unresolved",
             "Binds whose answer was lost while the pod could not be read: their pods keep their nodes meanwhile",
@@ -205,6 +211,8 @@ class SchedulerMetrics:
         if result.failed_binds:
             self.attempts.labels("error").inc(len(result.failed_binds))
             self.bind_failures.inc(len(result.failed_binds))  # refused by the cache; the API's come by observe_failure
+        for plugin in result.resumed:
+            self.resumed.labels(plugin).inc()
         session = result.session
         self._session = session
         if session is None:

@@ -137,6 +137,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             metavar="DURATION",
             help=f"{what} (default {default:g}s)",
         )
+    serve.add_argument(
+        "--verify", action="store_true", help="check every shortcut against computing afresh (slower, same decisions)"
+    )
+    serve.set_defaults(handler=run)
     parser: argparse.ArgumentParser = serve
     return parser
 
@@ -155,6 +159,7 @@ class Server:
     :param lease: ``(lease_duration, renew_deadline, retry_period)`` in seconds.
     :param inspection: serve ``/explain`` and ``/dryrun`` on the metrics address
         (:mod:`volcanolib.kube.live.inspect`).
+    :param verify: run the scheduler in verify mode (``docs/incremental.md``).
     :param cache_options: more keyword arguments for :class:`KubernetesCache`.
     """
 
@@ -171,6 +176,7 @@ class Server:
         lease: tuple[float, float, float] = LEASE_DEFAULTS,
         identity: str | None = None,
         inspection: bool = True,
+        verify: bool = False,
         **cache_options: Any,
     ) -> None:
         from volcanolib.kube.live.cache import KubernetesCache
@@ -205,7 +211,7 @@ class Server:
             on_failure=self.metrics.observe_failure,
             **cache_options,
         )
-        self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period)
+        self.scheduler = Scheduler(self.cache, Path(conf) if conf else None, period=period, verify=verify)
         #: Answers ``/explain`` and ``/dryrun`` (``None`` with ``inspection=False``).
         self.inspector: Inspector | None = None
         if inspection:
@@ -261,7 +267,8 @@ class Server:
                 if stop.is_set():
                     return 0
             self.metrics.ready.set(1)
-            log.info("cache ready: %d nodes, %d tasks", len(self.cache._nodes), len(self.cache._tasks))
+            nodes, _, tasks = self.cache.counts()
+            log.info("cache ready: %d nodes, %d tasks", nodes, tasks)
             while not stop.is_set():
                 if self.elector is not None and not self.elector.is_leader():
                     log.error("leadership lost: stopping")
@@ -314,6 +321,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         lock_namespace=args.lock_namespace,
         lease=lease,
         inspection=args.inspection,
+        verify=args.verify,
     )
     stop = threading.Event()
 

@@ -16,7 +16,7 @@ from typing import Any, Final, NoReturn
 from volcanolib.api.outcomes import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from volcanolib.errors import TraceError
 from volcanolib.kube import parse_documents, source_name
-from volcanolib.kube._documents import read_text
+from volcanolib.manifests.documents import read_text
 from volcanolib.replay.traces._table import Table
 
 __all__ = [

@@ -77,7 +77,8 @@ def test_another_csv_file_names_the_formats(tmp_path: Path, capsys: pytest.Captu
     conf_a, conf_b = str(confs / "volcano-scheduler.conf"), str(confs / "binpack.conf")
     assert main(["compare", "--conf", conf_a, "--conf", conf_b, str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and len(err) < 200, err
+    # The message's length without the file's name (a temporary path, longer under parallel workers).
+    assert err.count("\n") == 1 and len(err.replace(str(path), "FILE")) < 200, err
     assert "a CSV file, not a replay file (YAML or JSON): read a trace with --format helios or --format openb" in err
 
 
@@ -88,7 +89,7 @@ def test_long_text_read_as_yaml_is_shown_by_its_start(tmp_path: Path, capsys: py
     err = capsys.readouterr().err
     assert err.startswith(f"volcanolib: error: {path}: object: expected a Kubernetes object (a mapping), got the text ")
     assert re.search(r"'x,y 1,2 and a long line[^']*'\.\.\. \(\d+ characters\)\n$", err), err
-    assert len(err) < 250, err
+    assert len(err.replace(str(path), "FILE")) < 200, err
 
 
 @pytest.fixture

@@ -37,12 +37,12 @@ from volcanolib.controllers.job import (
     JobStatus,
 )
 from volcanolib.errors import ManifestError
-from volcanolib.kube import _fields as f
-from volcanolib.kube._fields import Ref
 from volcanolib.kube.live._client import ApiError
 from volcanolib.kube.live._effectors import EventRecorder
 from volcanolib.kube.live.controllers._api import Store, Writer, merge_patch
+from volcanolib.manifests import fields as f
 from volcanolib.manifests.admission import admit_job, queue_facts
+from volcanolib.manifests.fields import Ref
 
 __all__ = ["LiveJobController"]
 

@@ -23,13 +23,13 @@ from typing import Any, Final
 
 from volcanolib.api.task import GROUP_NAME_ANNOTATION
 from volcanolib.errors import ManifestError
-from volcanolib.kube._fields import Ref
-from volcanolib.kube._pods import pod_request
 from volcanolib.kube.live._client import ApiError
 from volcanolib.kube.live._effectors import EventRecorder
 from volcanolib.kube.live.controllers._api import Store, Writer
 from volcanolib.manifests.admission import default_pod_group
+from volcanolib.manifests.fields import Ref
 from volcanolib.manifests.owners import OWNER_KINDS, needs_group, owner_group
+from volcanolib.manifests.pods import pod_request
 
 __all__ = ["LivePodGroupController"]
 
