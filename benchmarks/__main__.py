@@ -13,6 +13,8 @@ Examples::
     python -m benchmarks replay-openb         # replay a synthetic trace of the openb trace's size
     python -m benchmarks sweep                # 24 replays: one process against two workers (benchmarks/sweep.py)
     python -m benchmarks versus W1 W2 --sizes S,M   # volcanolib beside the real Volcano (benchmarks/versus.py)
+    python -m benchmarks live                 # Volcano's scheduler and serve on real API servers (benchmarks/live.py)
+    python -m benchmarks live-controllers     # Volcano's controller manager and volcanolib controllers, live
 
 Each workload runs in its own interpreter: the file is generated into
 benchmarks/_generated/ when missing, loaded with volcanolib.sim.load_scenario
@@ -75,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import versus
 
         return versus.main(list(args_in))
+    if args_in[:1] == ["live"]:  # Volcano's scheduler and volcanolib serve, each on a real API server
+        from benchmarks import live
+
+        return live.main(list(args_in))
+    if args_in[:1] == ["live-controllers"]:  # Volcano's controller manager and volcanolib controllers, live
+        from benchmarks import live_controllers
+
+        return live_controllers.main(list(args_in))
     if args_in[:1] == ["sweep"]:  # a policy sweep: serial against two workers
         from benchmarks import sweep
 

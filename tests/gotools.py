@@ -11,16 +11,16 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRE_GO = os.environ.get("VOLCANOLIB_REQUIRE_GO") == "1"
 
 
-def unavailable(reason: str) -> None:
-    """Skip the test, or fail it where Go is required."""
-    if REQUIRE_GO:
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test, or fail it where Go is required (``VOLCANOLIB_REQUIRE_GO=1`` when it is called)."""
+    if os.environ.get("VOLCANOLIB_REQUIRE_GO") == "1":
         pytest.fail(f"{reason} (VOLCANOLIB_REQUIRE_GO=1: a missing Go tool is a failure)", pytrace=False)
     pytest.skip(reason)
 

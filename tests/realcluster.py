@@ -15,12 +15,15 @@ Without ``go`` on PATH these fixtures skip their test ("needs go to build
 the control plane"); with ``VOLCANOLIB_REQUIRE_GO=1`` (CI) a missing ``go``
 or a failed build fails it instead.
 
-What a controller-manager would do and the tests need is done here:
-ServiceAccounts and their tokens (the TokenRequest API), namespaces (never
-deleted: finishing a namespace's deletion is the namespace controller's
-job), a new Queue's ``Open`` state (Volcano's queue controller), and
-removing deleted pods (their kubelet: :meth:`RealServer.finalize_deleted_pods`
-runs a :class:`~volcanolib.kube.live.kubelet.KubeletSim` that only does that).
+The control plane runs kube-controller-manager's garbage collector and its
+ReplicaSet, Deployment, StatefulSet, ServiceAccount and namespace
+controllers (see ``oracle/cmd/cluster``). What else the tests need of a
+cluster is done here: a namespace with its ``default`` ServiceAccount at
+once (the ServiceAccount controller makes it a moment later), tokens of
+ServiceAccounts (the TokenRequest API), a new Queue's ``Open`` state
+(Volcano's queue controller), and removing deleted pods (their kubelet:
+:meth:`RealServer.finalize_deleted_pods` runs a
+:class:`~volcanolib.kube.live.kubelet.KubeletSim` that only does that).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from controlplane import BuildError, ControlPlane, GoMissing, environ_requires_go
+from controlplane import BuildError, ControlPlane, GoMissing
+from gotools import unavailable
 
 from volcanolib.kube.live import load_api
 from volcanolib.kube.live._client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeApi
@@ -67,6 +71,8 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "networkpolicies": ("/apis/networking.k8s.io/v1", True),
     "replicasets": ("/apis/apps/v1", True),
     "deployments": ("/apis/apps/v1", True),
+    "daemonsets": ("/apis/apps/v1", True),
+    "jobs.batch": ("/apis/batch/v1", True),
     "statefulsets": ("/apis/apps/v1", True),
     "hypernodes": ("/apis/topology.volcano.sh/v1alpha1", False),
     "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
@@ -75,10 +81,11 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "clusterroles": ("/apis/rbac.authorization.k8s.io/v1", False),
     "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1", False),
 }
-#: What :meth:`RealCluster.reset` removes (namespaced ones in every namespace), in this order.
-RESET = ("pods", "podgroups", "jobs.batch.volcano.sh", "commands", "services", "secrets", "networkpolicies",
-         "replicasets", "deployments", "statefulsets", "poddisruptionbudgets", "events", "queues", "nodes",
-         "hypernodes", "priorityclasses")  # fmt: skip
+#: What :meth:`RealCluster.reset` removes (namespaced ones in every namespace), in this order: the
+#: owners whose controllers make pods first, so that none is made again once the pods are gone.
+RESET = ("deployments", "statefulsets", "replicasets", "daemonsets", "jobs.batch", "pods", "podgroups",
+         "jobs.batch.volcano.sh", "commands", "services", "secrets", "networkpolicies", "poddisruptionbudgets",
+         "events", "queues", "nodes", "hypernodes", "priorityclasses")  # fmt: skip
 #: Leases that are the control plane's own (kube-system) are kept; these namespaces' are removed.
 LEASE_NAMESPACES = ("default", "kube-node-lease", "volcano-system", "volcanolib-system")
 VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
@@ -90,14 +97,10 @@ def start_control_plane(**options: Any) -> ControlPlane:
     """Build and start a control plane; skip the test when ``go`` is missing (unless CI requires it)."""
     try:
         return ControlPlane(**options).start()
-    except GoMissing as exc:
-        if environ_requires_go():
-            pytest.fail(f"VOLCANOLIB_REQUIRE_GO is set: {exc}")
-        pytest.skip("needs go to build the control plane")
+    except GoMissing:
+        unavailable("needs go to build the control plane")
     except BuildError as exc:
-        if environ_requires_go():
-            pytest.fail(f"VOLCANOLIB_REQUIRE_GO is set: {exc}")
-        pytest.skip(f"the control plane did not build: {str(exc).splitlines()[0]}")
+        unavailable(f"the control plane did not build: {exc}")
 
 
 class RealCluster:
@@ -210,7 +213,7 @@ class RealCluster:
     # ------------------------------------------------------------------ what a controller-manager would do
 
     def ensure_namespace(self, name: str) -> None:
-        """Create a namespace with its ``default`` ServiceAccount (left in place: see the module)."""
+        """Create a namespace with its ``default`` ServiceAccount (left in place by :meth:`reset`)."""
         for resource, obj in (("namespaces", {"metadata": {"name": name}}),
                               ("serviceaccounts", {"metadata": {"name": "default", "namespace": name}})):  # fmt: skip
             try:
@@ -247,12 +250,15 @@ class RealCluster:
         self._tokens[key] = token = str(answer["status"]["token"])
         return token
 
-    def apply_manifests(self, path: Path) -> None:
-        """Create (or replace) the objects of a YAML file, as ``kubectl apply`` would for new objects."""
+    def apply_manifests(self, path: Path, *, skip: Collection[str] = ()) -> None:
+        """Create (or replace) the objects of a YAML file, as ``kubectl apply`` would for new objects.
+
+        :param skip: kinds not to apply (a ``Deployment`` of ``deploy/``, whose image is not there).
+        """
         kinds = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
                  "ClusterRoleBinding": "clusterrolebindings"}  # fmt: skip
         for doc in yaml.safe_load_all(path.read_text()):
-            if not doc:
+            if not doc or doc["kind"] in skip:
                 continue
             resource = kinds[doc["kind"]]
             try:
@@ -357,15 +363,22 @@ class RealServer:
     """The stand-in's handle (:class:`kube_api.KubeApiServer`'s state methods) on a real server.
 
     Objects are made and read as the admin; :meth:`requests` shows only the
-    requests of the identity :meth:`write_kubeconfig` hands out (a
-    ServiceAccount, ``cluster-admin`` unless another role is given), as the
-    stand-in's log shows only its clients' requests.
+    requests of the identity :meth:`write_kubeconfig` hands out (the
+    ServiceAccount ``user`` of ``namespace``, bound to ``cluster_role``
+    unless that is ``None``), as the stand-in's log shows only its clients'
+    requests.
     """
 
-    def __init__(self, cluster: RealCluster, user: str = TEST_USER, cluster_role: str = "cluster-admin") -> None:
+    def __init__(
+        self,
+        cluster: RealCluster,
+        user: str = TEST_USER,
+        cluster_role: str | None = "cluster-admin",
+        namespace: str = "default",
+    ) -> None:
         self.cluster = cluster
-        self.token = cluster.service_account(user, cluster_role=cluster_role)
-        self.user = f"system:serviceaccount:default:{user}"
+        self.token = cluster.service_account(user, namespace, cluster_role=cluster_role)
+        self.user = f"system:serviceaccount:{namespace}:{user}"
         self._api: KubeApi | None = None
         self._since = 0
         self._kubelet: Any = None

@@ -7,16 +7,15 @@ makes a build with nothing changed take a second or two. :class:`ControlPlane`
 runs it in a child process: ``tools/cluster`` (by hand) and the test suite's
 fixtures (``tests/realcluster.py``) both use this module.
 
-What the control plane provides, and what it does not (there is no
-controller-manager, scheduler or kubelet): see ``oracle/cmd/cluster``'s
-package comment and docs/serve.md.
+What the control plane provides (with some of kube-controller-manager's
+controllers), and what it does not (no scheduler, no kubelet): see
+``oracle/cmd/cluster``'s package comment and docs/test-cluster.md.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -84,6 +83,7 @@ def command(
     port: int = 0,
     audit_log: str | Path | None = None,
     apiserver_args: Sequence[str] = (),
+    controllers: Sequence[str] | None = None,
     verbose: bool = False,
 ) -> list[str]:
     """Build the control plane and return the command line that runs it (see ``oracle/cmd/cluster``).
@@ -94,6 +94,8 @@ def command(
     :param port: the API server's port (0: a free one, or the one ``data_dir`` recorded).
     :param audit_log: write the API server's audit log (JSON lines) here.
     :param apiserver_args: more ``kube-apiserver`` flags (``--watch-cache=false``).
+    :param controllers: kube-controller-manager's controllers to run (names
+        or aliases); ``None``: the program's default set; empty: none.
     :param verbose: pass the API server's and etcd's informational logs through.
     """
     argv = [str(build()), "--kubeconfig", str(kubeconfig), "--crd-dir", str(crd_dir())]
@@ -104,6 +106,8 @@ def command(
     if audit_log is not None:
         argv += ["--audit-log", str(audit_log)]
     argv += [f"--apiserver-arg={arg}" for arg in apiserver_args]
+    if controllers is not None:
+        argv.append(f"--controllers={','.join(controllers) or 'none'}")
     if verbose:
         argv.append("--verbose")
     return argv
@@ -117,22 +121,34 @@ class ControlPlane:
         (removed by :meth:`remove`) when ``None``.
     :param audit: keep an audit log (``audit.log`` in ``data_dir``).
     :param apiserver_args: more ``kube-apiserver`` flags.
+    :param controllers: kube-controller-manager's controllers (see :func:`command`).
     """
 
     def __init__(
-        self, data_dir: str | Path | None = None, *, audit: bool = False, apiserver_args: Sequence[str] = ()
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        audit: bool = False,
+        apiserver_args: Sequence[str] = (),
+        controllers: Sequence[str] | None = None,
     ) -> None:
         self.owned = data_dir is None
         self.data_dir = Path(tempfile.mkdtemp(prefix="controlplane-") if data_dir is None else data_dir)
         self.kubeconfig = self.data_dir / "admin.kubeconfig"
         self.audit_log = self.data_dir / "audit.log" if audit else None
         self.apiserver_args = tuple(apiserver_args)
+        self.controllers = None if controllers is None else tuple(controllers)
         #: The API server's ``https://127.0.0.1:PORT`` and etcd's ``http://127.0.0.1:PORT`` once started.
         self.url = ""
         self.etcd_url = ""
         self._argv: list[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The child process's id while it runs (to read its CPU time and memory)."""
+        return self._process.pid if self.running and self._process is not None else None
 
     @property
     def running(self) -> bool:
@@ -152,6 +168,7 @@ class ControlPlane:
                 data_dir=self.data_dir,
                 audit_log=self.audit_log,
                 apiserver_args=self.apiserver_args,
+                controllers=self.controllers,
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.data_dir / "cluster.log"
@@ -232,8 +249,3 @@ class ControlPlane:
         revision = self.etcd_revision()
         self._etcd("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
-
-
-def environ_requires_go() -> bool:
-    """Whether ``VOLCANOLIB_REQUIRE_GO=1``: a missing ``go`` or a failed build is then an error, not a skip."""
-    return os.environ.get("VOLCANOLIB_REQUIRE_GO", "") not in ("", "0")

@@ -50,11 +50,6 @@ STANDIN_ONLY: dict[str, str] = {
     "test_watches_dropped_mid_stream_lose_and_duplicate_nothing": "watches cut after n events",
     "test_410_gone_relists_and_reconciles_deletions_missed_meanwhile": "history forgotten while the cache waits",
     "test_bookmarks_move_the_resource_version_on": "a bookmark every 50 ms (a real server: about one a minute)",
-    # What needs a controller-manager, which the test control plane does not run.
-    "test_the_cluster_role_grants_exactly_what_the_controllers_use": (
-        "a Job deleted after its TTL, with Foreground propagation as Volcano deletes it, waits for the "
-        "garbage collector"
-    ),
     # Objects the real server refuses.
     "test_a_queue_of_weight_0_is_warned_about_once_and_its_pods_say_why_they_wait": (
         "a Queue of weight 0, which Volcano's CRD refuses on a real server (minimum 1)"

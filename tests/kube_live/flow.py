@@ -2,13 +2,14 @@
 
 :class:`FlowCluster` talks to the API server over HTTP only (the official
 client's configuration, through :class:`~volcanolib.kube.live.KubeApi`), so
-the tests written on it run unchanged against any server it is given a
-kubeconfig for. Today that is the in-process stand-in (``tests/kube_api``),
-started with ``run_bound_pods`` so that a bound pod turns Running, as a
-kubelet would start it; a real kube-apiserver with a fake kubelet plugs in
-as another backend (:func:`start_backend`). Pods end (Succeeded, Failed with
-an exit code) when a test says so, as :meth:`FlowCluster.pod_phase` writes
-them: the status a kubelet would write.
+the tests written on it run unchanged against each backend of
+:func:`start_backend`: the in-process stand-in (``tests/kube_api``), started
+with ``run_bound_pods`` so that a bound pod turns Running as a kubelet would
+start it; and the real control plane (``tests/realcluster.py``: etcd,
+kube-apiserver and kube-controller-manager's controllers) with
+``volcanolib kubelet-sim`` playing every node's kubelet. Pods end
+(Succeeded, Failed with an exit code) when a test says so, as
+:meth:`FlowCluster.pod_phase` writes them: the status a kubelet would write.
 
 The scheduler (``volcanolib serve``'s :class:`~volcanolib.kube.live.serve.Server`)
 and the controllers (:class:`~volcanolib.kube.live.controllers.ControllerManager`)
@@ -18,24 +19,33 @@ run on threads; :meth:`FlowCluster.stop_controllers` and
 
 from __future__ import annotations
 
-import os
+import copy
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conftest_helpers import eventually
 from kube_api import KubeApiServer, make_node, make_queue
+from urllib3.exceptions import HTTPError
 
 from volcanolib.kube.live import KubeApi, load_api
-from volcanolib.kube.live._client import ApiError
+from volcanolib.kube.live._client import ApiError, watch_lines
 from volcanolib.kube.live.controllers import ControllerManager
 from volcanolib.kube.live.controllers._api import collection_path, object_path
+from volcanolib.kube.live.kubelet import KubeletSim, NodeShape
 from volcanolib.kube.live.serve import Server
 
-#: Which API server the flow tests use: ``standin`` (default) or another backend's name.
-BACKEND_ENV = "VOLCANOLIB_FLOW_SERVER"
+if TYPE_CHECKING:
+    from realcluster import RealCluster
+
+#: The API servers the flow tests run against (see :func:`start_backend`).
+BACKENDS = ("standin", "real")
+#: Seconds from a bind to Running on the real server (kubelet-sim's ``--pod-startup``).
+POD_STARTUP = 0.1
 
 # Kinds by resource name, for collection_path.
 _KINDS = {
@@ -60,6 +70,9 @@ def _path(resource: str, namespace: str = "", name: str = "", sub: str = "") -> 
         return f"{base}/{name}" if name else base
     if resource == "events":
         return f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"
+    if resource == "deployments":
+        base = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+        return f"{base}/{name}" if name else base
     kind = _KINDS[resource]
     assert kind is not None
     if name:
@@ -67,31 +80,64 @@ def _path(resource: str, namespace: str = "", name: str = "", sub: str = "") -> 
     return collection_path(kind, namespace)
 
 
-@contextmanager
-def start_backend(name: str, tmp_path: Path) -> Iterator[Path]:
-    """Start an API server with a kubelet of its kind; yield its kubeconfig.
+@dataclass(frozen=True)
+class Backend:
+    """A running API server of :func:`start_backend`."""
 
-    ``standin``: the in-process stand-in, whose bound pods turn Running at once.
+    kubeconfig: Path
+    #: Whether kube-controller-manager's controllers run there (Deployments make ReplicaSets and pods,
+    #: the garbage collector deletes what a deleted owner owned).
+    controller_manager: bool
+
+
+@contextmanager
+def start_backend(
+    name: str, tmp_path: Path, *, nodes: int = 2, cpu: str = "8", real: RealCluster | None = None
+) -> Iterator[Backend]:
+    """Start an API server with ``nodes`` nodes and a kubelet of its kind; yield it.
+
+    ``standin``: the in-process stand-in, whose bound pods turn Running at
+    once and whose deleted pods go 50 ms later; no controller-manager.
+    ``real``: ``real``, the test run's real control plane, emptied;
+    kubelet-sim registers the nodes and plays their kubelets: a bound pod
+    turns Running :data:`POD_STARTUP` seconds after it is seen, runs until a
+    test writes its end (kubelet-sim ends only pods with a duration
+    annotation, which these have not), and a deleted one is removed at once.
     """
-    if name != "standin":
-        raise LookupError(f"unknown flow backend {name!r} (this branch has: standin)")
-    server = KubeApiServer(run_bound_pods=True, pod_deletion_delay=0.05).start()
+    names = [f"n{i}" for i in range(nodes)]
+    if name == "standin":
+        server = KubeApiServer(run_bound_pods=True, pod_deletion_delay=0.05).start()
+        try:
+            for node in names:
+                server.create("nodes", make_node(node, cpu=cpu))
+            yield Backend(Path(server.write_kubeconfig(tmp_path / "kubeconfig")), controller_manager=False)
+        finally:
+            server.stop()
+        return
+    if name != "real" or real is None:
+        raise LookupError(f"unknown flow backend {name!r}, or 'real' without the real cluster")
+    real.reset()
+    kubeconfig = real.write_kubeconfig(tmp_path / "kubeconfig")
+    kubelet = KubeletSim(load_api(str(kubeconfig)), names, shape=NodeShape(cpu=cpu), pod_startup=POD_STARTUP)
+    kubelet.start()
     try:
-        yield Path(server.write_kubeconfig(tmp_path / "kubeconfig"))
+        assert kubelet.wait_ready(30), "kubelet-sim did not list the pods"
+        yield Backend(kubeconfig, controller_manager=True)
     finally:
-        server.stop()
+        kubelet.stop()
 
 
 class FlowCluster:
     """An API server with volcanolib's scheduler and controllers running against it.
 
-    :param kubeconfig: where the server is.
+    :param backend: where the server is.
     :param period: seconds between two scheduling cycles.
     """
 
-    def __init__(self, kubeconfig: Path, *, period: float = 0.1) -> None:
-        self.kubeconfig = kubeconfig
-        self.api: KubeApi = load_api(str(kubeconfig))
+    def __init__(self, backend: Backend, *, period: float = 0.1) -> None:
+        self.backend = backend
+        self.kubeconfig = backend.kubeconfig
+        self.api: KubeApi = load_api(str(backend.kubeconfig))
         self.period = period
         self._threads: dict[str, tuple[threading.Thread, threading.Event]] = {}
         self.controllers: ControllerManager | None = None
@@ -136,11 +182,56 @@ class FlowCluster:
     # ------------------------------------------------------------------ objects
 
     def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create an object; a Queue's status is then written as Volcano's queue controller would."""
         namespace = (obj.get("metadata") or {}).get("namespace") or ("default" if resource != "queues" else "")
         if resource in ("nodes", "queues"):
             namespace = ""
         created: dict[str, Any] = self.api.request("POST", _path(resource, namespace), body=obj)
+        if resource == "queues" and obj.get("status") and created.get("status") != obj["status"]:
+            # a real server keeps no status given on create: it is the status subresource's
+            self.patch("queues", created["metadata"]["name"], {"status": obj["status"]}, sub="status")
         return created
+
+    def create_deployment(self, deployment: dict[str, Any]) -> dict[str, Any]:
+        """Create a Deployment (in ``default``); return its ReplicaSet once its pods are all made.
+
+        Where kube-controller-manager's controllers run (the real server), they
+        make the ReplicaSet and its pods. The stand-in has none: the ReplicaSet
+        (``<name>-0``, with the Deployment's annotations) and its pods
+        (``<name>-0-<i>``) are made here as they would make them, owned by
+        their controller.
+        """
+        made = self.create("deployments", deployment)
+        name, replicas = deployment["metadata"]["name"], deployment["spec"]["replicas"]
+
+        def owned_by(uid: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [o for o in objects if any(r["uid"] == uid for r in o["metadata"].get("ownerReferences") or ())]
+
+        if not self.backend.controller_manager:
+            template = deployment["spec"]["template"]
+            rs = self.create(
+                "replicasets",
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": f"{name}-0",
+                        "annotations": dict(deployment["metadata"].get("annotations") or {}),
+                        "ownerReferences": [_controller_ref(made)],
+                    },
+                    "spec": {"replicas": replicas, "selector": deployment["spec"]["selector"], "template": template},
+                },
+            )
+            for i in range(replicas):
+                pod = copy.deepcopy(template)
+                pod["metadata"] = {**pod.get("metadata", {}), "name": f"{name}-0-{i}"}
+                pod["metadata"]["ownerReferences"] = [_controller_ref(rs)]
+                self.create("pods", {"apiVersion": "v1", "kind": "Pod", **pod})
+        uid = made["metadata"]["uid"]
+        (rs,) = wait(lambda: owned_by(uid, self.list("replicasets")), f"the ReplicaSet of {name}")
+        rs_uid = rs["metadata"]["uid"]
+        wait(lambda: len(owned_by(rs_uid, self.list("pods"))) == replicas, f"the {replicas} pods of {name}")
+        return rs
 
     def get(self, resource: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
         ns = "" if resource in ("nodes", "queues") else namespace
@@ -166,6 +257,31 @@ class FlowCluster:
     def delete(self, resource: str, name: str, namespace: str = "default") -> None:
         ns = "" if resource in ("nodes", "queues") else namespace
         self.api.request("DELETE", _path(resource, ns, name))
+
+    @contextmanager
+    def job_phases(self, name: str, namespace: str = "default") -> Iterator[list[str]]:
+        """Watch one Job from before it exists: the list of the phases the API server announced, as they come."""
+        phases: list[str] = []
+        path = _path("jobs", namespace)
+        response = self.api.stream(path, query={"watch": "true", "fieldSelector": f"metadata.name={name}"}, timeout=120)
+
+        def read() -> None:
+            try:
+                for line in watch_lines(response):
+                    obj = json.loads(line)["object"]
+                    phase = str(((obj.get("status") or {}).get("state") or {}).get("phase") or "")
+                    if phase and phase != (phases[-1] if phases else ""):
+                        phases.append(phase)
+            except (OSError, ValueError, HTTPError):
+                pass  # closed
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            yield phases
+        finally:
+            response.release_conn()
+            response.close()
 
     # ------------------------------------------------------------------ the kubelet's part
 
@@ -208,14 +324,19 @@ def wait(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
     return eventually(check, timeout, what)
 
 
+def _controller_ref(owner: dict[str, Any]) -> dict[str, Any]:
+    """The owner reference a controller puts on what it makes."""
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+
+
 @contextmanager
-def flow_cluster(tmp_path: Path, *, nodes: int = 2, cpu: str = "8") -> Iterator[FlowCluster]:
-    """A backend (``VOLCANOLIB_FLOW_SERVER``, default the stand-in) with nodes, the default queue, the scheduler."""
-    with start_backend(os.environ.get(BACKEND_ENV, "standin"), tmp_path) as kubeconfig:
-        cluster = FlowCluster(kubeconfig)
+def flow_cluster(tmp_path: Path, backend: str = "standin", *, real: RealCluster | None = None) -> Iterator[FlowCluster]:
+    """A backend of :func:`start_backend` with two nodes, the default queue and the scheduler running."""
+    with start_backend(backend, tmp_path, real=real) as started:
+        cluster = FlowCluster(started)
         try:
-            for i in range(nodes):
-                cluster.create("nodes", make_node(f"n{i}", cpu=cpu))
             if cluster.get("queues", "default") is None:
                 cluster.create("queues", make_queue("default"))
             cluster.start_scheduler()

@@ -1,9 +1,12 @@
-"""The whole flow, live: a Job through the controllers, the scheduler, the (stand-in) kubelet and back.
+"""The whole flow, live: a Job through the controllers, the scheduler, the kubelet and back.
 
-Each test runs ``volcanolib controllers`` and ``volcanolib serve`` on threads
-against the API server of ``flow.py`` (the stand-in today; a real
-kube-apiserver with a fake kubelet plugs in there). Pods start when bound;
-they end when a test writes their status, as a kubelet would.
+Each test that takes ``flow`` runs ``volcanolib controllers`` and ``volcanolib
+serve`` on threads against each API server of ``flow.py``: the stand-in, and
+the real control plane (kube-apiserver, etcd and kube-controller-manager's
+controllers, from the Go modules) with ``volcanolib kubelet-sim`` (marked
+``go``: skipped without Go, a failure under ``VOLCANOLIB_REQUIRE_GO=1``).
+Pods start when bound; they end when a test writes their status, as a
+kubelet would.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flow import FlowCluster, flow_cluster, wait
+from flow import BACKENDS, FlowCluster, flow_cluster, wait
 from kube_api import KubeApiServer, make_queue
 
 from volcanolib.cli import main
@@ -25,9 +28,11 @@ from volcanolib.cli import main
 NS = "default"
 
 
-@pytest.fixture
-def flow(tmp_path: Path) -> Iterator[FlowCluster]:
-    with flow_cluster(tmp_path) as cluster:
+@pytest.fixture(params=[pytest.param(b, marks=[pytest.mark.go] if b == "real" else []) for b in BACKENDS])
+def flow(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FlowCluster]:
+    """The flow on each backend; the real one is the test run's control plane (``real_cluster``)."""
+    real = request.getfixturevalue("real_cluster") if request.param == "real" else None
+    with flow_cluster(tmp_path, request.param, real=real) as cluster:
         yield cluster
 
 
@@ -140,10 +145,14 @@ def test_a_failed_pod_restarts_the_job_once_then_it_completes(flow: FlowCluster)
 
 def test_max_retry_reached_ends_failed(flow: FlowCluster) -> None:
     flow.start_controllers()
-    flow.create("jobs", job("m", task("a", 1), maxRetry=1, policies=[{"event": "PodFailed", "action": "RestartJob"}]))
-    wait(lambda: flow.running(prefix="m-") == ["m-a-0"], "the pod running")
-    flow.pod_phase("m-a-0", "Failed", exit_code=1)
-    wait(lambda: flow.job_phase("m") == "Failed", "Failed")
+    with flow.job_phases("m") as phases:
+        flow.create(
+            "jobs", job("m", task("a", 1), maxRetry=1, policies=[{"event": "PodFailed", "action": "RestartJob"}])
+        )
+        wait(lambda: flow.running(prefix="m-") == ["m-a-0"], "the pod running")
+        flow.pod_phase("m-a-0", "Failed", exit_code=1)
+        wait(lambda: phases[-1:] == ["Failed"], "Failed")
+    assert phases == ["Pending", "Running", "Restarting", "Failed"]  # each phase written, as Volcano writes them
     assert ((flow.get("jobs", "m") or {})["status"])["retryCount"] == 1
     assert flow.get("pods", "m-a-0") is not None  # the last retry keeps the failed pod
 
@@ -211,43 +220,34 @@ def test_suspend_and_resume_through_commands(flow: FlowCluster) -> None:
 
 
 def test_a_deployment_of_five_replicas_gets_one_podgroup_and_five_bound_pods(flow: FlowCluster) -> None:
-    """No ReplicaSet controller here: the test creates the ReplicaSet's pods as it would.
+    """Volcano's PodGroup controller names a pod's group after its controlling owner.
 
-    Volcano's PodGroup controller names a pod's group after its controlling
-    owner: the five pods of the Deployment's ReplicaSet share one group.
+    The five pods of the Deployment's ReplicaSet share one group. On the real
+    server the Deployment and ReplicaSet controllers make the ReplicaSet and
+    the pods; on the stand-in the test makes them as they would.
     """
     flow.start_controllers()
-    rs = flow.create(
-        "replicasets",
+    template = {
+        "metadata": {"labels": {"app": "web"}, "annotations": {"scheduling.volcano.sh/queue-name": "default"}},
+        "spec": {"schedulerName": "volcano", "containers": [container("500m")]},
+    }
+    rs = flow.create_deployment(
         {
             "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "metadata": {"name": "web-5d8f", "namespace": NS, "annotations": {"volcano.sh/owner-note": "kept"}},
-            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}}, "template": {}},
-        },
-    )
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": rs["metadata"]["uid"]}
-    for i in range(5):
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"web-5d8f-{i}",
-                "namespace": NS,
-                "ownerReferences": [{**owner, "controller": True}],
-                "annotations": {"scheduling.volcano.sh/queue-name": "default"},
-            },
-            "spec": {"schedulerName": "volcano", "containers": [container("500m")]},
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": NS, "annotations": {"volcano.sh/owner-note": "kept"}},
+            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}}, "template": template},
         }
-        flow.create("pods", pod)
+    )
     wait(lambda: len(flow.running(prefix="web-")) == 5, "five running pods")
     (group,) = flow.list("podgroups")
     assert group["metadata"]["name"] == f"podgroup-{rs['metadata']['uid']}"
     assert (group["spec"]["minMember"], group["spec"]["queue"]) == (1, "default")
     assert group["spec"]["minResources"]["cpu"] == "500m"
     assert group["metadata"]["annotations"] == {"volcano.sh/owner-note": "kept"}  # the owner's volcano.sh/ ones
-    assert group["metadata"]["ownerReferences"] == [{**owner, "controller": True}]
+    assert [r["uid"] for r in group["metadata"]["ownerReferences"]] == [rs["metadata"]["uid"]]
     for pod in flow.pods(prefix="web-").values():
+        assert group["metadata"]["ownerReferences"] == pod["metadata"]["ownerReferences"]  # the pods' controller
         assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == group["metadata"]["name"]
 
 

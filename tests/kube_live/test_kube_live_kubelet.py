@@ -116,6 +116,16 @@ def test_a_deleted_pod_is_removed_after_the_termination_grace(server: Any, make_
     eventually(lambda: sim.removed == 1, what="the simulator to count it")  # it counts once answered
 
 
+def test_a_pod_ended_by_someone_else_is_not_ended_again(server: Any, make_sim: Callable[..., KubeletSim]) -> None:
+    sim = make_sim(["s0"], pod_startup=0.0)
+    server.create("pods", _pod("p", "s0", {"volcanolib.io/duration": "1s"}))
+    eventually(lambda: _phase(server, "p") == "Running", what="the pod to start")
+    server.patch("pods", "p", {"status": {"phase": "Failed"}}, subresource="status")  # its process died early
+    time.sleep(1.5)  # past the end the annotation planned
+    assert _phase(server, "p") == "Failed"
+    assert sim.ended == 0
+
+
 def test_a_running_pod_the_simulator_finds_at_start_ends_on_time(
     server: Any, make_sim: Callable[..., KubeletSim]
 ) -> None:

@@ -2,8 +2,9 @@
 // embedded etcd and kube-apiserver in one process, on loopback ports, with
 // RBAC and Node authorization, a ServiceAccount token issuer, the default
 // admission plugins, and Volcano's CRDs installed from a directory of CRD
-// manifests. It writes an admin kubeconfig, prints `ready` on stdout once
-// requests are served, and stops on SIGTERM or SIGINT.
+// manifests; and, unless --controllers=none, some of kube-controller-manager's
+// controllers (see defaultControllers). It writes an admin kubeconfig, prints
+// `ready` on stdout once requests are served, and stops on SIGTERM or SIGINT.
 //
 // Its state (etcd's data, the certificates and keys, the ports) lives in
 // --data-dir when given, and is reused when that directory already holds a
@@ -65,6 +66,7 @@ type settings struct {
 	etcdPort      int
 	verbose       bool
 	apiserverArgs []string
+	controllers   []string
 }
 
 func main() {
@@ -80,9 +82,15 @@ func main() {
 		s.apiserverArgs = append(s.apiserverArgs, v)
 		return nil
 	})
+	controllers := flag.String("controllers", defaultControllers, "kube-controller-manager's controllers to run, comma-separated (names or aliases); none: no controller")
 	flag.Parse()
 	if s.kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "cluster: --kubeconfig is required")
+		os.Exit(2)
+	}
+	var err error
+	if s.controllers, err = parseControllers(*controllers); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
 		os.Exit(2)
 	}
 	if err := run(s); err != nil {
@@ -168,9 +176,21 @@ func run(s settings) (err error) {
 		_ = stopAll()
 		return err
 	}
-	if err := writeKubeconfig(s.kubeconfig, host, creds); err != nil {
+	if err := writeKubeconfig(s.kubeconfig, host, "admin", creds.caPEM, creds.adminCertPEM, creds.adminKeyPEM); err != nil {
 		_ = stopAll()
 		return err
+	}
+	if len(s.controllers) != 0 {
+		stopControllers, err := startControllers(creds, dir, host, s.controllers)
+		if err != nil {
+			_ = stopAll()
+			return err
+		}
+		stopServerOnly := stopAll
+		stopAll = func() error {
+			stopControllers()
+			return stopServerOnly()
+		}
 	}
 	started(false)
 	fmt.Println("ready")
@@ -205,13 +225,16 @@ func configureLogs(verbose bool) {
 // other missing while they start (a namespace not made yet), which is noise
 // unless the start fails, when they are printed. It drops one line printed
 // at every start because no endpoint reconciler runs (the control plane's
-// address is a loopback one, which a Service's endpoints refuse).
+// address is a loopback one, which a Service's endpoints refuse); and, once
+// the cluster is stopping, the controllers' reports of their requests
+// cancelled.
 type errorsOnly struct{}
 
 var startLog = struct {
 	sync.Mutex
-	started bool
-	held    bytes.Buffer
+	started  bool
+	stopping bool
+	held     bytes.Buffer
 }{}
 
 func (errorsOnly) Write(p []byte) (int, error) {
@@ -220,10 +243,20 @@ func (errorsOnly) Write(p []byte) (int, error) {
 	}
 	startLog.Lock()
 	defer startLog.Unlock()
+	if startLog.stopping && bytes.Contains(p, []byte("context canceled")) {
+		return len(p), nil
+	}
 	if !startLog.started {
 		return startLog.held.Write(p)
 	}
 	return os.Stderr.Write(p)
+}
+
+// stopping drops the errors of requests cancelled by the stop from now on.
+func stopping() {
+	startLog.Lock()
+	defer startLog.Unlock()
+	startLog.stopping = true
 }
 
 // started passes errors through from now on; failed prints the held ones.
@@ -334,7 +367,9 @@ func apiserverFlags(s settings, dir string, c *credentials, p ports, etcdURL str
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		// Metadata of every request, once it has started answering (a watch)
 		// or has answered (everything else).
-		text := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+		// The controller-manager's requests are left out.
+		text := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n" +
+			"- level: None\n  users: [\"" + controllerManagerUser + "\"]\n- level: Metadata\n"
 		if err := os.WriteFile(policy, []byte(text), 0o600); err != nil {
 			return nil, err
 		}
@@ -346,6 +381,33 @@ func apiserverFlags(s settings, dir string, c *credentials, p ports, etcdURL str
 		)
 	}
 	return append(args, s.apiserverArgs...), nil
+}
+
+// startControllers runs kube-controller-manager's controllers with their
+// own identity (a kubeconfig in dir) and returns what stops them.
+func startControllers(creds *credentials, dir, host string, controllers []string) (func(), error) {
+	cert, key, err := creds.clientCert("controller-manager", controllerManagerUser, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "controller-manager.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, host, controllerManagerUser, creds.caPEM, cert, key); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := runControllerManager(ctx, kubeconfig, controllers)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() {
+		stopping()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	}, nil
 }
 
 // runAPIServer runs kube-apiserver in this process until ctx ends.

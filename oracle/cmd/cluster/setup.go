@@ -85,13 +85,14 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// writeKubeconfig writes a kubeconfig for the admin user, its credentials
-// inline, atomically (a reader never sees half a file).
-func writeKubeconfig(path, host string, c *credentials) error {
+// writeKubeconfig writes a kubeconfig for a user of the cluster (user names
+// its entry), its credentials (a client certificate and key) inline, atomically (a reader
+// never sees half a file).
+func writeKubeconfig(path, host, user string, caPEM, certPEM, keyPEM []byte) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: c.caPEM}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.adminCertPEM, ClientKeyData: c.adminKeyPEM}
-	cfg.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "admin", Namespace: "default"}
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "cluster"
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {

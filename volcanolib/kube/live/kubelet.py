@@ -11,7 +11,8 @@ the pods bound to it:
   long after it started: ``Succeeded``, or ``Failed`` when
   ``volcanolib.io/exit-code`` is not 0 (the vocabulary of ``volcanolib
   replay``, read by the same code); without the annotation it runs until it
-  is deleted;
+  is deleted; a pod that someone else ended (its status written
+  ``Succeeded`` or ``Failed``) is left so;
 * a deleted pod (one with a ``deletionTimestamp``) is removed, as a kubelet
   removes it once its containers have stopped, after its grace period or
   ``termination_grace`` seconds, whichever is shorter.
@@ -262,6 +263,9 @@ class KubeletSim:
                 grace = meta.get("deletionGracePeriodSeconds")
                 wait = self.termination_grace if grace is None else min(float(grace), self.termination_grace)
                 self._plan(uid, "remove", now + wait)
+            elif phase in ("Succeeded", "Failed"):  # ended, by us or by someone else: nothing more to run
+                if self._planned.get(uid) in ("start", "end"):
+                    del self._planned[uid]
             elif phase == "Pending" and self.pod_startup is not None and "start" not in done:
                 self._plan(uid, "start", now + self.pod_startup)
             elif phase == "Running" and "end" not in done:

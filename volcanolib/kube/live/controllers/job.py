@@ -399,7 +399,14 @@ class LiveJobController:
     def _write_status(self, key: tuple[str, str], phases: list[str]) -> None:
         state = self.ctrl.job(*key)
         old = self._status.get(key, {})
-        new = status_of(state, old, self.clock(), phases)
+        now = self.clock()
+        # each phase the reaction passed through is a write of its own, as in Volcano: a watch sees every one
+        for phase in passed_phases(old_phase(old), phases, state.phase):
+            new = status_of(state, old, now, phase)
+            if not self.writer.patch("Job", key[0], key[1], {"status": merge_patch(old, new)}, "status"):
+                return
+            old = self._status[key] = new
+        new = status_of(state, old, now)
         if new == old:
             return
         if self.writer.patch("Job", key[0], key[1], {"status": merge_patch(old, new)}, "status"):
@@ -418,24 +425,34 @@ def old_phase(status: Mapping[str, Any]) -> str:
     return str(_map(status.get("state")).get("phase") or "")
 
 
-def status_of(state: JobState, old: Mapping[str, Any], now: float, phases: Iterable[str] = ()) -> dict[str, Any]:
+def passed_phases(previous: str, phases: Iterable[str], final: str) -> list[str]:
+    """The phases between ``previous`` and ``final`` that ``phases`` (one reaction's, in order) went through."""
+    passed: list[str] = []
+    for phase in phases:
+        if phase != (passed[-1] if passed else previous):
+            passed.append(phase)
+    while passed and passed[-1] == final:
+        passed.pop()
+    return passed
+
+
+def status_of(state: JobState, old: Mapping[str, Any], now: float, phase: str = "") -> dict[str, Any]:
     """The Job's status subresource for the controller's state (phase, counts, version, conditions, plugins).
 
     :param old: the status written last.
-    :param phases: the phases the job went through since (each gets a condition, as each was a write in Volcano).
+    :param phase: a phase the job passed through, written instead of its current one.
     """
     counts = state.status
+    phase = phase or state.phase
     previous = old_phase(old)
     stamp = str(_map(old.get("state")).get("lastTransitionTime") or "")
     conditions: list[Any] = list(old.get("conditions") or [])
-    if state.phase != previous or not stamp:
+    if phase != previous or not stamp:
         stamp = f.format_timestamp(now)
-    for phase in [*phases, state.phase]:
-        if phase != previous:
-            conditions.append({"status": phase, "lastTransitionTime": stamp})
-            previous = phase
+    if phase != previous:
+        conditions.append({"status": phase, "lastTransitionTime": stamp})
     out: dict[str, Any] = {
-        "state": {"phase": state.phase, "lastTransitionTime": stamp},
+        "state": {"phase": phase, "lastTransitionTime": stamp},
         "minAvailable": state.min_available,
         "pending": counts.pending,
         "running": counts.running,
