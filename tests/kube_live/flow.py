@@ -280,8 +280,9 @@ class FlowCluster:
         try:
             yield phases
         finally:
-            response.release_conn()
+            response.shutdown()  # the reader's read ends at once, not at the watch's timeout (urllib3 2.3+)
             response.close()
+            reader.join(timeout=5)
 
     # ------------------------------------------------------------------ the kubelet's part
 
