@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from volcanolib.cli import main
 from volcanolib.errors import ConfigError, ManifestError
@@ -163,6 +164,7 @@ def test_queues_are_validated_on_create_and_update_and_mutated_to_default_queues
         assert response["allowed"] is False
         assert response["status"]["message"].startswith("Queue q: spec.weight: ")
     assert review("/queues/validate", _review(heavy, QUEUE_KIND, "DELETE"))["response"]["allowed"] is True
+    assert "patch" not in review("/queues/mutate", _review(queue, QUEUE_KIND, "UPDATE"))["response"]
     closing = {**queue, "status": {"state": "Closing"}}
     response = review("/queues/validate", _review(closing, QUEUE_KIND))["response"]
     assert "status.state" in response["status"]["message"]
@@ -330,3 +332,27 @@ def test_a_webhook_address_in_use_is_one_line_and_status_2(
     assert capsys.readouterr().err.strip().splitlines() == [
         f"volcanolib: error: --webhook-address: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+# ---------------------------------------------------------------------- deploy/
+
+
+def test_deploy_registers_every_webhook_on_its_kind_and_the_operations_judged() -> None:
+    documents = list(yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy" / "webhooks.yaml").read_text()))
+    (service,) = [d for d in documents if d["kind"] == "Service"]
+    assert service["spec"]["ports"][0]["targetPort"] == 8443  # serve's default --webhook-address
+    seen = set()
+    for config in documents[1:]:
+        mutating = config["kind"] == "MutatingWebhookConfiguration"
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            group, kind, mutates = webhooks.PATHS[path]
+            assert mutates is mutating
+            assert hook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+            (rule,) = hook["rules"]
+            assert rule["apiGroups"] == [group]
+            assert rule["resources"] == [kind.lower() + "s"]
+            expected = ["CREATE"] if mutating else list(webhooks.OPERATIONS[kind])
+            assert rule["operations"] == expected
+            seen.add(path)
+    assert seen == set(webhooks.PATHS)

@@ -34,7 +34,7 @@ from volcanolib.errors import ConfigError, ManifestError
 from volcanolib.manifests import admission
 from volcanolib.manifests.fields import Ref
 
-__all__ = ["MAX_BODY", "PATHS", "ReviewError", "review", "serve_webhooks", "tls_context"]
+__all__ = ["MAX_BODY", "OPERATIONS", "PATHS", "ReviewError", "review", "serve_webhooks", "tls_context"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
@@ -54,8 +54,8 @@ PATHS: Final[Mapping[str, tuple[str, str, bool]]] = {
     "/podgroups/mutate": (_VOLCANO_SCHEDULING, "PodGroup", True),
 }
 
-#: The operations judged, by kind (Volcano's registrations); others are allowed.
-_JUDGED: Final = {"Job": ("CREATE",), "Queue": ("CREATE", "UPDATE"), "PodGroup": ("CREATE",)}
+#: The operations validated, by kind (Volcano's registrations); others are allowed. Mutation is on CREATE only.
+OPERATIONS: Final = {"Job": ("CREATE",), "Queue": ("CREATE", "UPDATE"), "PodGroup": ("CREATE",)}
 
 
 class ReviewError(Exception):
@@ -97,7 +97,7 @@ def review(path: str, body: Any, *, scheduler_name: str = "volcano") -> dict[str
     got = (requested.get("group"), requested.get("kind")) if isinstance(requested, dict) else (None, None)
     if got != (group, kind):
         return _refuse(answer, f"{path} judges {kind} objects of {group}, got request.kind {requested!r}")
-    if request.get("operation") not in _JUDGED[kind]:
+    if request.get("operation") not in (("CREATE",) if mutate else OPERATIONS[kind]):
         return answer
     obj = request.get("object")
     if not isinstance(obj, dict):
