@@ -167,23 +167,6 @@ def _escape(key: str) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _answer(
-    path: str, method: str, header: Callable[[str], str | None], read: Callable[[int], bytes], scheduler_name: str
-) -> tuple[int, dict[str, Any]]:
-    if method != "POST":
-        raise ReviewError(405, f"{method} {path}: only POST is served")
-    length_text = header("Content-Length") or ""
-    if not length_text.isdigit():
-        raise ReviewError(411, "the request needs a Content-Length (a body of known size)")
-    if int(length_text) > MAX_BODY:
-        raise ReviewError(413, f"the body has {length_text} bytes; at most {MAX_BODY} are read")
-    try:
-        body = json.loads(read(int(length_text)))
-    except ValueError as exc:  # not UTF-8, not JSON
-        raise ReviewError(400, f"the body is not JSON: {exc}") from None
-    return 200, review(path, body, scheduler_name=scheduler_name)
-
-
 def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     """A server's TLS context presenting the PEM certificate (chain) ``cert_file`` with its key ``key_file``.
 
@@ -219,6 +202,7 @@ def serve_webhooks(
     :param context: the server's TLS context (:func:`tls_context`).
     :raises ConfigError: naming ``--webhook-address`` when it cannot be listened on.
     """
+    from volcanolib.kube.live.inspect import InspectionError, request_body
     from volcanolib.kube.live.metrics import json_reply, serve_routes
 
     def route(method: str, target: str, header: Callable[[str], str | None], read: Callable[[int], bytes]) -> Any:
@@ -226,8 +210,14 @@ def serve_webhooks(
         if path not in PATHS:
             return None
         try:
-            return json_reply(*_answer(path, method, header, read, scheduler_name))
-        except ReviewError as exc:
+            if method != "POST":
+                raise ReviewError(405, f"{method} {path}: only POST is served")
+            try:
+                body = json.loads(request_body(header, read, MAX_BODY))
+            except ValueError as exc:
+                raise ReviewError(400, f"the body is not JSON: {exc}") from None
+            return json_reply(200, review(path, body, scheduler_name=scheduler_name))
+        except (ReviewError, InspectionError) as exc:
             return json_reply(exc.status, {"status": exc.status, "error": exc.message})
         except Exception as exc:  # a bug: an answer all the same, and a log line
             log.exception("%s %s failed", method, path)
