@@ -9,16 +9,19 @@ import json
 import socket
 import ssl
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest_helpers import eventually
 
 from volcanolib.cli import main
 from volcanolib.errors import ConfigError, ManifestError
-from volcanolib.kube.live import webhooks
+from volcanolib.kube.live import load_api, webhooks
+from volcanolib.kube.live.serve import Server
 from volcanolib.kube.live.webhooks import ReviewError, review, serve_webhooks, tls_context
 from volcanolib.manifests import admission
 
@@ -299,6 +302,35 @@ def test_tls_files_that_cannot_be_read_or_do_not_match_are_config_errors(
     with pytest.raises(ConfigError) as error:
         tls_context(cert, cert)
     assert str(error.value).startswith("--tls-cert-file, --tls-private-key-file: not a PEM certificate")
+
+
+# ---------------------------------------------------------------------- serve
+
+
+def test_serve_answers_the_webhooks_with_its_first_scheduler_name_and_closes_them_on_stop(
+    kubeconfig: Path, certificate: tuple[str, str]
+) -> None:
+    serve = Server(
+        load_api(str(kubeconfig)),
+        period=0.05,
+        scheduler_names=("first", "second"),
+        webhooks=("127.0.0.1", 0, tls_context(*certificate)),
+    )
+    stop = threading.Event()
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(serve.run(stop)), daemon=True)
+    thread.start()
+    eventually(lambda: serve.https is not None and serve.cycles > 0, what="webhooks served")
+    port = serve.https.server_address[1]
+    trusting = ssl.create_default_context(cafile=certificate[0])
+    status, answer = _post(port, trusting, "/jobs/mutate", json.dumps(_review(_job())).encode())
+    assert status == 200
+    assert _patched(_job(), answer)["spec"]["schedulerName"] == "first"
+    stop.set()
+    thread.join(10)
+    assert codes == [0]
+    with pytest.raises(OSError):
+        _post(port, trusting, "/jobs/mutate", b"{}")
 
 
 # ---------------------------------------------------------------------- the command line
