@@ -17,16 +17,19 @@ from typing import Any
 import pytest
 import yaml
 from conftest_helpers import eventually
+from realcluster import RealCluster
 
 from volcanolib.cli import main
 from volcanolib.errors import ConfigError, ManifestError
 from volcanolib.kube.live import load_api, webhooks
+from volcanolib.kube.live._client import ApiError
 from volcanolib.kube.live.serve import Server
 from volcanolib.kube.live.webhooks import ReviewError, review, serve_webhooks, tls_context
 from volcanolib.manifests import admission
 
 JOB_KIND = {"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}
 QUEUE_KIND = {"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "Queue"}
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "webhooks.yaml"
 POD_GROUP_KIND = {"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "PodGroup"}
 
 
@@ -370,7 +373,7 @@ def test_a_webhook_address_in_use_is_one_line_and_status_2(
 
 
 def test_deploy_registers_every_webhook_on_its_kind_and_the_operations_judged() -> None:
-    documents = list(yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy" / "webhooks.yaml").read_text()))
+    documents = list(yaml.safe_load_all(DEPLOY.read_text()))
     (service,) = [d for d in documents if d["kind"] == "Service"]
     assert service["spec"]["ports"][0]["targetPort"] == 8443  # serve's default --webhook-address
     seen = set()
@@ -388,3 +391,61 @@ def test_deploy_registers_every_webhook_on_its_kind_and_the_operations_judged() 
             assert rule["operations"] == expected
             seen.add(path)
     assert seen == set(webhooks.PATHS)
+
+
+# ---------------------------------------------------------------------- a real API server
+
+
+def test_a_real_api_server_calls_the_webhooks_of_deploy(
+    real_cluster: RealCluster, certificate: tuple[str, str]
+) -> None:
+    """deploy/webhooks.yaml registered (pointed at this process, its caBundle filled): refusals and defaults."""
+    real_cluster.reset()
+    namespace = "webhooks-test"
+    real_cluster.ensure_namespace(namespace)
+    server = serve_webhooks("127.0.0.1", 0, tls_context(*certificate), scheduler_name="sched")
+    port = server.server_address[1]
+    ca_bundle = base64.b64encode(Path(certificate[0]).read_bytes()).decode()
+    documents = list(yaml.safe_load_all(DEPLOY.read_text()))
+    registered: list[str] = []
+    try:
+        for config in documents[1:]:
+            for hook in config["webhooks"]:
+                path = hook["clientConfig"]["service"]["path"]
+                hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}
+                # Only this test's namespace, so that a failure here cannot refuse another test's objects.
+                hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            collection = f"/apis/admissionregistration.k8s.io/v1/{config['kind'].lower()}s"
+            real_cluster.admin.request("POST", collection, body=config)
+            registered.append(f"{collection}/{config['metadata']['name']}")
+        jobs = real_cluster.path("jobs", namespace)
+        bad = _job(policies=[{"event": "PodFailed", "action": "RestartJobb"}])
+        bad["metadata"]["namespace"] = namespace
+
+        def refused() -> str:
+            try:
+                real_cluster.admin.request("POST", jobs, body=bad)
+            except ApiError as exc:
+                return str(exc)
+            real_cluster.admin.request("DELETE", f"{jobs}/j")
+            return ""
+
+        # The API server picks new webhook configurations up within a moment.
+        eventually(lambda: refused() != "", what="the webhooks in force")
+        message = refused()
+        assert message.startswith("400 ")
+        assert "Job webhooks-test/j: spec.policies[0].action: unknown action 'RestartJobb'" in message
+        good = _job()
+        good["metadata"]["namespace"] = namespace
+        stored = real_cluster.admin.request("POST", jobs, body=good)
+        defaulted = admission.default_job(good, scheduler_name="sched")
+        assert stored["spec"]["queue"] == "default"
+        assert stored["spec"]["schedulerName"] == "sched"
+        assert stored["spec"]["maxRetry"] == 3
+        assert stored["spec"]["minAvailable"] == defaulted["spec"]["minAvailable"] == 2
+        assert stored["spec"]["tasks"][0]["minAvailable"] == 2
+    finally:
+        for name in registered:
+            real_cluster.admin.request("DELETE", name)
+        server.shutdown()
+        server.server_close()
