@@ -39,7 +39,7 @@ from volcanolib.manifests.fields import Ref
 from volcanolib.scheduler import Scheduler
 from volcanolib.sim.explain import Explanation, explain_with, find_group
 
-__all__ = ["MAX_BODY", "DryRun", "InspectionError", "Inspector", "http_answer"]
+__all__ = ["MAX_BODY", "DryRun", "InspectionError", "Inspector", "http_answer", "request_body"]
 
 log = logging.getLogger("volcanolib.kube.live")
 
@@ -452,7 +452,7 @@ def http_answer(
         if path == "/dryrun":
             if method != "POST":
                 raise InspectionError(405, f"{method} /dryrun: only POST is served")
-            text = _body(header, read, max_body)
+            text = request_body(header, read, max_body)
             return 200, inspector.dry_run(text).to_dict()
     except InspectionError as exc:
         return exc.status, {"status": exc.status, "error": exc.message}
@@ -472,8 +472,12 @@ def _natural(text: str, name: str) -> int:
     return value
 
 
-def _body(header: Callable[[str], str | None], read: Callable[[int], bytes], max_body: int) -> str:
-    """The request's body as text, refused when too large, of unknown length, or not UTF-8."""
+def request_body(header: Callable[[str], str | None], read: Callable[[int], bytes], max_body: int) -> str:
+    """The request's body as text.
+
+    :raises InspectionError: 411 without a ``Content-Length``, 413 above ``max_body`` bytes,
+        400 for a body that is not UTF-8.
+    """
     length_text = header("Content-Length")
     if length_text is None or header("Transfer-Encoding"):
         raise InspectionError(411, "the request needs a Content-Length (a body of known size)")

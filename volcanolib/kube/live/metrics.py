@@ -13,11 +13,13 @@ it (queues, shares, jobs' start times) is read from that session only when
 from __future__ import annotations
 
 import json
+import logging
 import math
+import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,7 +34,9 @@ if TYPE_CHECKING:
     from volcanolib.framework.session import Session
     from volcanolib.kube.live.inspect import Inspector
 
-__all__ = ["RATE_WINDOW", "SchedulerMetrics", "serve_http"]
+__all__ = ["RATE_WINDOW", "Route", "SchedulerMetrics", "json_reply", "serve_http", "serve_routes"]
+
+log = logging.getLogger("volcanolib.kube.live")
 
 _NOT_ACTIONS = frozenset({"snapshot", "open", "close", "session"})
 #: Seconds over which ``volcanolib_bound_pods_per_second`` counts binds.
@@ -454,6 +458,16 @@ def _counter_text(name: str, help_text: str, samples: Iterable[tuple[Mapping[str
     return "".join(lines)
 
 
+#: One route of :func:`serve_routes`: ``(method, path and query, header, read)`` to
+#: ``(status, body, content type)``, or ``None`` for a path it does not serve.
+Route = Callable[[str, str, Callable[[str], str | None], Callable[[int], bytes]], tuple[int, bytes, str] | None]
+
+
+def json_reply(code: int, payload: object) -> tuple[int, bytes, str]:
+    """A :data:`Route`'s answer carrying ``payload`` as JSON."""
+    return code, (json.dumps(payload, indent=2) + "\n").encode(), "application/json"
+
+
 def serve_http(
     metrics: SchedulerMetrics,
     host: str,
@@ -478,51 +492,91 @@ def serve_http(
 
     limit = MAX_BODY if max_body is None else max_body
 
+    def basics(method: str, target: str, header: Callable[[str], str | None], read: Callable[[int], bytes]) -> Any:
+        path = target.split("?", 1)[0]
+        if method == "GET" and path == "/metrics":
+            return 200, metrics.expose(), prom.CONTENT_TYPE_LATEST
+        if method == "GET" and path == "/healthz":
+            ok = healthy.is_set()
+            return (200 if ok else 503), (b"ok" if ok else b"not running"), "text/plain"
+        return None
+
+    routes: list[Route] = [basics]
+    if inspector is not None:
+
+        def inspect(method: str, target: str, header: Callable[[str], str | None], read: Callable[[int], bytes]) -> Any:
+            answer = http_answer(inspector, method, target, header, read, max_body=limit)
+            return None if answer is None else json_reply(*answer)
+
+        routes.append(inspect)
+    return serve_routes(host, port, routes, max_body=limit, flag="--metrics-address", name="metrics-http")
+
+
+def serve_routes(
+    host: str,
+    port: int,
+    routes: Sequence[Route],
+    *,
+    max_body: int,
+    flag: str,
+    name: str,
+    tls: ssl.SSLContext | None = None,
+) -> ThreadingHTTPServer:
+    """Serve ``routes`` (GET and POST) in a daemon thread, over HTTPS with ``tls``; return the server.
+
+    The first route that answers a request answers it; a path none serves is
+    ``404``. A POST announcing a body above ``max_body`` bytes is ``413``
+    before its body is sent (``Expect: 100-continue``); a body a route did
+    not read is read away, so that it is not taken for the next request.
+
+    :param flag: the command-line flag named when the address cannot be listened on.
+    :param name: the serving thread's name.
+    :raises ConfigError: naming ``flag`` when the address cannot be listened on
+        (a port in use, a host that does not resolve or is not this machine's).
+    """
+    limit = max_body
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        #: Seconds a connection may stay silent (a TLS handshake included).
+        timeout = 30
+
+        def setup(self) -> None:
+            super().setup()
+            if isinstance(self.request, ssl.SSLSocket):  # the handshake, in this request's thread
+                self.request.do_handshake()
 
         def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._answer(200, metrics.expose(), prom.CONTENT_TYPE_LATEST)
-            elif path == "/healthz":
-                ok = healthy.is_set()
-                self._answer(200 if ok else 503, b"ok" if ok else b"not running", "text/plain")
-            elif not self._inspect("GET"):
-                self._answer(404, b"not found", "text/plain")
+            self._route("GET")
 
         def do_POST(self) -> None:
-            if not self._inspect("POST"):
-                self._discard_body()
-                self._answer(404, b"not found", "text/plain")
+            self._route("POST")
 
-        def _inspect(self, method: str) -> bool:
-            if inspector is None:
-                return False
+        def _route(self, method: str) -> None:
             read = [False]
 
             def body(size: int) -> bytes:
                 read[0] = True
                 return self.rfile.read(size)
 
-            answer = http_answer(inspector, method, self.path, self.headers.get, body, max_body=limit)
-            if answer is None:
-                return False
-            code, payload = answer
+            for route in routes:
+                answer = route(method, self.path, self.headers.get, body)
+                if answer is not None:
+                    break
+            else:
+                answer = (404, b"not found", "text/plain")
             if method == "POST" and not read[0]:
                 self._discard_body()
-            self._json(code, payload)
-            return True
-
-        def _json(self, code: int, payload: object) -> None:
-            self._answer(code, (json.dumps(payload, indent=2) + "\n").encode(), "application/json")
+            self._answer(*answer)
 
         def handle_expect_100(self) -> bool:
             # A client asking before it sends its body learns at once that it is too large.
             length = self.headers.get("Content-Length", "")
-            if inspector is not None and self.command == "POST" and length.isdigit() and int(length) > limit:
+            if self.command == "POST" and length.isdigit() and int(length) > limit:
                 self.close_connection = True
-                self._json(413, {"status": 413, "error": f"the body has {length} bytes; at most {limit} are read"})
+                self._answer(
+                    *json_reply(413, {"status": 413, "error": f"the body has {length} bytes; at most {limit} are read"})
+                )
                 return False
             return bool(super().handle_expect_100())
 
@@ -553,11 +607,19 @@ def serve_http(
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # A client that breaks off (or fails the TLS handshake) costs a debug line, not a traceback.
+            log.debug("%s: connection from %s failed", name, client_address, exc_info=True)
+
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = Server((host, port), Handler, bind_and_activate=True)
     except OSError as exc:  # in use, no such host, not an address of this machine
         reason = exc.strerror or str(exc) or type(exc).__name__
-        raise ConfigError(f"cannot listen on {host or '*'}:{port}: {reason}", key="--metrics-address") from None
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+        raise ConfigError(f"cannot listen on {host or '*'}:{port}: {reason}", key=flag) from None
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
     return server

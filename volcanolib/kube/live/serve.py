@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import signal
+import ssl
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -113,6 +114,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="serve GET /explain/NAMESPACE/PODGROUP and POST /dryrun on the metrics address (default: on)",
     )
     serve.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="also serve Volcano's admission as validating and mutating webhooks over HTTPS (docs/admission.md)",
+    )
+    serve.add_argument(
+        "--webhook-address",
+        type=_address,
+        default=("", 8443),
+        metavar="HOST:PORT",
+        help="where the webhooks are served (default :8443)",
+    )
+    serve.add_argument("--tls-cert-file", metavar="FILE", help="PEM certificate (chain) of the webhooks' server")
+    serve.add_argument("--tls-private-key-file", metavar="FILE", help="PEM private key of --tls-cert-file")
+    serve.add_argument(
         "--leader-elect", action="store_true", help="schedule only while holding a coordination.k8s.io Lease"
     )
     serve.add_argument(
@@ -160,6 +175,9 @@ class Server:
     :param inspection: serve ``/explain`` and ``/dryrun`` on the metrics address
         (:mod:`volcanolib.kube.live.inspect`).
     :param verify: run the scheduler in verify mode (``docs/incremental.md``).
+    :param webhooks: ``(host, port, TLS context)`` where Volcano's admission is served as
+        webhooks (:mod:`volcanolib.kube.live.webhooks`), by every replica, leading or not;
+        ``None`` serves none.
     :param cache_options: more keyword arguments for :class:`KubernetesCache`.
     """
 
@@ -177,6 +195,7 @@ class Server:
         identity: str | None = None,
         inspection: bool = True,
         verify: bool = False,
+        webhooks: tuple[str, int, ssl.SSLContext] | None = None,
         **cache_options: Any,
     ) -> None:
         from volcanolib.kube.live.cache import KubernetesCache
@@ -233,6 +252,9 @@ class Server:
         #: Cycles run so far.
         self.cycles = 0
         self.http: Any = None
+        self.webhooks = webhooks
+        self.webhook_scheduler_name = scheduler_names[0]
+        self.https: Any = None
 
     def _unavailable(self) -> str | None:
         """Why this replica cannot explain or dry-run now, or ``None``."""
@@ -252,6 +274,14 @@ class Server:
 
         if self.metrics_address is not None:
             self.http = serve_http(self.metrics, *self.metrics_address, self.healthy, self.inspector)
+        if self.webhooks is not None:
+            from volcanolib.kube.live.webhooks import serve_webhooks
+
+            try:
+                self.https = serve_webhooks(*self.webhooks, scheduler_name=self.webhook_scheduler_name)
+            except BaseException:
+                self._close_http()
+                raise
         self.healthy.set()
         code = 0
         started = False
@@ -291,10 +321,15 @@ class Server:
                 self.elector.stop(release=code == 0)
                 self.metrics.leader.set(0)
             self.healthy.clear()
-            if self.http is not None:
-                self.http.shutdown()
-                self.http.server_close()
+            self._close_http()
         return code
+
+    def _close_http(self) -> None:
+        for server in (self.http, self.https):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+        self.http = self.https = None
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -309,6 +344,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             "leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline"
             f" < --leader-elect-lease-duration, got {lease[2]:g}s, {lease[1]:g}s and {lease[0]:g}s"
         )
+    webhooks = None
+    if args.webhooks:
+        from volcanolib.kube.live.webhooks import tls_context
+
+        if not args.tls_cert_file or not args.tls_private_key_file:
+            raise ConfigError("--webhooks needs --tls-cert-file and --tls-private-key-file")
+        webhooks = (*args.webhook_address, tls_context(args.tls_cert_file, args.tls_private_key_file))
     names = tuple(dict.fromkeys(args.scheduler_names or ["volcano"]))
     api = load_api(args.kubeconfig)
     server = Server(
@@ -322,6 +364,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         lease=lease,
         inspection=args.inspection,
         verify=args.verify,
+        webhooks=webhooks,
     )
     stop = threading.Event()
 
