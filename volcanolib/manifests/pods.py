@@ -324,10 +324,12 @@ def _shared_spec(spec: Any) -> Any:
     """``spec`` without what differs between otherwise equal pods: ``nodeName`` and the injected token volume."""
     if not isinstance(spec, Mapping):
         return spec
+    volumes = spec.get("volumes")
+    if not isinstance(volumes, list) or not any(
+        _token_volume(v) for v in volumes
+    ):  # the common case (files, dumps without a ServiceAccount): no copy unless placed
+        return {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
     content = {k: v for k, v in spec.items() if k != "nodeName"}
-    volumes = content.get("volumes")
-    if not isinstance(volumes, list) or not any(_token_volume(v) for v in volumes):
-        return content
     content["volumes"] = [v for v in volumes if not _token_volume(v)]
     for field in ("initContainers", "containers"):
         containers = content.get(field)
