@@ -325,9 +325,8 @@ def _shared_spec(spec: Any) -> Any:
     if not isinstance(spec, Mapping):
         return spec
     volumes = spec.get("volumes")
-    if not isinstance(volumes, list) or not any(
-        _token_volume(v) for v in volumes
-    ):  # the common case (files, dumps without a ServiceAccount): no copy unless placed
+    # The common case (files, dumps without a ServiceAccount): no copy unless the pod is placed.
+    if not isinstance(volumes, list) or not any(_token_volume(v) for v in volumes):
         return {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
     content = {k: v for k, v in spec.items() if k != "nodeName"}
     content["volumes"] = [v for v in volumes if not _token_volume(v)]
