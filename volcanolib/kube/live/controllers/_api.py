@@ -6,8 +6,8 @@ list only fills it: the controllers take over from the stores once every
 kind is listed). A list that replaces the store later (after a ``410``) is
 passed on as the changes it makes.
 
-:class:`Writer` sends the controllers' writes one at a time, in order, and
-says which failed; an object that already exists (on create) or is already
+:class:`Writer` sends the controllers' writes (from any thread) and says
+which failed; an object that already exists (on create) or is already
 gone (on delete) is not a failure.
 """
 
@@ -144,7 +144,7 @@ def merge_patch(old: Any, new: Any) -> Any:
 
 
 class Writer:
-    """Plain writes to the API server, one at a time.
+    """Plain writes to the API server (safe to call from several threads).
 
     :param api: the connection.
     :param may_write: asked before every write; ``False`` (a lost leader lease) drops it.
@@ -155,11 +155,13 @@ class Writer:
         self.may_write = may_write
         #: Writes sent, by verb.
         self.counts: dict[str, int] = {}
+        self._counting = threading.Lock()
 
     def _send(self, verb: str, method: str, path: str, body: Any = None, content_type: str | None = None) -> Any:
         if self.may_write is not None and not self.may_write():
             raise ApiError(0, f"{method} {path}: not leading: the write is dropped")
-        self.counts[verb] = self.counts.get(verb, 0) + 1
+        with self._counting:
+            self.counts[verb] = self.counts.get(verb, 0) + 1
         if content_type is None:
             return self.api.request(method, path, body=body)
         return self.api.request(method, path, body=body, content_type=content_type)

@@ -5,7 +5,9 @@ deletions), their PodGroups (the phase the scheduler writes), Commands
 aimed at Jobs, and time (policy timeouts, ``ttlSecondsAfterFinished``).
 Writes out, in this order for each reaction: the out-of-sync marker on the
 pods about to be deleted, the Job's status subresource, then the creations
-and deletions in the order the controller asked for them. A Job Volcano's
+and deletions in the order the controller asked for them, except that a run
+of pod creations (or of pod deletions) is sent at once, up to
+:data:`PARALLEL_WRITES` in flight, as Volcano sends a job's pods. A Job Volcano's
 admission would refuse is left alone, with a warning Event naming the
 field; the others go on.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from volcanolib.controllers._pods import OUT_OF_SYNC_KEY, exit_code_of
@@ -53,6 +56,8 @@ _FINISHED: Final = frozenset({"Completed", "Failed", "Terminated"})
 #: First and longest wait before a job whose writes failed is synced again, in seconds.
 RETRY_FIRST: Final = 0.5
 RETRY_MAX: Final = 30.0
+#: The most pod creations (or deletions) of one reaction in flight at once.
+PARALLEL_WRITES: Final = 16
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -110,6 +115,7 @@ class LiveJobController:
         self._ttl: list[tuple[float, str, str, str]] = []
         self._retry: list[tuple[float, str, str]] = []
         self._backoff: dict[tuple[str, str], float] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ start and time
 
@@ -122,6 +128,12 @@ class LiveJobController:
             self._adopt(job, by_owner.get(uid, []))
         for command in self.stores["Command"].items():
             self.on_command("ADDED", command, None)
+
+    def close(self) -> None:
+        """Stop the threads that send pod writes (after the last reaction)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def next_due(self) -> float | None:
         """When :meth:`tick` has something to do (wall-clock seconds), or ``None``."""
@@ -317,8 +329,7 @@ class LiveJobController:
             if key in self.uids:
                 self._guard(failed, *key, self._write_status, key, phases.get(key, []))
         followups: list[Change] = []
-        for change in changes:
-            self._write_change(change, failed, followups)
+        self._write_changes(changes, failed, followups)
         for key in failed:
             self._retry_later(key)
         if followups:
@@ -338,8 +349,28 @@ class LiveJobController:
         patch = {"metadata": {"annotations": {OUT_OF_SYNC_KEY: "true"}}}
         self.writer.patch("Pod", change.namespace, change.name, patch)
 
-    def _write_change(self, change: Change, failed: set[tuple[str, str]], followups: list[Change]) -> None:
-        now = self.clock()
+    def _write_changes(self, changes: list[Change], failed: set[tuple[str, str]], followups: list[Change]) -> None:
+        """Send the changes in order; a run of pod creations (or deletions) goes out at once, as Volcano's does."""
+        i = 0
+        while i < len(changes):
+            j = i + 1
+            kind = type(changes[i])
+            if kind in (CreatePod, DeletePod):
+                while j < len(changes) and type(changes[j]) is kind:
+                    j += 1
+            run = changes[i:j]
+            if len(run) == 1:
+                self._settle(run[0], self._send(run[0]), failed, followups)
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(PARALLEL_WRITES, thread_name_prefix="job-writes")
+                outcomes = list(self._pool.map(self._send, run))
+                for change, outcome in zip(run, outcomes, strict=True):
+                    self._settle(change, outcome, failed, followups)
+            i = j
+
+    def _send(self, change: Change) -> bool | ApiError:
+        """Write one change (on any thread: the controller's state is not touched); what came back."""
         try:
             if isinstance(change, CreatePodGroup):
                 self.writer.create(change.manifest)
@@ -348,9 +379,7 @@ class LiveJobController:
                 manifest["metadata"] = {k: v for k, v in manifest["metadata"].items() if k != "uid"}
                 self.writer.create(manifest)
             elif isinstance(change, DeletePod):
-                if not self.writer.delete("Pod", change.namespace, change.name):
-                    # already gone: its deletion event came before the controller asked, or never will
-                    followups.extend(self.ctrl.pod_deleted(change.namespace, change.name, now=now))
+                return self.writer.delete("Pod", change.namespace, change.name)
             elif isinstance(change, DeletePodGroup):
                 self.writer.delete("PodGroup", change.namespace, change.name)
             elif isinstance(change, CreateObject):
@@ -368,18 +397,30 @@ class LiveJobController:
             elif isinstance(change, DeleteObject):
                 self.writer.delete(change.kind, change.namespace, change.name)
         except ApiError as exc:
-            if isinstance(change, CreatePod):
-                meta = change.manifest["metadata"]
-                owner = self.ctrl.owner_of(meta["namespace"], meta["name"])
-                self.ctrl.forget_pod(meta["namespace"], meta["name"])  # the next sync makes it again
-                log.warning("pod %s/%s not created: %s", meta["namespace"], meta["name"], exc)
-                if owner is not None:
-                    failed.add(owner)
-                return
-            log.warning("%s not written: %s", type(change).__name__, exc)
-            key = self._job_of(change)
-            if key is not None:
-                failed.add(key)
+            return exc
+        return True
+
+    def _settle(
+        self, change: Change, outcome: bool | ApiError, failed: set[tuple[str, str]], followups: list[Change]
+    ) -> None:
+        """React to what a write came back with (on the controller's thread)."""
+        if outcome is False and isinstance(change, DeletePod):
+            # already gone: its deletion event came before the controller asked, or never will
+            followups.extend(self.ctrl.pod_deleted(change.namespace, change.name, now=self.clock()))
+        if not isinstance(outcome, ApiError):
+            return
+        if isinstance(change, CreatePod):
+            meta = change.manifest["metadata"]
+            owner = self.ctrl.owner_of(meta["namespace"], meta["name"])
+            self.ctrl.forget_pod(meta["namespace"], meta["name"])  # the next sync makes it again
+            log.warning("pod %s/%s not created: %s", meta["namespace"], meta["name"], outcome)
+            if owner is not None:
+                failed.add(owner)
+            return
+        log.warning("%s not written: %s", type(change).__name__, outcome)
+        key = self._job_of(change)
+        if key is not None:
+            failed.add(key)
 
     def _job_of(self, change: Change) -> tuple[str, str] | None:
         """The job a change belongs to (``None`` for a PodGroup or a plugin's object)."""

@@ -7,7 +7,8 @@ lists and watches what its controllers read (Jobs, pods, PodGroups, Queues,
 Commands, PriorityClasses), and once every kind is listed hands the
 controllers the cluster as it is (each takes it over), then feeds them the
 changes, one at a time on one thread, and the time (policy timeouts,
-TTLs, retries). SIGTERM (or SIGINT) stops it between two events.
+TTLs, retries); a reaction's pod creations or deletions go out together.
+SIGTERM (or SIGINT) stops it between two events.
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ class ControllerManager:
                     reflector.stop(2.0)
             if self.elector is not None:
                 self.elector.stop(release=code == 0)
+            if self.job is not None:
+                self.job.close()
             self.pool.flush(5.0)
             self.ready.clear()
         return code
