@@ -43,7 +43,7 @@ FLOORS: dict[str, int] = {
     "capacity-hierarchy": 90,
     "drf": 91,
     "drf-hierarchy": 94,
-    "priority": 89,
+    "priority": 92,
     "gang": 94,
     "binpack": 95,
     "nodeorder": 95,

@@ -469,9 +469,11 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
 
     Each plugin sees the full candidate list; an abstention (``None``) is
     ignored; an empty list ends the tier with no victims; other lists are
-    intersected, keeping the order of the first. A tier that ends empty
-    falls through, and the next tier starts afresh (Volcano's
-    Preemptable/Reclaimable).
+    intersected, keeping the order of the first. When an intersection comes
+    out empty, the next plugin of the tier that answers starts the list
+    afresh with its own answer, as in Volcano, where an empty intersection
+    reads as "no answer yet". A tier that ends empty falls through, and the
+    next tier starts afresh (Volcano's Preemptable/Reclaimable).
     """
 
     tiers, plain = _calls(table, 2)
@@ -494,7 +496,7 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
                     chosen = list(result)
                 else:
                     keep = {id(t) for t in result}
-                    chosen = [t for t in chosen if id(t) in keep]
+                    chosen = [t for t in chosen if id(t) in keep] or None
             if chosen:
                 return chosen
         return None

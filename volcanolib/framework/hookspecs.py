@@ -597,6 +597,9 @@ def preemptable(ssn: Session, preemptor: TaskInfo, preemptees: Sequence[TaskInfo
     """Which of ``preemptees`` ``preemptor`` may evict (preempt, same queue).
 
     Every plugin sees the full candidate list, not what earlier plugins kept.
+    The answers of a tier are intersected; when an intersection comes out
+    empty, the next plugin of the tier that answers starts over with its own
+    list, as in Volcano.
 
     :param preemptor: the pending task that needs room.
     :param preemptees: the candidates on one node.

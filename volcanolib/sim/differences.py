@@ -81,6 +81,19 @@ KNOWN_DIFFERENCES: Final[tuple[KnownDifference, ...]] = (
         applies=_uses(action="preempt"),
     ),
     KnownDifference(
+        key="preempt-within-job-every-queue",
+        summary="preempt serves queues in queue order and runs within-job preemption for each queue's own jobs "
+        "after that queue's turn",
+        reason=(
+            "volcanolib follows a fix of Volcano's main branch made after v1.14.1: v1.14.1 visits the queues in "
+            "Go map order and after each one runs within-job preemption for the starving jobs of every queue, "
+            "rebuilding their lists of preemptors, so a job of a queue not yet visited places what fits without "
+            "evicting and has no preemptor left for its own queue's turn"
+        ),
+        scenarios=("random-preempt-within-job-after-every-queue.yaml",),
+        applies=_uses(action="preempt"),
+    ),
+    KnownDifference(
         key="preempt-topology-aware",
         summary="topology-aware preemption evicts nothing on a node where no set of victims lets the preemptor fit: "
         "its queue, the node's resources and every predicate",

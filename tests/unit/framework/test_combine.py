@@ -184,6 +184,23 @@ def test_empty_intersection_falls_through_to_a_fresh_tier() -> None:
     assert names(ssn.preemptable(p, cands)) == ["t2", "t3"]
 
 
+def test_empty_intersection_lets_the_next_plugin_of_the_tier_start_afresh() -> None:
+    # Volcano's Preemptable and Reclaimable keep an empty intersection as "no answer yet": the next
+    # plugin of the tier that answers sets the victims on its own (priority and gang disagreeing,
+    # then conformance allowing all, evicts what neither of the first two allowed).
+    tier = [
+        ("scripted-a", {"victims": ["t1"]}),
+        ("scripted-b", {"victims": ["t3"]}),
+        ("scripted-c", {"victims": ["t2", "t3"]}),
+    ]
+    ssn, p, cands = victim_session(tier, [("scripted-d", {"victims": ["t1"]})])
+    assert names(ssn.preemptable(p, cands)) == ["t2", "t3"]
+    assert names(ssn.reclaimable(p, cands)) == ["t2", "t3"]
+    # the list it starts is intersected with the answers after it as usual
+    ssn, p, cands = victim_session([*tier, ("scripted-d", {"victims": ["t3"]})])
+    assert names(ssn.preemptable(p, cands)) == ["t3"]
+
+
 def test_no_tier_with_victims_gives_none() -> None:
     ssn, p, cands = victim_session([("scripted-a", {"victims": "none"})], [("scripted-b", {})])
     assert ssn.preemptable(p, cands) is None
