@@ -465,12 +465,14 @@ def all_or_none(table: Table) -> Callable[..., tuple[Any, ...] | None]:
 
 
 def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any] | None]:
-    """Victims: within a tier the lists are intersected; the first tier that ends with victims decides.
+    """Victims: lists intersected within a tier, afresh after an empty one; the first tier with victims decides.
 
     Each plugin sees the full candidate list; an abstention (``None``) is
     ignored; an empty list ends the tier with no victims; other lists are
-    intersected, keeping the order of the first. A tier that ends empty
-    falls through, and the next tier starts afresh (Volcano's
+    intersected, keeping the order of the first. When an intersection comes
+    out empty, the next plugin of the tier starts afresh with its own list,
+    as if no plugin had answered before it. A tier that ends empty falls
+    through, and the next tier starts afresh (Volcano's
     Preemptable/Reclaimable).
     """
 
@@ -494,7 +496,8 @@ def intersect_per_tier(table: Table) -> Callable[[Any, Sequence[Any]], list[Any]
                     chosen = list(result)
                 else:
                     keep = {id(t) for t in result}
-                    chosen = [t for t in chosen if id(t) in keep]
+                    # Volcano holds an empty intersection as a nil list: the next plugin starts over.
+                    chosen = [t for t in chosen if id(t) in keep] or None
             if chosen:
                 return chosen
         return None

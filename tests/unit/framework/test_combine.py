@@ -184,6 +184,27 @@ def test_empty_intersection_falls_through_to_a_fresh_tier() -> None:
     assert names(ssn.preemptable(p, cands)) == ["t2", "t3"]
 
 
+def test_empty_intersection_lets_the_next_plugin_of_the_tier_start_afresh() -> None:
+    # Volcano v1.14.1 keeps an empty intersection as a nil list, which the next plugin of the same
+    # tier treats as "no list yet": its own list is taken whole.
+    ssn, p, cands = victim_session(
+        [("scripted-a", {"victims": ["t1"]}), ("scripted-b", {"victims": ["t3"]}), ("scripted-c", {"victims": ["t2"]})],
+        [("scripted-d", {"victims": ["t1", "t3"]})],
+    )
+    assert names(ssn.preemptable(p, cands)) == ["t2"]
+    assert names(ssn.reclaimable(p, cands)) == ["t2"]
+    # and the lists after the restart are intersected again
+    ssn, p, cands = victim_session(
+        [
+            ("scripted-a", {"victims": ["t1"]}),
+            ("scripted-b", {"victims": ["t3"]}),
+            ("scripted-c", {"victims": ["t2", "t3"]}),
+            ("scripted-d", {"victims": ["t3", "t1"]}),
+        ],
+    )
+    assert names(ssn.preemptable(p, cands)) == ["t3"]
+
+
 def test_no_tier_with_victims_gives_none() -> None:
     ssn, p, cands = victim_session([("scripted-a", {"victims": "none"})], [("scripted-b", {})])
     assert ssn.preemptable(p, cands) is None
