@@ -9,7 +9,8 @@ from pathlib import Path
 from tests.oracle.differential import format_report, run_differential
 
 # Prints what `oracle simulate --each --runs K --per-session` prints, from volcanolib's own result:
-# the scenario files of `refused` areas are refused, and those of `differ` areas lose their binds.
+# the scenario files of `refused` areas are refused, those of `differ` areas lose their binds, and
+# those of `flaky` areas lose them only when run fewer than ten times.
 FAKE_ORACLE = """
 import json, sys
 from volcanolib.sim.runner import load_scenario, run_scenario
@@ -20,7 +21,7 @@ for path in args[args.index("--each") + 1:]:
         print(json.dumps({{"file": path, "error": path + ": invalid scheduler configuration"}}))
         continue
     result = run_scenario(load_scenario([path]), per_session=True).to_dict()
-    if "{differ}-" in path:
+    if "{differ}-" in path or ("{flaky}-" in path and runs < 10):
         for session in result["perSession"]:
             session["binds"] = {{}}
     outcome = {{"count": runs, "result": result}}
@@ -28,9 +29,9 @@ for path in args[args.index("--each") + 1:]:
 """
 
 
-def _fake_oracle(tmp_path: Path, *, refused: str = "none", differ: str = "none") -> list[str]:
+def _fake_oracle(tmp_path: Path, *, refused: str = "none", differ: str = "none", flaky: str = "none") -> list[str]:
     script = tmp_path / "fake_oracle.py"
-    script.write_text(FAKE_ORACLE.format(refused=refused, differ=differ))
+    script.write_text(FAKE_ORACLE.format(refused=refused, differ=differ, flaky=flaky))
     return [sys.executable, str(script)]
 
 
@@ -68,3 +69,16 @@ def test_refusals_count_apart_and_disagreements_are_examples(tmp_path: Path) -> 
     written = json.loads((tmp_path / "out" / "disagreements.json").read_text())
     assert written["sla-11.json"] == [f"refused: {tmp_path / 'out' / 'sla-11.json'}: invalid scheduler configuration"]
     assert written["binpack-10.json"][0].startswith("session 1: bind ")
+
+
+def test_confirm_runs_add_outcomes_to_the_scenarios_that_disagreed(tmp_path: Path) -> None:
+    oracle = _fake_oracle(tmp_path, differ="binpack", flaky="gang")
+    areas = ["binpack", "gang"]
+    plain = run_differential(2, 2, tmp_path / "plain", areas=areas, oracle=oracle)
+    assert {area: r.agreeing for area, r in plain.items()} == {"binpack": 0, "gang": 0}
+    timings: dict[str, float] = {}
+    confirmed = run_differential(2, 2, tmp_path / "out", areas=areas, oracle=oracle, confirm_runs=10, timings=timings)
+    # gang's binds held in the first runs only: with the ten more runs they vary and are not compared;
+    # binpack's binds are lost in every run, so it still disagrees.
+    assert {area: (r.agreeing, r.total) for area, r in confirmed.items()} == {"binpack": (0, 2), "gang": (2, 2)}
+    assert "confirm" in timings

@@ -52,7 +52,7 @@ FLOORS: dict[str, int] = {
     "preempt-topology": 91,
     "reclaim": 92,
     "backfill": 91,
-    "enqueue-overcommit": 93,
+    "enqueue-overcommit": 94,
     "sla": 93,
     "deviceshare": 92,
     "network-topology": 93,
