@@ -326,7 +326,7 @@ def test_hierarchy_root_hard_limit_is_the_cluster_total() -> None:
     assert attrs["root"].real_capability.milli_cpu == 16000
     assert attrs["dev"].real_capability.milli_cpu == 4000, "a child inherits root's capability"
     assert not ssn.allocatable(ssn.queues["dev"], task_of(ssn, "d")), "dev would use 4 + 1 of 4"
-    assert ssn.allocatable(ssn.queues["prod"], task_of(ssn, "p")), "root holds 5 cpu, beyond its capability of 4, and takes one more"
+    assert ssn.allocatable(ssn.queues["prod"], task_of(ssn, "p")), "root holds 5 of its 4, but its limit is 16"
 
 
 def test_hierarchy_enqueue_within_the_cluster_total() -> None:
