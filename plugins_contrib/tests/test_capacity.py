@@ -268,9 +268,10 @@ def test_hierarchy_only_leaves_take_tasks_and_usage_rolls_up() -> None:
     assert attrs["root"].allocated.milli_cpu == 3000
     assert attrs["dev"].ancestors == ["root", "eng"]
     assert attrs["dev"].capability.milli_cpu == 6000, "cpu inherited from the parent"
-    assert attrs["root"].real_capability.milli_cpu == INFINITE
-    assert attrs["root"].deserved.milli_cpu == 3000, "root deserved is its children's sum"
-    assert attrs["eng"].deserved.milli_cpu == 3000, "only root takes the sum"
+    assert attrs["root"].real_capability.milli_cpu == 16000, "root's hard limit is the cluster total"
+    assert attrs["root"].capability.milli_cpu == 16000, "root without capability takes the cluster total"
+    assert attrs["root"].deserved.milli_cpu == 16000, "root without deserved takes the cluster total"
+    assert attrs["eng"].deserved.milli_cpu == 3000, "a child keeps its own deserved"
     assert ssn.allocatable(ssn.queues["dev"], task_of(ssn, "d"))
     assert not ssn.allocatable(ssn.queues["eng"], task_of(ssn, "d")), "eng is not a leaf"
     eng_job = build_pod_group("e", queue="eng", phase=PodGroupPhase.PENDING, min_resources=res("1"))
@@ -308,7 +309,37 @@ def test_hierarchy_child_real_capability_leaves_room_for_sibling_guarantees() ->
     # eng real capability 10 - (2 + 6) + own guarantee.
     assert attrs["dev"].real_capability.milli_cpu == 4000
     assert attrs["prod"].real_capability.milli_cpu == 8000
-    assert attrs["dev"].deserved.milli_cpu == 2000, "deserved is raised to the guarantee"
+    assert attrs["dev"].deserved.is_empty(), "in a tree, deserved is not raised to the guarantee (v1.14.1)"
+    assert attrs["dev"].share == 1.0, "so a queue with only a guarantee is best-effort in queue order"
+
+
+def test_hierarchy_root_hard_limit_is_the_cluster_total() -> None:
+    """Root's real capability is the cluster total, whatever its own capability says (v1.14.1)."""
+    cache = new_cache()  # 16 cpu, 64Gi
+    cache.add_queue(build_queue("root", capability=res("4", "64Gi")))
+    cache.add_queue(build_queue("dev"))
+    cache.add_queue(build_queue("prod"))
+    add_job(cache, "d", "dev", running=4, pending=1)
+    add_job(cache, "p", "prod", running=1, pending=1)
+    ssn = open_session(cache, hierarchical())
+    attrs = ssn.plugins["capacity"].queue_attrs
+    assert attrs["root"].real_capability.milli_cpu == 16000
+    assert attrs["dev"].real_capability.milli_cpu == 4000, "a child inherits root's capability"
+    assert not ssn.allocatable(ssn.queues["dev"], task_of(ssn, "d")), "dev would use 4 + 1 of 4"
+    assert ssn.allocatable(ssn.queues["prod"], task_of(ssn, "p")), "root holds 5 of its 4, but its limit is 16"
+
+
+def test_hierarchy_enqueue_within_the_cluster_total() -> None:
+    """Without a capability, root's is the cluster total: admission counts every queue's reservations against it."""
+    cache = new_cache()  # 16 cpu, 64Gi
+    tree(cache, ("dev", None, {}), ("prod", None, {}))
+    add_job(cache, "big", "dev", pending=1, min_resources=res("1", "60Gi"))
+    add_job(cache, "x", "prod", pending=1, phase=PodGroupPhase.PENDING, min_resources=res("1", "8Gi"))
+    add_job(cache, "y", "prod", pending=1, phase=PodGroupPhase.PENDING, min_resources=res("1", "4Gi"))
+    ssn = open_session(cache, hierarchical())
+    assert ssn.plugins["capacity"].queue_attrs["prod"].real_capability.memory == 64 * 2**30
+    assert not ssn.job_enqueueable(ssn.jobs["default/x"]), "root: 60Gi reserved + 8Gi > 64Gi"
+    assert ssn.job_enqueueable(ssn.jobs["default/y"]), "root: 60Gi reserved + 4Gi <= 64Gi"
 
 
 def test_hierarchy_root_need_not_be_listed() -> None:

@@ -1,8 +1,8 @@
 """capacity: queue quotas taken from ``spec.deserved``, flat or as a queue tree.
 
 An alternative to proportion: a queue's *deserved* share is what its
-``spec.deserved`` says (raised to its guarantee), not a water-filled fair
-share. A queue may grow beyond deserved up to its *real capability*, and
+``spec.deserved`` says (in flat mode raised to its guarantee), not a
+water-filled fair share. A queue may grow beyond deserved up to its *real capability*, and
 ``reclaim`` gives the excess back to queues below their deserved.
 
 Per queue the plugin keeps ``allocated`` (tasks in an allocated status),
@@ -23,12 +23,13 @@ Hierarchical mode (``enableHierarchy: true``)
     always exists, see :data:`~volcanolib.api.queue.ROOT_QUEUE`). A missing
     parent, or a job in a queue that has children, makes the tree invalid:
     then nothing may be allocated, enqueued or reclaimed. A job's usage
-    counts for its queue and every ancestor. Root's capability is unbounded
-    unless set; a child without cpu, memory or a
-    scalar in its capability inherits its parent's; a child's real
-    capability is (parent's real capability - the guarantees of the parent's
-    children) + own guarantee, capped by its capability. Root's deserved and
-    guarantee are its children's sums. Only leaf queues take tasks.
+    counts for its queue and every ancestor. Root's capability and deserved
+    are the cluster total unless set, and its real capability is the cluster
+    total; a child without cpu, memory or a scalar in its capability inherits
+    its parent's; a child's real capability is (parent's real capability -
+    the guarantees of the parent's children) + own guarantee, capped by its
+    capability. A child's deserved is its ``spec.deserved`` alone. Root's
+    guarantee, when unset, is its children's sum. Only leaf queues take tasks.
 
 Argument ``ancestorReclaimLevel`` (int, default 0, negative means 0): in
 hierarchical mode, how many ancestor levels (1 = parent) reclaim also checks.
@@ -75,8 +76,6 @@ ANCESTOR_RECLAIM_LEVEL: Final = "ancestorReclaimLevel"
 _ZERO: Final = Mode.ZERO
 _INF: Final = Mode.INFINITY
 _PENDING: Final = TaskStatus.PENDING
-#: The largest int64, the bound root gets on scalars when it has no capability.
-_MAX_INT64: Final = float(2**63 - 1)
 
 
 class QueueAttr:
@@ -329,12 +328,12 @@ class CapacityPlugin:
         root = attrs.get(ROOT_QUEUE)
         if root is None:
             return False
+        # Root stands for the cluster: what it does not set is the cluster total, and its hard limit is that total.
         if root.capability.is_empty():
-            infinite = Resource(INFINITE, INFINITE)
-            for name in self.total.scalars:
-                infinite.scalars[name] = _MAX_INT64
-            root.capability = infinite
-        root.real_capability = root.capability.clone()
+            root.capability = self.total.clone()
+        if root.deserved.is_empty():
+            root.deserved = self.total.clone()
+        root.real_capability = self.total.clone()
         self._check_children(root)
         for attr in attrs.values():
             attr.update_share()
@@ -370,7 +369,6 @@ class CapacityPlugin:
         total_deserved = Resource()
         cap = attr.capability
         for child in attr.children.values():
-            child.deserved = res_max(child.deserved, child.guarantee)
             total_deserved.add(child.deserved)
             total_guarantee.add(child.guarantee)
             if child.capability.milli_cpu <= 0:
@@ -380,8 +378,10 @@ class CapacityPlugin:
             for name, value in cap.scalars.items():
                 child.capability.scalars.setdefault(name, value)
         if attr.name == ROOT_QUEUE:
-            attr.guarantee = total_guarantee
-            attr.deserved = total_deserved
+            if attr.guarantee.is_empty():
+                attr.guarantee = total_guarantee
+            if attr.deserved.is_empty():
+                attr.deserved = total_deserved
         for child in attr.children.values():
             real = exceeded_part(attr.real_capability, total_guarantee).add(child.guarantee)
             child.real_capability = real.min_dimension(child.capability, _INF)

@@ -110,8 +110,10 @@ class Preempt(BaseAction[PreemptArguments]):
     the node is skipped unless evicting them all would fit the task. Victims
     are evicted in victim order (the task or job that would be scheduled
     last goes first) into a statement of that node, until the queue may take
-    the task (``allocatable``), the task fits the node's future idle
-    resources and its predicates pass; then the task is pipelined there and
+    the task (``allocatable``) and the task fits the node's future idle
+    resources (the predicates are not asked again: a plain ``UNSCHEDULABLE``
+    failure, such as a pod count held by terminating pods, does not keep the
+    task off the node); then the task is pipelined there and
     the node's statement joins the job's. If it never fits, that node's
     evictions are undone and the next node is tried. A node where the task
     already fits gets it pipelined without evicting anything.
@@ -303,8 +305,9 @@ class _PreemptRun:
             ssn.note_preemption_attempt(len(victims))
             order = VictimOrder(ssn, preemptor).queue(victims)
 
+            # As Volcano v1.14.1: the predicates chose the node; after evictions only the queue and resources count.
             def fits(node: NodeInfo = node) -> bool:
-                return self._fits(queue, preemptor, node)
+                return ssn.allocatable(queue, preemptor) and node.fits_future_idle(preemptor.init_resreq)
 
             if make_room(ssn, stmt, preemptor, node, order, fits, REASON, check_first=True):
                 return True

@@ -181,7 +181,8 @@ def test_drawn_clusters_preempt_by_class_like_every_node(rng: random.Random) -> 
 
 
 def test_some_random_clusters_preempt() -> None:
-    evicted = sum(len(decisions(seed, True, PREEMPT)[1]) for seed in range(20))
+    # The comparison above means something only if its seeds evict.
+    evicted = sum(len(decisions(seed, True, PREEMPT)[1]) for seed in range(40))
     assert evicted > 5
 
 

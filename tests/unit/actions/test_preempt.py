@@ -10,7 +10,7 @@ from volcanolib import Registry, hookimpl
 from volcanolib.api.job import JobInfo
 from volcanolib.api.node import NodeInfo
 from volcanolib.api.queue import QueueInfo
-from volcanolib.api.task import TaskInfo, TaskStatus
+from volcanolib.api.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus, in_statuses
 from volcanolib.framework.config import Arguments
 from volcanolib.framework.session import Session
 from volcanolib.framework.status import Status, Vote
@@ -56,19 +56,34 @@ class TPrio:
 
 
 class TBlock:
-    """Nodes in ``nodes`` fail the predicate (plain Unschedulable); tasks in ``refuse`` are not allocatable."""
+    """Nodes in ``nodes`` fail the predicate (plain Unschedulable); tasks in ``refuse`` are not allocatable.
+
+    With ``cap`` (milli-cpu), a queue may not take a task that would bring what it holds above it.
+    """
 
     def __init__(self, arguments: Arguments) -> None:
         self.nodes = set(arguments.get("nodes", ()))
         self.refused = set(arguments.get("refuse", ()))
+        self.cap: float | None = arguments.get("cap")
 
     @hookimpl
     def predicate(self, ssn: object, task: TaskInfo, node: NodeInfo) -> Status:
         return Status.unschedulable("port in use") if node.name in self.nodes else Status.success()
 
     @hookimpl
-    def allocatable(self, ssn: object, queue: QueueInfo, task: TaskInfo) -> bool:
-        return task.name not in self.refused
+    def allocatable(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+        if task.name in self.refused:
+            return False
+        if self.cap is None:
+            return True
+        held = sum(
+            t.resreq.milli_cpu
+            for job in ssn.jobs.values()
+            if job.queue == queue.name
+            for t in job.tasks.values()
+            if in_statuses(t.status, ALLOCATED_STATUSES)
+        )
+        return held + task.resreq.milli_cpu <= self.cap
 
 
 class TScore:
@@ -133,17 +148,29 @@ def test_a_node_where_the_preemptor_still_does_not_fit_loses_nothing() -> None:
     cache = cluster()
     cache.add_node(build_node("n1", cpu="2"))
     cache.add_node(build_node("n2", cpu="2"))
-    running(cache, "low1", "n1", ("a-0", "1", 1), ("a-1", "1", 1))
-    running(cache, "low2", "n2", ("b-0", "1", 1), ("b-1", "1", 1))
+    running(cache, "low1", "n1", ("a-0", "500m", 1), ("a-1", "500m", 1))
+    running(cache, "low2", "n2", ("b-0", "2", 1))
     preemptor(cache, "hi", "1")
-    # n1 scores best but the preemptor never passes its predicate there.
-    text = conf("t-prio", "t-block {nodes: [n1]}", "t-score {score: {n1: 10, n2: 1}}")
+    # n1 scores best, but the queue (3 cpu held, 2 allowed) may take the preemptor only once 2 cpu are
+    # gone, and n1's victims hold 1 cpu: n1's evictions are undone, n2's victim makes room.
+    text = conf("t-prio", "t-block {cap: 2000}", "t-score {score: {n1: 10, n2: 1}}")
     result = run_session(cache, text, registry=REGISTRY)
-    assert len(cache.evicted) == 1 and cache.evicted[0].startswith("default/b-")
+    assert cache.evicted == ["default/b-0"]
     assert [node for _, node in result.pipelined] == ["n2"]
     ssn = result.session
     assert ssn is not None
     assert all(t.status is S.RUNNING for t in ssn.jobs["default/low1"].tasks.values())
+
+
+def test_predicates_are_not_asked_again_once_victims_make_room() -> None:
+    """As Volcano v1.14.1: a node a plain Unschedulable predicate failure left in gets the preemptor."""
+    cache = cluster()
+    cache.add_node(build_node("n1", cpu="2"))
+    running(cache, "low", "n1", ("l-0", "1", 1), ("l-1", "1", 1))
+    preemptor(cache, "hi", "1")
+    result = run_session(cache, conf("t-prio", "t-block {nodes: [n1]}"), registry=REGISTRY)
+    assert len(cache.evicted) == 1 and cache.evicted[0].startswith("default/l-")
+    assert [(t.key, node) for t, node in result.pipelined] == [("default/hi-0", "n1")]
 
 
 def test_nothing_is_evicted_when_the_queue_may_not_take_the_preemptor() -> None:
