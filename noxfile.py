@@ -77,11 +77,12 @@ def differential(session: nox.Session) -> None:
     """Random scenarios per feature area through the real Volcano (the oracle, built with Go) and volcanolib.
 
     Prints the agreement per area and the most common disagreements. Arguments after ``--`` go to
-    tests/oracle/differential.py (default here: 1,000 scenarios per area, 8 oracle runs each; e.g.
+    tests/oracle/differential.py (default here: 1,000 scenarios per area, 8 oracle runs each and 40
+    more on a disagreement; e.g.
     ``nox -s differential -- --count 50 --areas gang,preempt --out DIR``).
     """
     session.install(*INSTALL)
-    args = session.posargs or ["--count", "1000", "--runs", "8"]
+    args = session.posargs or ["--count", "1000", "--runs", "8", "--confirm-runs", "40"]
     session.run("python", "-m", "tests.oracle.differential", *args)
 
 

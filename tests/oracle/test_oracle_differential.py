@@ -3,9 +3,11 @@
 2,000 scenarios (:data:`PER_AREA` per area of :data:`tests.oracle.generator.AREAS`,
 seeds 0 up, so the same ones every run), each run :data:`RUNS` times by the
 oracle (Volcano breaks ties at random; a fact its runs disagree on is not
-compared). The agreement per area is written to ``build/differential/agreement.md``
-(with the most common disagreements and their scenario files, kept next to it)
-and shown at the end of the pytest run. ``nox -s differential`` is the long run.
+compared), and :data:`CONFIRM_RUNS` times more when volcanolib disagrees, so that
+a rare random answer of Volcano's is not counted as a disagreement. The
+agreement per area is written to ``build/differential/agreement.md`` (with the
+most common disagreements and their scenario files, kept next to it) and shown
+at the end of the pytest run. ``nox -s differential`` is the long run.
 
 The test fails when the oracle refuses a scenario (the generator wrote one
 Volcano cannot read: a generator bug), when volcanolib fails on one, or when an
@@ -31,32 +33,35 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "differential"
 PER_AREA = 100
 RUNS = 8
+#: Oracle runs added on each scenario that disagreed, so that a node Volcano picks at random only
+#: now and then is seen as varying rather than counted against volcanolib.
+CONFIRM_RUNS = 40
 
 #: The least share of an area's scenarios (percent) on which volcanolib must agree with Volcano on
-#: every stable fact: the lower of two measured runs on these seeds after the round's fixes, less
-#: 5 points for Volcano's random tie-breaks (two runs differed by up to 3). Raise an area's floor
-#: when a fix lands.
+#: every stable fact: the lower of two runs on these seeds (2026-11-28, after the fixes, with the
+#: confirming runs; the two differed by at most 1 point in an area), less 3 points for Volcano's
+#: random tie-breaks that even 48 runs miss. Raise an area's floor when a fix lands.
 FLOORS: dict[str, int] = {
-    "queues": 93,
-    "proportion": 94,
-    "capacity": 93,
-    "capacity-hierarchy": 93,
-    "drf": 91,
-    "drf-hierarchy": 94,
-    "priority": 92,
-    "gang": 94,
-    "binpack": 95,
-    "nodeorder": 95,
-    "predicates": 95,
-    "preempt": 89,
-    "preempt-topology": 91,
-    "reclaim": 92,
-    "backfill": 91,
-    "enqueue-overcommit": 94,
-    "sla": 93,
-    "deviceshare": 92,
-    "network-topology": 93,
-    "multi-session": 92,
+    "queues": 97,
+    "proportion": 97,
+    "capacity": 97,
+    "capacity-hierarchy": 96,
+    "drf": 94,
+    "drf-hierarchy": 97,
+    "priority": 94,
+    "gang": 97,
+    "binpack": 97,
+    "nodeorder": 97,
+    "predicates": 97,
+    "preempt": 91,
+    "preempt-topology": 96,
+    "reclaim": 95,
+    "backfill": 97,
+    "enqueue-overcommit": 97,
+    "sla": 97,
+    "deviceshare": 97,
+    "network-topology": 97,
+    "multi-session": 97,
 }
 
 
@@ -66,7 +71,9 @@ def test_random_scenarios_agree_with_volcano_by_area(
     shutil.rmtree(OUT, ignore_errors=True)
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    results = run_differential(PER_AREA, RUNS, OUT / "scenarios", oracle=oracle, timings=timings)
+    results = run_differential(
+        PER_AREA, RUNS, OUT / "scenarios", oracle=oracle, timings=timings, confirm_runs=CONFIRM_RUNS
+    )
     report = format_report(results, examples=5)
     (OUT / "agreement.md").write_text(report + "\n")
     table = report.split("\n\n", 1)[0]
