@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.clusters import gang_cluster
 from volcanolib import Scheduler, Session, TaskInfo, TaskStatus
 from volcanolib.api.cluster import ClusterInfo
 from volcanolib.api.node import NodeInfo
@@ -432,13 +433,7 @@ def test_random_cycles_soak(seed: int) -> None:
 
 
 def small() -> tuple[InMemoryCache, Scheduler]:
-    cache = InMemoryCache()
-    for i in range(4):
-        cache.add_node(build_node(f"n{i}", cpu="4", memory="8Gi"))
-    for j in range(3):
-        cache.add_pod_group(build_pod_group(f"j{j}", min_member=2))
-        for t in range(2):
-            cache.add_task(build_task(f"j{j}-{t}", job=f"j{j}", cpu="1"))
+    cache = gang_cluster(4, 3)
     return cache, Scheduler(cache, CONF)
 
 

@@ -15,11 +15,12 @@ from typing import ClassVar
 
 import pytest
 
+from tests.unit.clusters import gang_cluster
 from volcanolib import InMemoryCache, Registry, Scheduler, Session, hookimpl
 from volcanolib.api.hypernode import JOB_ALLOCATED_HYPER_NODE
 from volcanolib.api.job import ConditionType, PodGroupCondition
 from volcanolib.framework.traits import SETTLED_JOBS, Traits
-from volcanolib.testing import build_node, build_pod_group, build_task
+from volcanolib.testing import build_pod_group
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -92,13 +93,7 @@ REGISTRY = Registry(plugins={"direct": DirectMarker, "through-session": SessionM
 
 
 def _cluster() -> InMemoryCache:
-    cache = InMemoryCache()
-    for i in range(3):
-        cache.add_node(build_node(f"n{i}", cpu="4", memory="8Gi"))
-    for j in range(2):
-        cache.add_pod_group(build_pod_group(f"j{j}", min_member=2))
-        for t in range(2):
-            cache.add_task(build_task(f"j{j}-{t}", job=f"j{j}", cpu="1"))
+    cache = gang_cluster(3, 2)
     # No pods yet: never settles, and nothing changes it from session to session.
     cache.add_pod_group(build_pod_group("empty", min_member=1))
     return cache

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.unit.clusters import gang_cluster
 from volcanolib import InMemoryCache, NodeInfo, Registry, Scheduler, Session, TaskInfo, Traits, hookimpl
 from volcanolib.api.cluster import SnapshotDelta
 from volcanolib.api.job import ConditionType, PodGroupCondition
@@ -124,13 +125,7 @@ tiers:
 
 
 def _cluster() -> InMemoryCache:
-    cache = InMemoryCache()
-    for i in range(4):
-        cache.add_node(build_node(f"n{i}", cpu="4", memory="8Gi"))
-    for j in range(3):
-        cache.add_pod_group(build_pod_group(f"j{j}", min_member=2))
-        for t in range(2):
-            cache.add_task(build_task(f"j{j}-{t}", job=f"j{j}", cpu="1"))
+    cache = gang_cluster(4, 3)
     return cache
 
 
